@@ -1,0 +1,69 @@
+"""Small Markdown helpers shared by the stages: YAML frontmatter and headings."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+class FrontmatterError(ValueError):
+    """YAML frontmatter that does not parse; ``line`` is 1-based in the whole file."""
+
+    def __init__(self, message: str, line: int | None):
+        super().__init__(message)
+        self.line = line
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
+    """(metadata, body, body_start_line): YAML frontmatter between leading ``---`` lines.
+
+    Text without frontmatter gives ({}, text, 1). Frontmatter that is not a mapping raises
+    FrontmatterError with the line where YAML failed.
+    """
+    match = _FRONTMATTER.match(text)
+    if not match:
+        return {}, text, 1
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else None
+        raise FrontmatterError(f"frontmatter is not valid YAML: {getattr(exc, 'problem', exc)}", line) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise FrontmatterError("frontmatter must be a YAML mapping (key: value lines)", 2)
+    body = text[match.end():]
+    return data, body, match.group(0).count("\n") + 1
+
+
+def headings(text: str) -> list[tuple[int, str, int]]:
+    """(level, title, 1-based line) of each ATX heading outside fenced code blocks."""
+    out = []
+    in_fence = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if not in_fence:
+            match = _HEADING.match(line)
+            if match:
+                out.append((len(match.group(1)), match.group(2).strip(), number))
+    return out
+
+
+def first_heading(text: str) -> str | None:
+    """The title of the first heading, or None."""
+    found = headings(text)
+    return found[0][1] if found else None
+
+
+def slugify(title: str) -> str:
+    """GitHub-style anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    slug = re.sub(r"[^\w\- ]", "", title.strip().lower())
+    return slug.replace(" ", "-")

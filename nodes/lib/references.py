@@ -1,0 +1,494 @@
+"""Pure helpers of the references stage: @-lines, targets, paths, suggestions, the walk.
+
+Nothing here reads files or the network. ``walk_references`` takes the two IO steps as
+callables (``locate`` and ``read``) so the recursion, load-once, cycle and depth rules can be
+tested with plain dicts; the node module passes the real file, URL and builtin readers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ntpath
+import posixpath
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from ..types import ConfigError, Document, ReferenceLoadError, Source
+from .markdown import FrontmatterError, first_heading, split_frontmatter
+
+GROUPS = ("core", "project", "session")
+INLINE = "inline"
+#: Which entry of ``context_config["priorities"]`` gives each group its default priority.
+GROUP_PRIORITY_KEYS = {"core": "rules", "project": "reference", "session": "session_reference"}
+FALLBACK_PRIORITIES = {"core": 95, "project": 60, "session": 55}
+#: Link statuses whose @ line is dropped from the content (the document is a section of its own).
+RESOLVED = ("loaded", "already-loaded", "configured", "cycle")
+
+_URL = re.compile(r"\Ahttps?://", re.I)
+_SCHEME = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]+):")
+_DRIVE = re.compile(r"\A[A-Za-z]:[\\/]")
+_PATH_CHARS = re.compile(r"\A[\w.~/\\:+\-]+\Z")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}\Z")
+_BUILTIN_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
+_FENCE = re.compile(r"\A {0,3}(```|~~~)")
+_FRONTMATTER_BLOCK = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+
+
+class ReferenceProblem(Exception):
+    """A reference that cannot be located or read; the walk makes it an error or a warning."""
+
+
+@dataclass(frozen=True)
+class ReferenceSpec:
+    """One configured reference: its group, the text as written, and its place in the config."""
+
+    group: str  # core | project | session
+    target: str
+    index: int  # position inside its group's list
+    order: int  # position over all groups (core, then project, then session)
+
+    @property
+    def where(self) -> str:
+        return f"references.{self.group}[{self.index}]"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A located reference: kind file | url | builtin, where to read it, and its load-once key."""
+
+    kind: str
+    location: str  # absolute path, normalised URL, or builtin name
+    key: str  # absolute path, URL, or builtin:NAME
+    display: str  # how warnings and section keys name it (project-relative path, URL, builtin:NAME)
+
+
+@dataclass(frozen=True)
+class ReferenceLink:
+    """One @ line: who wrote it (file line), what it names, and what became of it."""
+
+    parent: str  # key of the referring document
+    line: int  # 1-based line in the referring file
+    target: str  # as written after the @
+    key: str | None  # key of the document it names, when located
+    status: str  # loaded | already-loaded | configured | cycle | depth-limit | missing | unreadable
+
+
+@dataclass(frozen=True)
+class ReferenceSet:
+    """The loaded reference documents in load order, the @ links between them, and warnings."""
+
+    documents: tuple[Document, ...] = ()
+    links: tuple[ReferenceLink, ...] = ()
+    warnings: tuple[str, ...] = ()
+    displays: Mapping[str, str] = field(default_factory=dict)  # key -> display name
+
+    def by_key(self) -> dict[str, Document]:
+        return {doc.key: doc for doc in self.documents}
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """A document's text split into metadata and body, with the line the body starts on."""
+
+    metadata: Mapping[str, Any]
+    body: str
+    body_start: int
+    last_line: int
+    warning: str | None = None
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def reference_specs_from(references: Mapping[str, Any]) -> list[ReferenceSpec]:
+    """The configured entries of core, project and session, in that order, validated."""
+    specs: list[ReferenceSpec] = []
+    for group in GROUPS:
+        entries = references.get(group) or []
+        if not isinstance(entries, list):
+            raise ConfigError(f"key 'references.{group}' must be a list of paths, URLs or builtin:NAME")
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, str) or not entry.strip():
+                raise ConfigError(
+                    f"key 'references.{group}[{index}]' is {entry!r}; write a path relative to .planning/, "
+                    "an absolute path, an http(s) URL or builtin:NAME"
+                )
+            specs.append(ReferenceSpec(group, entry.strip(), index, len(specs)))
+    return specs
+
+
+def group_priorities(priorities: Mapping[str, Any]) -> dict[str, int]:
+    """Default priority of each configured group, from ``context_config["priorities"]``."""
+    return {
+        group: int(priorities.get(key, FALLBACK_PRIORITIES[group]))
+        for group, key in GROUP_PRIORITY_KEYS.items()
+    }
+
+
+# ----------------------------------------------------------------------------- @ lines
+
+
+def is_reference_token(token: str) -> bool:
+    """Whether the word after an @ names a document: an http(s) URL, builtin:NAME, another
+    scheme's URL (refused later), or a path with a / or a file extension; not an email or an
+    annotation like ``@Composable``."""
+    if not token:
+        return False
+    if _URL.match(token):
+        return True
+    if "@" in token:
+        return False
+    if token.startswith("builtin:"):
+        return bool(_BUILTIN_NAME.match(token[len("builtin:"):]))
+    if "://" in token and _SCHEME.match(token):
+        return True
+    if not _PATH_CHARS.match(token):
+        return False
+    return "/" in token or "\\" in token or bool(_EXTENSION.search(token))
+
+
+def at_references(body: str, first_line: int = 1) -> list[tuple[int, str]]:
+    """(file line, target) of each ``@target`` line of a body, outside fenced code blocks.
+
+    The target is the first word after the @; words after it are a note and are ignored.
+    ``first_line`` is the file line the body starts on (after frontmatter).
+    """
+    found = []
+    in_fence = False
+    for offset, line in enumerate(body.split("\n")):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence or not line.startswith("@"):
+            continue
+        words = line[1:].split(None, 1)
+        token = words[0] if words and not line[1:2].isspace() else ""
+        if is_reference_token(token):
+            found.append((first_line + offset, token))
+    return found
+
+
+def without_lines(body: str, first_line: int, drop: Iterable[int]) -> str:
+    """The body without the given file lines (each removed whole, newline included)."""
+    dropped = set(drop)
+    if not dropped:
+        return body
+    lines = body.split("\n")
+    return "\n".join(line for offset, line in enumerate(lines) if first_line + offset not in dropped)
+
+
+# ----------------------------------------------------------------------------- targets
+
+
+def target_kind(token: str) -> str:
+    """url | builtin | path | scheme (a URL of a scheme other than http/https)."""
+    if _URL.match(token):
+        return "url"
+    if token.startswith("builtin:"):
+        return "builtin"
+    if _DRIVE.match(token):
+        return "path"
+    if _SCHEME.match(token) and ("://" in token or not _looks_like_path(token)):
+        return "scheme"
+    return "path"
+
+
+def _looks_like_path(token: str) -> bool:
+    return "/" in token or "\\" in token
+
+
+def normalise_url(url: str) -> str:
+    """The URL with scheme and host in lower case and no fragment: the load-once key."""
+    parts = urlsplit(url.strip())
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path or "/", parts.query, ""))
+
+
+def builtin_name(token: str) -> str:
+    """``builtin:gsd-rules`` or ``builtin:gsd-rules.md`` -> ``gsd-rules``; ReferenceProblem if odd."""
+    name = token[len("builtin:"):].strip()
+    if name.endswith(".md"):
+        name = name[:-3]
+    if not _BUILTIN_NAME.match(name) or ".." in name:
+        raise ReferenceProblem(f"{token!r} is not a builtin name (letters, digits, - _ .)")
+    return name
+
+
+def file_candidates(token: str, project_dir: str, home: str | None = None) -> list[str]:
+    """Absolute paths a path reference may mean, in the order they are tried.
+
+    Absolute (and Windows drive) paths are themselves; ``~/`` is under ``home``; a path that
+    starts with ``.planning/`` is relative to the project root (GSD style); any other relative
+    path is relative to ``.planning/`` first, then to the project root.
+    """
+    token = token.replace("\\", "/") if _DRIVE.match(token) or "\\" in token else token
+    if _DRIVE.match(token):
+        return [ntpath.normpath(token).replace("\\", "/")]
+    if token.startswith("~/") and home:
+        return [posixpath.normpath(posixpath.join(home, token[2:]))]
+    if posixpath.isabs(token):
+        return [posixpath.normpath(token)]
+    root = posixpath.normpath(project_dir)
+    relative = posixpath.normpath(token)
+    if relative == ".planning" or relative.startswith(".planning/"):
+        return [posixpath.join(root, relative)]
+    out = [posixpath.join(root, ".planning", relative), posixpath.join(root, relative)]
+    return list(dict.fromkeys(posixpath.normpath(path) for path in out))
+
+
+def display_path(path: str, project_dir: str) -> str:
+    """A file path as warnings and section keys show it: project-relative inside the project."""
+    root = posixpath.normpath(project_dir)
+    if path == root or path.startswith(root.rstrip("/") + "/"):
+        return posixpath.relpath(path, root)
+    return path
+
+
+def url_child(token: str, parent_url: str) -> str:
+    """A relative reference inside a URL document, resolved against that URL."""
+    return urljoin(parent_url, token)
+
+
+def closest_names(wanted: str, names: Sequence[str], n: int = 3) -> list[str]:
+    """Up to n names like ``wanted``: by whole relative path, then by file name."""
+    wanted = wanted.replace("\\", "/").removeprefix("./").removeprefix(".planning/")
+    by_path = difflib.get_close_matches(wanted, names, n=n, cutoff=0.6)
+    base = posixpath.basename(wanted)
+    bases: dict[str, list[str]] = {}
+    for name in names:
+        bases.setdefault(posixpath.basename(name), []).append(name)
+    by_base = [
+        name for close in difflib.get_close_matches(base, list(bases), n=n, cutoff=0.75) for name in bases[close]
+    ]
+    return list(dict.fromkeys(by_path + by_base))[:n]
+
+
+def suggestion_text(names: Sequence[str]) -> str:
+    """``; did you mean a, b?`` or a hint that nothing similar exists."""
+    if not names:
+        return "; no similar file under .planning/"
+    return "; did you mean " + ", ".join(names) + "?"
+
+
+# ----------------------------------------------------------------------------- documents
+
+
+def parse_document(text: str, display: str) -> ParsedDocument:
+    """Frontmatter as metadata and the body; bad frontmatter is a warning (file:line) and the
+    document is used without metadata (its frontmatter block still left out of the body)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
+    last_line = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    try:
+        metadata, body, start = split_frontmatter(text)
+        return ParsedDocument(dict(metadata), body, start, max(last_line, start))
+    except FrontmatterError as exc:
+        where = f"{display}:{exc.line}" if exc.line else display
+        block = _FRONTMATTER_BLOCK.match(text)
+        body, start = (text[block.end():], block.group(0).count("\n") + 1) if block else (text, 1)
+        warning = f"{where}: {exc}; the document is used without metadata"
+        return ParsedDocument({}, body, start, max(last_line, start), warning)
+
+
+def title_for(metadata: Mapping[str, Any], body: str, fallback: str) -> str:
+    """Frontmatter ``title``, else the first heading, else the file name."""
+    title = metadata.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    return first_heading(body) or fallback
+
+
+def fallback_title(display: str) -> str:
+    """The file name of a path or URL (``builtin:x`` -> ``x``)."""
+    if display.startswith("builtin:"):
+        return display[len("builtin:"):]
+    if _URL.match(display):
+        parts = urlsplit(display)
+        return posixpath.basename(parts.path.rstrip("/")) or parts.netloc
+    return posixpath.basename(display.rstrip("/")) or display
+
+
+def priority_for(metadata: Mapping[str, Any], default: int, display: str) -> tuple[int, str | None]:
+    """Frontmatter ``priority`` (an integer 0-100) or the group default, with a warning if bad."""
+    if "priority" not in metadata:
+        return default, None
+    value = metadata["priority"]
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 100:
+        return value, None
+    return default, f"{display}: frontmatter priority {value!r} is not an integer 0-100; using {default}"
+
+
+# ----------------------------------------------------------------------------- the walk
+
+Locate = Callable[[str, "Target | None"], Target]
+Read = Callable[[Target], str]
+
+
+@dataclass
+class _Record:
+    target: Target
+    parsed: ParsedDocument
+    group: str
+    root_group: str
+    parent: str | None
+    resolved_lines: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _Frame:
+    key: str
+    chain: tuple[str, ...]
+    root_group: str
+    pending: list[tuple[int, str]]
+
+
+def walk_references(
+    specs: Sequence[ReferenceSpec],
+    locate: Locate,
+    read: Read,
+    max_depth: int,
+    priorities: Mapping[str, int],
+) -> ReferenceSet:
+    """Every configured document and, depth first, the documents its @ lines name.
+
+    A configured reference that cannot be located or read raises ReferenceLoadError; an @ line
+    that cannot is a warning naming the referring file and line. Each key loads once; a cycle
+    is a warning with its path and is not followed; depth beyond ``max_depth`` is a warning.
+    """
+    roots, warnings = _located_roots(specs, locate)
+    configured = {target.key for _, target in roots}
+    records: dict[str, _Record] = {}
+    links: list[ReferenceLink] = []
+    for spec, target in roots:
+        try:
+            text = read(target)
+        except ReferenceProblem as exc:
+            raise ReferenceLoadError(f"{spec.where} {spec.target!r}: {exc}") from None
+        records[target.key] = _record(target, text, spec.group, spec.group, None, warnings)
+        stack = [_Frame(target.key, (target.key,), spec.group, _pending(records[target.key]))]
+        while stack:
+            frame = stack[-1]
+            if not frame.pending:
+                stack.pop()
+                continue
+            line, token = frame.pending.pop(0)
+            child = _follow(frame, line, token, records, configured, locate, read, max_depth, links, warnings)
+            if child is not None:
+                stack.append(_Frame(child.target.key, frame.chain + (child.target.key,), frame.root_group,
+                                    _pending(child)))
+    documents = tuple(_document(rec, order, priorities, warnings) for order, rec in enumerate(records.values()))
+    displays = {key: rec.target.display for key, rec in records.items()}
+    return ReferenceSet(documents, tuple(links), tuple(warnings), displays)
+
+
+def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list, list[str]]:
+    roots: list[tuple[ReferenceSpec, Target]] = []
+    warnings: list[str] = []
+    seen: dict[str, ReferenceSpec] = {}
+    for spec in specs:
+        try:
+            target = locate(spec.target, None)
+        except ReferenceProblem as exc:
+            raise ReferenceLoadError(f"{spec.where} {spec.target!r}: {exc}") from None
+        if target.key in seen:
+            first = seen[target.key]
+            warnings.append(f"{spec.where} {spec.target!r}: the same document as {first.where}; loaded once")
+            continue
+        seen[target.key] = spec
+        roots.append((spec, target))
+    return roots, warnings
+
+
+def _record(target: Target, text: str, group: str, root_group: str, parent: str | None,
+            warnings: list[str]) -> _Record:
+    parsed = parse_document(text, target.display)
+    if parsed.warning:
+        warnings.append(parsed.warning)
+    return _Record(target, parsed, group, root_group, parent)
+
+
+def _pending(record: _Record) -> list[tuple[int, str]]:
+    return at_references(record.parsed.body, record.parsed.body_start)
+
+
+def _follow(frame: _Frame, line: int, token: str, records: dict[str, _Record], configured: set[str],
+            locate: Locate, read: Read, max_depth: int, links: list, warnings: list[str]) -> _Record | None:
+    """Handle one @ line of the frame's document; the new record when it loads a document."""
+    parent = records[frame.key]
+    where = f"{parent.target.display}:{line}"
+
+    def link(status: str, key: str | None) -> None:
+        links.append(ReferenceLink(frame.key, line, token, key, status))
+        if status in RESOLVED:
+            parent.resolved_lines.add(line)
+
+    try:
+        target = locate(token, parent.target)
+    except ReferenceProblem as exc:
+        warnings.append(f"{where}: @{token}: {exc}")
+        link("missing", None)
+        return None
+    if target.key in frame.chain:
+        names = [records[key].target.display for key in frame.chain[frame.chain.index(target.key):]]
+        cycle = " -> ".join(names + [target.display])
+        warnings.append(f"{where}: @{token} closes a cycle {cycle}; not followed again")
+        link("cycle", target.key)
+        return None
+    if target.key in records or target.key in configured:
+        link("already-loaded" if target.key in records else "configured", target.key)
+        return None
+    if len(frame.chain) > max_depth:
+        warnings.append(f"{where}: @{token} not followed: references.maxDepth ({max_depth}) reached "
+                        f"({' -> '.join(records[key].target.display for key in frame.chain)})")
+        link("depth-limit", target.key)
+        return None
+    try:
+        text = read(target)
+    except ReferenceProblem as exc:
+        warnings.append(f"{where}: @{token}: {exc}")
+        link("unreadable", target.key)
+        return None
+    link("loaded", target.key)
+    records[target.key] = _record(target, text, INLINE, frame.root_group, frame.key, warnings)
+    return records[target.key]
+
+
+def _document(record: _Record, order: int, priorities: Mapping[str, int], warnings: list[str]) -> Document:
+    parsed, target = record.parsed, record.target
+    priority, warning = priority_for(parsed.metadata, priorities[record.root_group], target.display)
+    if warning:
+        warnings.append(warning)
+    return Document(
+        key=target.key,
+        title=title_for(parsed.metadata, parsed.body, fallback_title(target.display)),
+        content=without_lines(parsed.body, parsed.body_start, record.resolved_lines),
+        source=Source(target.kind, target.location, (parsed.body_start, parsed.last_line)),
+        metadata=dict(parsed.metadata),
+        group=record.group,
+        priority=priority,
+        order=order,
+        parent=record.parent,
+    )
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+def root_group(document: Document, by_key: Mapping[str, Document]) -> str:
+    """The configured group a document belongs to: its own, or that of the document that
+    (through @ lines) pulled it in."""
+    seen = set()
+    while document.group == INLINE and document.parent in by_key and document.parent not in seen:
+        seen.add(document.parent)
+        document = by_key[document.parent]
+    return document.group
+
+
+def ordered(documents: Iterable[Document]) -> list[Document]:
+    """Higher priority first; ties keep load order (config order, @ children after parent)."""
+    return sorted(documents, key=lambda doc: (-doc.priority, doc.order))
+
+
+def replace_content(document: Document, content: str) -> Document:
+    """A copy of the document with other content."""
+    return replace(document, content=content)

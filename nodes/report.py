@@ -1,0 +1,126 @@
+"""Outputs: the warnings of the run, the build result the CLI and API hand out, a flat run row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from hamilton.function_modifiers import tag
+
+from .config import ResolvedConfig
+from .types import BudgetReport, LedgerEntry, Section
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Everything one build produced: the context, its budget, the sections and the warnings.
+
+    ``as_json()`` is the contract of ``ctxengine build --format json``; later stages add keys
+    beside the first four, never rename them.
+    """
+
+    context: str
+    budget: BudgetReport
+    sections: tuple[Section, ...]
+    section_tokens: Mapping[str, int]
+    warnings: tuple[str, ...]
+    ledger: tuple[LedgerEntry, ...] = ()
+    truncation: Mapping[str, Any] = field(default_factory=dict)
+    pools: Mapping[str, Any] = field(default_factory=dict)
+    initial_budget: BudgetReport | None = None
+
+    def as_json(self) -> dict:
+        """The JSON document of ``--format json``."""
+        return {
+            "context": self.context,
+            "budget": self.budget.as_dict(),
+            "sections": [self._section_json(s) for s in self.sections],
+            "warnings": list(self.warnings),
+            "ledger": [entry.as_dict() for entry in self.ledger],
+            "truncation": dict(self.truncation),
+            "pools": dict(self.pools),
+        }
+
+    def _section_json(self, section: Section) -> dict:
+        return {
+            "key": section.key,
+            "title": section.title,
+            "kind": section.kind,
+            "priority": section.priority,
+            "tier": section.tier,
+            "tokens": self.section_tokens.get(section.key, 0),
+            "sources": [source.as_dict() for source in section.sources],
+            "content": section.content,
+        }
+
+    def ledger_frame(self):
+        """The ledger as a pandas DataFrame, one row per section and step."""
+        import pandas as pd
+
+        columns = ["section_key", "step", "action", "tokens_before", "tokens_after", "reason"]
+        return pd.DataFrame([entry.as_dict() for entry in self.ledger], columns=columns)
+
+
+@tag(stage="report")
+def config_warnings(resolved_config: ResolvedConfig) -> tuple:
+    """Warnings met while resolving the configuration (near-miss keys)."""
+    return tuple(resolved_config.warnings)
+
+
+@tag(stage="report")
+def run_warnings(
+    config_warnings: tuple,
+    reference_warnings: tuple,
+    state_warnings: tuple,
+    budget_warnings: tuple,
+    truncation_warnings: tuple,
+) -> tuple:
+    """Every warning of the run, stage by stage, without repeats."""
+    seen: dict[str, None] = {}
+    for group in (config_warnings, reference_warnings, state_warnings, budget_warnings, truncation_warnings):
+        for warning in group:
+            seen.setdefault(warning, None)
+    return tuple(seen)
+
+
+@tag(stage="report")
+def build_result(
+    final_context: str,
+    final_budget_report: BudgetReport,
+    final_sections: list,
+    final_section_tokens: dict,
+    run_warnings: tuple,
+    truncation_ledger: list,
+    truncation_summary: dict,
+    budget_pools: dict,
+    budget_report: BudgetReport,
+) -> BuildResult:
+    """The whole result of one build, as the CLI prints it and the API returns it."""
+    return BuildResult(
+        context=final_context,
+        budget=final_budget_report,
+        sections=tuple(final_sections),
+        section_tokens=dict(final_section_tokens),
+        warnings=run_warnings,
+        ledger=tuple(truncation_ledger),
+        truncation=dict(truncation_summary),
+        pools=dict(budget_pools),
+        initial_budget=budget_report,
+    )
+
+
+@tag(stage="report")
+def run_record(build_result: BuildResult, project_dir: str) -> dict:
+    """One flat row describing the run (for a pandas DataFrame over a batch of projects)."""
+    budget = build_result.budget
+    return {
+        "project_dir": project_dir,
+        "total_tokens": budget.total_tokens,
+        "available_tokens": budget.available_tokens,
+        "utilization_rate": budget.utilization_rate,
+        "is_over_budget": budget.is_over_budget,
+        "sections": len(build_result.sections),
+        "truncated": bool(build_result.truncation.get("triggered", False)),
+        "warnings": len(build_result.warnings),
+        "error": None,
+    }

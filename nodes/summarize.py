@@ -1,0 +1,1 @@
+"""Summarizers without a model (placeholder until the truncation engine lands)."""

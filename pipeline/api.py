@@ -1,0 +1,74 @@
+"""The Python API: the same driver and the same nodes as the CLI."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import driver
+from .nodes.report import BuildResult
+
+
+def bundled_example() -> Path:
+    """The bundled example project (examples/demo), used when no project is given."""
+    return Path(str(resources.files("ctxengine.examples").joinpath("demo")))
+
+
+def build_overrides(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    mode: str | None = None,
+    max_tokens: int | None = None,
+    reserve_tokens: int | None = None,
+    compact: bool | None = None,
+    strategy: str | None = None,
+    layout: str | None = None,
+) -> dict[str, Any]:
+    """Overrides as dotted keys: the named options first, then ``overrides`` on top."""
+    named = {
+        "template": mode,
+        "budget.maxTokens": max_tokens,
+        "budget.reserveTokens": reserve_tokens,
+        "truncation.compact": compact,
+        "truncation.strategy": strategy,
+        "state.layout": layout,
+    }
+    out = {key: value for key, value in named.items() if value is not None}
+    out.update(overrides or {})
+    return out
+
+
+def build_context(
+    project_dir: str | os.PathLike | None = None,
+    request: str = "",
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> BuildResult:
+    """Assemble the context for ``request`` against ``project_dir`` and make it fit.
+
+    ``options`` are the named overrides of :func:`build_overrides` (mode, max_tokens,
+    reserve_tokens, compact, strategy, layout); ``overrides`` takes dotted keys
+    (``{"budget.maxTokens": 32000}``). Raises a CtxEngineError subclass on bad input.
+    """
+    project = project_dir if project_dir is not None else bundled_example()
+    result = driver.execute(["build_result"], project, build_overrides(overrides, **options), request)
+    return result["build_result"]
+
+
+def explain_config(
+    project_dir: str | os.PathLike | None = None, overrides: Mapping[str, Any] | None = None
+) -> tuple[list[tuple[str, Any, str]], tuple[str, ...]]:
+    """Every effective configuration value with its origin, and the configuration warnings."""
+    project = project_dir if project_dir is not None else bundled_example()
+    out = driver.execute(["context_config", "config_provenance", "config_warnings"], project, overrides)
+    rows = [(key, _lookup(out["context_config"], key), origin) for key, origin in sorted(out["config_provenance"].items())]
+    return rows, out["config_warnings"]
+
+
+def _lookup(tree: Mapping[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        tree = tree[part]
+    return tree

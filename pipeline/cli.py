@@ -1,0 +1,165 @@
+"""The ``ctxengine`` command: build, config --explain, dag.
+
+Exit codes: 0 success; 2 bad usage or bad configuration (message names file and key, no
+traceback); 3 when the budget cannot be met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .nodes.types import CtxEngineError
+
+MODES = ("dev", "research", "review")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except CtxEngineError as exc:
+        print(f"ctxengine: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    build = sub.add_parser("build", help="assemble the context for a request")
+    _add_project(build)
+    request = build.add_mutually_exclusive_group()
+    request.add_argument("--request", default=None, help="the user request text")
+    request.add_argument("--request-file", default=None, help="read the user request from this file ('-' for stdin)")
+    build.add_argument("--mode", choices=MODES, help="the mode template (config key 'template')")
+    build.add_argument("--max-tokens", type=int, help="budget.maxTokens")
+    build.add_argument("--reserve-tokens", type=int, help="budget.reserveTokens")
+    build.add_argument("--compact", action="store_true", default=None, help="compact even when the context fits")
+    build.add_argument("--strategy", choices=("auto", "tail", "head", "middle"), help="force one truncation strategy")
+    build.add_argument("--layout", choices=("auto", "article", "gsd"), help="project layout (state.layout)")
+    _add_set(build)
+    build.add_argument("--format", choices=("text", "json"), default="text")
+    build.add_argument("-o", "--output", default=None, help="write the result to this file instead of stdout")
+    build.set_defaults(handler=_build)
+
+    config = sub.add_parser("config", help="show the effective configuration")
+    _add_project(config)
+    _add_set(config)
+    config.add_argument("--explain", action="store_true", help="print every value with where it came from")
+    config.add_argument("--format", choices=("text", "json"), default="text")
+    config.set_defaults(handler=_config)
+
+    dag = sub.add_parser("dag", help="draw the dataflow graph")
+    dag.add_argument("-o", "--output", default="dag.svg", help="output file (.svg, .png, .pdf or .dot)")
+    dag.set_defaults(handler=_dag)
+    return parser
+
+
+def _add_project(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("project_dir", nargs="?", default=None, help="project folder (default: the bundled example)")
+
+
+def _add_set(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a configuration value, e.g. --set budget.maxTokens=32000")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    from .nodes.config import parse_override
+
+    return dict(parse_override(text) for text in args.sets)
+
+
+def _project(args: argparse.Namespace) -> Path:
+    from .api import bundled_example
+
+    if args.project_dir is None:
+        return bundled_example()
+    path = Path(args.project_dir)
+    if not path.is_dir():
+        raise CtxEngineError(f"project folder {args.project_dir!r} does not exist or is not a folder")
+    return path
+
+
+def _request_text(args: argparse.Namespace) -> str:
+    if args.request_file is None:
+        return args.request or ""
+    if args.request_file == "-":
+        return sys.stdin.read()
+    try:
+        return Path(args.request_file).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CtxEngineError(f"--request-file {args.request_file!r}: {exc.strerror}") from None
+
+
+def _build(args: argparse.Namespace) -> int:
+    from .api import build_context
+
+    result = build_context(
+        _project(args),
+        _request_text(args),
+        overrides=_overrides(args),
+        mode=args.mode,
+        max_tokens=args.max_tokens,
+        reserve_tokens=args.reserve_tokens,
+        compact=args.compact,
+        strategy=args.strategy,
+        layout=args.layout,
+    )
+    if args.format == "json":
+        text = json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = result.context if result.context.endswith("\n") else result.context + "\n"
+        for warning in result.warnings:
+            print(f"ctxengine: warning: {warning}", file=sys.stderr)
+        budget = result.budget
+        print(
+            f"ctxengine: {budget.total_tokens} / {budget.available_tokens} tokens "
+            f"({budget.utilization_rate:.1%}){' OVER BUDGET' if budget.is_over_budget else ''}",
+            file=sys.stderr,
+        )
+    _write(text, args.output)
+    return 0
+
+
+def _config(args: argparse.Namespace) -> int:
+    from .api import explain_config
+
+    rows, warnings = explain_config(_project(args), _overrides(args))
+    for warning in warnings:
+        print(f"ctxengine: warning: {warning}", file=sys.stderr)
+    if args.format == "json":
+        print(json.dumps([{"key": k, "value": v, "origin": o} for k, v, o in rows], indent=2))
+        return 0
+    width = max(len(key) for key, _, _ in rows)
+    for key, value, origin in rows:
+        shown = json.dumps(value, ensure_ascii=False)
+        print(f"{key:<{width}}  {shown}" + (f"    <- {origin}" if args.explain else ""))
+    return 0
+
+
+def _dag(args: argparse.Namespace) -> int:
+    from .driver import default_driver
+    from .viz.dag import write_dag
+
+    written, note = write_dag(default_driver(), args.output)
+    print(f"ctxengine: wrote {written}" + (f" ({note})" if note else ""), file=sys.stderr)
+    return 0
+
+
+def _write(text: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        Path(output).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

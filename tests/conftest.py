@@ -1,0 +1,38 @@
+"""Shared fixtures: where ../shared is, and small project builders."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CTXENGINE_SHARED", REPO.parent / "shared"))
+CORPUS_PLANNING = SHARED / "corpus" / "planning"
+CORPUS_SESSIONS = SHARED / "corpus" / "sessions"
+SUITES = SHARED / "suites"
+DEMO = REPO / "examples" / "demo"
+
+
+def corpus_projects() -> list[Path]:
+    """The real GSD projects of ../shared/corpus/planning."""
+    return sorted(p for p in CORPUS_PLANNING.iterdir() if (p / ".planning").is_dir())
+
+
+def write_project(root: Path, files: dict[str, str | dict]) -> Path:
+    """Write ``files`` (relative path -> text, or a dict written as JSON) under ``root``."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(content) if isinstance(content, dict) else content, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path):
+    """A factory: project({"path": text, ...}) -> the project folder."""
+    return lambda files: write_project(tmp_path, files)
