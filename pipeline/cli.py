@@ -56,6 +56,13 @@ def _parser() -> argparse.ArgumentParser:
     config.add_argument("--format", choices=("text", "json"), default="text")
     config.set_defaults(handler=_config)
 
+    batch = sub.add_parser("batch", help="build many projects; one CSV row per project")
+    batch.add_argument("projects", nargs="+", help="project folders")
+    batch.add_argument("--request", default="", help="the user request for every project")
+    _add_set(batch)
+    batch.add_argument("-o", "--output", default=None, help="write the CSV here instead of stdout")
+    batch.set_defaults(handler=_batch)
+
     dag = sub.add_parser("dag", help="draw the dataflow graph")
     dag.add_argument("-o", "--output", default="dag.svg", help="output file (.svg, .png, .pdf or .dot)")
     dag.set_defaults(handler=_dag)
@@ -142,6 +149,16 @@ def _config(args: argparse.Namespace) -> int:
     for key, value, origin in rows:
         shown = json.dumps(value, ensure_ascii=False)
         print(f"{key:<{width}}  {shown}" + (f"    <- {origin}" if args.explain else ""))
+    return 0
+
+
+def _batch(args: argparse.Namespace) -> int:
+    from .batch import build_many
+
+    frame = build_many(args.projects, args.request, _overrides(args))
+    _write(frame.to_csv(index=False), args.output)
+    failed = int(frame["error"].notna().sum())
+    print(f"ctxengine: {len(frame)} projects, {failed} failed", file=sys.stderr)
     return 0
 
 

@@ -57,8 +57,13 @@ def execute(
     project_dir: str | os.PathLike,
     overrides: Mapping[str, Any] | None = None,
     user_request: str = "",
+    node_overrides: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the shared driver for ``outputs`` on one project; only what they need is computed."""
+    """Run the shared driver for ``outputs`` on one project; only what they need is computed.
+
+    ``node_overrides`` replaces node values (Hamilton overrides), e.g. an in-memory
+    ``session_history`` from :class:`ctxengine.Session`.
+    """
     inputs = {
         "project_dir": os.path.abspath(os.fspath(project_dir)),
         "overrides": dict(overrides or {}),
@@ -69,7 +74,7 @@ def execute(
     variants = _variants_of(context_config)
     if variants != _default_variants():
         dr = driver_for(variants)
-    return dr.execute(list(outputs), inputs=inputs, overrides={"context_config": context_config})
+    return dr.execute(list(outputs), inputs=inputs, overrides={"context_config": context_config, **(node_overrides or {})})
 
 
 def _variants_of(context_config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -11,7 +11,7 @@ import difflib
 import ntpath
 import posixpath
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -56,12 +56,11 @@ class ReferenceSpec:
 
 @dataclass(frozen=True)
 class Target:
-    """A located reference: kind file | url | builtin, where to read it, and its load-once key."""
+    """A located reference: kind file | url | builtin, its load-once key and its display name."""
 
     kind: str
-    location: str  # absolute path, normalised URL, or builtin name
-    key: str  # absolute path, URL, or builtin:NAME
-    display: str  # how warnings and section keys name it (project-relative path, URL, builtin:NAME)
+    key: str  # normalised absolute path, normalised URL, or builtin:NAME: what is read
+    display: str  # how warnings, sources and section keys name it (project-relative path, URL, builtin:NAME)
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,6 @@ class ReferenceSet:
     documents: tuple[Document, ...] = ()
     links: tuple[ReferenceLink, ...] = ()
     warnings: tuple[str, ...] = ()
-    displays: Mapping[str, str] = field(default_factory=dict)  # key -> display name
 
     def by_key(self) -> dict[str, Document]:
         return {doc.key: doc for doc in self.documents}
@@ -193,6 +191,11 @@ def target_kind(token: str) -> str:
     if _SCHEME.match(token) and ("://" in token or not _looks_like_path(token)):
         return "scheme"
     return "path"
+
+
+def is_absolute_path(token: str) -> bool:
+    """An absolute POSIX path, a Windows drive path, or a path under ``~``."""
+    return token.startswith(("/", "~")) or bool(_DRIVE.match(token))
 
 
 def _looks_like_path(token: str) -> bool:
@@ -377,8 +380,7 @@ def walk_references(
                 stack.append(_Frame(child.target.key, frame.chain + (child.target.key,), frame.root_group,
                                     _pending(child)))
     documents = tuple(_document(rec, order, priorities, warnings) for order, rec in enumerate(records.values()))
-    displays = {key: rec.target.display for key, rec in records.items()}
-    return ReferenceSet(documents, tuple(links), tuple(warnings), displays)
+    return ReferenceSet(documents, tuple(links), tuple(warnings))
 
 
 def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list, list[str]]:
@@ -462,7 +464,7 @@ def _document(record: _Record, order: int, priorities: Mapping[str, int], warnin
         key=target.key,
         title=title_for(parsed.metadata, parsed.body, fallback_title(target.display)),
         content=without_lines(parsed.body, parsed.body_start, record.resolved_lines),
-        source=Source(target.kind, target.location, (parsed.body_start, parsed.last_line)),
+        source=Source(target.kind, target.display, (parsed.body_start, parsed.last_line)),
         metadata=dict(parsed.metadata),
         group=record.group,
         priority=priority,
@@ -488,7 +490,3 @@ def ordered(documents: Iterable[Document]) -> list[Document]:
     """Higher priority first; ties keep load order (config order, @ children after parent)."""
     return sorted(documents, key=lambda doc: (-doc.priority, doc.order))
 
-
-def replace_content(document: Document, content: str) -> Document:
-    """A copy of the document with other content."""
-    return replace(document, content=content)

@@ -28,7 +28,7 @@ ESCAPES = ("none", "html")
 # substituted values); tags are tuples (kind, name_parts, children_or_None).
 _VAR, _RAW, _SECTION, _INVERTED, _IF = "var", "raw", "section", "inverted", "if"
 _OPENERS = {"#": _SECTION, "^": _INVERTED, "?": _IF}
-_STANDALONE_SIGILS = frozenset("#^?/!")
+_STANDALONE_SIGILS = frozenset(("#", "^", "?", "/", "!"))
 _BLANK_RUN = re.compile(r"\n{3,}")
 
 
@@ -137,7 +137,7 @@ def _parse(text: str, name: str) -> tuple:
             _append_text(frames[-1][3], text[pos:])
             break
         sigil, tag_name, end = _read_tag(text, start, name)
-        span = _standalone_span(text, start, end) if sigil in _STANDALONE_SIGILS and sigil else None
+        span = _standalone_span(text, start, end) if sigil in _STANDALONE_SIGILS else None
         _append_text(frames[-1][3], text[pos:span[0] if span else start])
         pos = span[1] if span else end
         if sigil == "!":

@@ -1,0 +1,248 @@
+"""Stage 2, reference documents: the configured references and every @-line they pull in.
+
+``reference_documents`` is the only node that reads (files, http(s) URLs, built-ins shipped
+in ctxengine.configs/references); the recursion rules live in nodes/lib/references.py and
+everything after the loader is pure.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import time
+import urllib.error
+import urllib.request
+from importlib import resources
+
+from hamilton.function_modifiers import cache, tag
+
+from .lib import references as _refs
+from .lib.references import ReferenceProblem, ReferenceSet, Target
+from .types import Document, Section, Source
+
+_PLANNING_LIST_LIMIT = 5000  # files under .planning/ considered for "did you mean"
+_BINARY_PROBE = 8192
+
+
+@tag(stage="references")
+def reference_specs(context_config: dict) -> list:
+    """The configured references (``references.core``, ``.project``, ``.session``) as
+    ReferenceSpec values with their group and config order."""
+    return _refs.reference_specs_from(context_config.get("references", {}))
+
+
+@cache(behavior="recompute")
+@tag(stage="references", loader="file")
+def reference_documents(project_dir: str, reference_specs: list, context_config: dict) -> ReferenceSet:
+    """Every configured reference document, and recursively the documents its @ lines name,
+    each loaded once, with the @ links between them and the warnings met on the way."""
+    settings = context_config.get("references", {})
+    root = os.path.realpath(project_dir)
+    locate = _locator(root)
+    read = _reader(float(settings.get("urlTimeout", 5.0)), int(settings.get("urlMaxBytes", 1 << 20)))
+    priorities = _refs.group_priorities(context_config.get("priorities", {}))
+    return _refs.walk_references(reference_specs, locate, read, int(settings.get("maxDepth", 8)), priorities)
+
+
+@tag(stage="references")
+def ordered_references(reference_documents: ReferenceSet) -> list[Document]:
+    """The documents by priority, higher first; ties keep config order, and a document pulled
+    in by an @ line comes right after the document that pulled it in."""
+    return _refs.ordered(reference_documents.documents)
+
+
+@tag(stage="references")
+def reference_sections(ordered_references: list[Document], context_config: dict) -> list[Section]:
+    """One Section per document: core references (and what they pull in) are "rules" in the
+    system pool; the others are "reference" in the references pool."""
+    by_key = {doc.key: doc for doc in ordered_references}
+    return [_section(doc, _refs.root_group(doc, by_key), by_key) for doc in ordered_references]
+
+
+@tag(stage="references")
+def reference_warnings(reference_documents: ReferenceSet) -> tuple[str, ...]:
+    """Warnings of the references stage, each naming its file and line."""
+    return tuple(reference_documents.warnings)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _section(doc: Document, group: str, by_key: dict[str, Document]) -> Section:
+    rules = group == "core"
+    parent = by_key.get(doc.parent) if doc.parent else None
+    return Section(
+        key=f"ref:{doc.source.location}",
+        title=doc.title,
+        kind="rules" if rules else "reference",
+        content=doc.content,
+        priority=doc.priority,
+        pool="system" if rules else "references",
+        sources=(doc.source,),
+        deprecated=doc.deprecated,
+        data={
+            "metadata": dict(doc.metadata),
+            "group": group,
+            "parent": parent.source.location if parent else None,
+        },
+    )
+
+
+def _locator(root: str):
+    """locate(token, referrer) -> Target for this project, or ReferenceProblem."""
+    home = os.path.expanduser("~")
+    planning: list[tuple[str, ...]] = []  # listed on the first miss only
+
+    def suggestions_pool() -> tuple[str, ...]:
+        if not planning:
+            planning.append(_planning_files(root) + tuple(f"builtin:{n}" for n in sorted(_builtin_names())))
+        return planning[0]
+
+    def locate(token: str, referrer: Target | None) -> Target:
+        kind = _refs.target_kind(token)
+        if kind == "path" and referrer is not None and referrer.kind == "url":
+            if _refs.is_absolute_path(token):
+                raise ReferenceProblem("a URL document may not pull in local files")
+            return _url_target(_refs.url_child(token, referrer.key))
+        if kind == "url":
+            return _url_target(token)
+        if kind == "scheme":
+            raise ReferenceProblem(f"only http:// and https:// URLs are read, not {token.split(':', 1)[0]}:")
+        if kind == "builtin":
+            return _builtin_target(token)
+        return _file_target(token, root, home, suggestions_pool)
+
+    return locate
+
+
+def _url_target(token: str) -> Target:
+    url = _refs.normalise_url(token)
+    return Target("url", url, url)
+
+
+def _builtin_target(token: str) -> Target:
+    name = _refs.builtin_name(token)
+    if name not in _builtin_names():
+        close = _refs.closest_names(name, sorted(_builtin_names()))
+        hint = f"; did you mean {', '.join('builtin:' + c for c in close)}?" if close else ""
+        raise ReferenceProblem(
+            f"no builtin reference {name!r} (built-ins: {', '.join(sorted(_builtin_names()))}){hint}"
+        )
+    return Target("builtin", f"builtin:{name}", f"builtin:{name}")
+
+
+def _file_target(token: str, root: str, home: str, suggestions_pool) -> Target:
+    candidates = _refs.file_candidates(token, root, home)
+    for path in candidates:
+        if os.path.isfile(path):
+            real = os.path.realpath(path)
+            return Target("file", real, _refs.display_path(real, root))
+    directories = [path for path in candidates if os.path.isdir(path)]
+    if directories:
+        raise ReferenceProblem(f"{directories[0]} is a directory, not a document")
+    close = _refs.closest_names(token, suggestions_pool())
+    raise ReferenceProblem(f"file not found (tried {', '.join(candidates)}){_refs.suggestion_text(close)}")
+
+
+def _planning_files(root: str) -> tuple[str, ...]:
+    """Files under <root>/.planning/ as paths relative to it (hidden folders skipped)."""
+    base = os.path.join(root, ".planning")
+    names: list[str] = []
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        names.extend(os.path.relpath(os.path.join(folder, f), base).replace(os.sep, "/") for f in sorted(files))
+        if len(names) >= _PLANNING_LIST_LIMIT:
+            break
+    return tuple(names[:_PLANNING_LIST_LIMIT])
+
+
+def _builtin_folder():
+    return resources.files("ctxengine.configs").joinpath("references")
+
+
+def _builtin_names() -> frozenset[str]:
+    folder = _builtin_folder()
+    if not folder.is_dir():
+        return frozenset()
+    return frozenset(item.name[:-3] for item in folder.iterdir() if item.name.endswith(".md"))
+
+
+def _reader(timeout: float, max_bytes: int):
+    """read(target) -> text for files, URLs and built-ins, or ReferenceProblem."""
+
+    def read(target: Target) -> str:
+        if target.kind == "url":
+            return _read_url(target.key, timeout, max_bytes)
+        if target.kind == "builtin":
+            name = target.key[len("builtin:"):]
+            return _builtin_folder().joinpath(f"{name}.md").read_text(encoding="utf-8")
+        return _read_file(target.key)
+
+    return read
+
+
+def _read_file(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ReferenceProblem(f"cannot read {path}: {exc.strerror or exc}") from None
+    return _text(data, path)
+
+
+def _text(data: bytes, where: str, charset: str = "utf-8") -> str:
+    if b"\0" in data[:_BINARY_PROBE]:
+        raise ReferenceProblem(f"{where} is binary, not a text document")
+    try:
+        return data.decode(charset, errors="replace")
+    except LookupError:
+        return data.decode("utf-8", errors="replace")
+
+
+def _read_url(url: str, timeout: float, max_bytes: int) -> str:
+    """The body of an http(s) URL: refused past ``max_bytes`` or ``timeout`` seconds in all."""
+    request = urllib.request.Request(url, headers={
+        "User-Agent": "ctxengine", "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"})
+    deadline = time.monotonic() + timeout
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            length = response.headers.get("Content-Length", "")
+            if length.isdigit() and int(length) > max_bytes:
+                raise ReferenceProblem(_too_large(url, f"{length} bytes", max_bytes))
+            data = _read_capped(response, url, max_bytes, deadline, timeout)
+            charset = response.headers.get_content_charset() or "utf-8"
+    except urllib.error.HTTPError as exc:
+        raise ReferenceProblem(f"{url} answered HTTP {exc.code} {exc.reason}") from None
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            raise ReferenceProblem(_timed_out(url, timeout)) from None
+        raise ReferenceProblem(f"cannot fetch {url}: {exc.reason}") from None
+    except TimeoutError:
+        raise ReferenceProblem(_timed_out(url, timeout)) from None
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        raise ReferenceProblem(f"cannot fetch {url}: {exc}") from None
+    return _text(data, url, charset)
+
+
+def _read_capped(response, url: str, max_bytes: int, deadline: float, timeout: float) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = response.read(min(65536, max_bytes + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            raise ReferenceProblem(_too_large(url, f"more than {max_bytes} bytes", max_bytes))
+        if time.monotonic() > deadline:
+            raise ReferenceProblem(_timed_out(url, timeout))
+
+
+def _too_large(url: str, size: str, max_bytes: int) -> str:
+    return (f"{url} is {size}, over references.urlMaxBytes ({max_bytes}); not loaded "
+            "(raise references.urlMaxBytes to read it)")
+
+
+def _timed_out(url: str, timeout: float) -> str:
+    return f"{url} did not answer within references.urlTimeout ({timeout:g} s); not loaded"

@@ -1,0 +1,138 @@
+"""Stage 4, render: the request and instruction sections, the render order, the templates and
+the rendered prompt.
+
+The context template (configs/templates/<contextTemplate>.md, or a path) lays the sections
+out; the mode template (configs/modes/<template>.md: dev, research, review) wraps that
+context in a head and a tail around ``{{{context}}}``. The two are chosen independently.
+The data model the context template sees is documented in nodes/lib/layout.py.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+
+from hamilton.function_modifiers import cache, tag
+
+from .lib.layout import render_context
+from .types import ConfigError, Section, Source
+
+_PACKAGE = "ctxengine.configs"
+_REFERENCE_ORDER = ("rules",)  # kinds rendered before the other reference sections
+
+
+@tag(stage="render")
+def request_section(user_request: str, context_config: dict) -> Section:
+    """The user's request as an immutable section of the request pool."""
+    return Section(
+        key="request",
+        title="User Request",
+        kind="request",
+        content=user_request,
+        priority=context_config["priorities"]["request"],
+        pool="request",
+        sources=(Source("request", "user_request"),),
+    )
+
+
+@tag(stage="render")
+def instructions_section(context_config: dict) -> Section:
+    """The output instructions (config key outputInstructions) as a section of the request pool."""
+    return Section(
+        key="instructions",
+        title="Output Instructions",
+        kind="instructions",
+        content=context_config["outputInstructions"],
+        priority=context_config["priorities"]["instructions"],
+        pool="request",
+        sources=(Source("config", "outputInstructions"),),
+    )
+
+
+@tag(stage="render")
+def sections(
+    reference_sections: list,
+    state_sections: list,
+    request_section: Section,
+    instructions_section: Section,
+) -> list:
+    """Every section in render order: rules, references, state (as given), request, instructions."""
+    assembled = list(reference_sections) + list(state_sections)
+    rules = [s for s in assembled if s.kind in _REFERENCE_ORDER]
+    references = [s for s in reference_sections if s.kind not in _REFERENCE_ORDER]
+    state = [s for s in state_sections if s.kind not in _REFERENCE_ORDER]
+    return rules + references + state + [request_section, instructions_section]
+
+
+@tag(stage="render", loader="file")
+@cache(behavior="recompute")
+def context_template(context_config: dict, project_dir: str) -> str:
+    """The text of the context template: built-in configs/templates/<contextTemplate>.md, or the
+    file contextTemplate names when it is a path (relative paths are under <project>/.planning/)."""
+    value = context_config["contextTemplate"]
+    path = _template_path(value, project_dir)
+    if path is None:
+        return _builtin_text("templates", value, "contextTemplate")
+    if not os.path.isfile(path):
+        raise ConfigError(
+            f"contextTemplate {value!r}: no file {path}; give a path relative to .planning/ "
+            f"or one of the built-in names: {', '.join(_builtin_names('templates'))}"
+        )
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+@tag(stage="render", loader="file")
+@cache(behavior="recompute")
+def mode_template(context_config: dict) -> str:
+    """The text of the mode template configs/modes/<template>.md: a head and a tail around
+    ``{{{context}}}`` that set the agent's task (dev, research, review)."""
+    return _builtin_text("modes", context_config["template"], "template")
+
+
+@tag(stage="render")
+def rendered_context(sections: list, context_template: str, mode_template: str, context_config: dict) -> str:
+    """The full prompt: the mode template around the context template rendered over the sections."""
+    return render_context(
+        sections,
+        context_template,
+        mode_template,
+        escape=context_config["escape"],
+        context_name=_template_name(context_config),
+        mode_name=f"configs/modes/{context_config['template']}.md",
+    )
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _template_name(context_config: dict) -> str:
+    """How messages name the configured context template (built-in file or the given path)."""
+    value = context_config["contextTemplate"]
+    return value if _is_path(value) else f"configs/templates/{value}.md"
+
+
+def _is_path(value: str) -> bool:
+    return "/" in value or os.sep in value or value.endswith(".md")
+
+
+def _template_path(value: str, project_dir: str) -> str | None:
+    if not _is_path(value):
+        return None
+    path = os.path.expanduser(value)
+    return path if os.path.isabs(path) else os.path.join(project_dir, ".planning", path)
+
+
+def _builtin_names(folder: str) -> list[str]:
+    root = resources.files(_PACKAGE).joinpath(folder)
+    return sorted(p.name[:-3] for p in root.iterdir() if p.name.endswith(".md"))
+
+
+def _builtin_text(folder: str, name: str, key: str) -> str:
+    entry = resources.files(_PACKAGE).joinpath(folder).joinpath(f"{name}.md")
+    if not entry.is_file():
+        raise ConfigError(
+            f"{key} {name!r}: there is no configs/{folder}/{name}.md; "
+            f"use one of: {', '.join(_builtin_names(folder))}"
+        )
+    return entry.read_text(encoding="utf-8")
