@@ -17,8 +17,9 @@ from importlib import resources
 from hamilton.function_modifiers import cache, tag
 
 from .lib import references as _refs
+from .lib.markdown import nest_under_title
 from .lib.references import ReferenceProblem, ReferenceSet, Target
-from .types import Document, Section, Source
+from .types import Document, Section
 
 _PLANNING_LIST_LIMIT = 5000  # files under .planning/ considered for "did you mean"
 _BINARY_PROBE = 8192
@@ -75,7 +76,7 @@ def _section(doc: Document, group: str, by_key: dict[str, Document]) -> Section:
         key=f"ref:{doc.source.location}",
         title=doc.title,
         kind="rules" if rules else "reference",
-        content=doc.content,
+        content=nest_under_title(doc.content, doc.title),
         priority=doc.priority,
         pool="system" if rules else "references",
         sources=(doc.source,),
@@ -227,8 +228,9 @@ def _read_url(url: str, timeout: float, max_bytes: int) -> str:
 def _read_capped(response, url: str, max_bytes: int, deadline: float, timeout: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
+    read_some = getattr(response, "read1", response.read)  # read1: whatever has arrived, so the deadline holds
     while True:
-        chunk = response.read(min(65536, max_bytes + 1 - size))
+        chunk = read_some(min(65536, max_bytes + 1 - size))
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)

@@ -1,27 +1,385 @@
-"""Truncation (placeholder until the truncation engine lands): nothing is cut yet."""
+"""Truncation: when the context does not fit (or should be compacted), cut it down by priority.
 
-from hamilton.function_modifiers import tag
+The trigger decides whether and to what target (hard: over the available tokens; soft: over
+``budget.softLimit``; requested: ``truncation.compact``). Budget pools (shares of maxTokens)
+decide where the work starts: a pool under its share lends the rest to the buffer, a pool over
+it borrows, and when the buffer is spent the pools over their share are cut first
+(``pool_*`` steps), then everything else (the same steps again). Each step is a node and acts
+only while the context is still over its target, least loss first:
+
+    drop discardable -> head-cut deprecated -> compact history -> summarize -> cut
+
+Strategies are nodes too (``tail_strategy``, ``head_strategy``, ``middle_strategy``), picked
+per section by content kind (``truncation.strategies``) unless ``truncation.strategy`` forces
+one. The algorithms live in nodes/lib/truncate.py; the exact fit of the rendered context and
+the quality checks are in nodes/quality.py.
+"""
+
+from __future__ import annotations
+
+from hamilton.function_modifiers import parameterize, source, tag, value
+
+from .lib import session as _session
+from .lib import truncate as _t
+from .lib.layout import render_context
+from .lib.tokens import TokenCounter, model_presets
+from .types import BudgetExceededError, BudgetReport, LedgerEntry, Section
+
+STAGE = "truncation"
+POOLS = ("system", "references", "state", "request")
 
 
-@tag(stage="truncation")
-def budget_pools() -> dict:
-    """Budget pools (not computed yet)."""
-    return {}
+# ----------------------------------------------------------------------------- trigger
 
 
-@tag(stage="truncation")
-def truncation_ledger() -> list:
-    """What truncation did to each section (nothing yet)."""
-    return []
+@tag(stage=STAGE)
+def soft_limit_tokens(context_config: dict, available_tokens: int) -> int:
+    """The soft limit in tokens: budget.softLimit times the available tokens."""
+    return int(float(context_config["budget"].get("softLimit", 0.85)) * available_tokens)
 
 
-@tag(stage="truncation")
-def truncation_summary() -> dict:
-    """Whether truncation ran, and why."""
-    return {"triggered": False, "reason": None, "strategy": None}
+@tag(stage=STAGE)
+def truncation_trigger(
+    budget_report: BudgetReport, available_tokens: int, soft_limit_tokens: int, context_config: dict
+) -> dict:
+    """Whether truncation runs, why, and the token target it cuts to: hard (over the available
+    tokens) and soft (over budget.softLimit) cut to the soft limit; requested
+    (truncation.compact) cuts to softLimit times the current size when already under it."""
+    total = budget_report.total_tokens
+    soft = float(context_config["budget"].get("softLimit", 0.85))
+    compact = bool(context_config["truncation"].get("compact", False))
+    if total > available_tokens:
+        reason, target = "hard", soft_limit_tokens
+    elif total > soft_limit_tokens:
+        reason, target = "soft", soft_limit_tokens
+    elif compact:
+        reason, target = "requested", min(soft_limit_tokens, int(total * soft))
+    else:
+        reason, target = None, available_tokens
+    return {"triggered": reason is not None, "reason": reason, "target": target, "soft_limit": soft,
+            "soft_limit_tokens": soft_limit_tokens, "available": available_tokens, "compact": compact}
 
 
-@tag(stage="truncation")
-def truncation_warnings() -> tuple:
-    """Warnings of the truncation stage."""
-    return ()
+# ----------------------------------------------------------------------------- measuring
+
+
+@tag(stage=STAGE)
+def template_overhead(
+    sections: list, context_template: str, mode_template: str, context_config: dict, token_counter: TokenCounter
+) -> int:
+    """Exact tokens of the rendered prompt outside the section contents (mode template,
+    headings, titles): the prompt rendered with every content emptied."""
+    empty = [s.with_content("") for s in sections]
+    return token_counter.count(render_context(empty, context_template, mode_template, context_config["escape"]))
+
+
+@tag(stage=STAGE)
+def section_tallies(sections: list, token_counter: TokenCounter, truncation_trigger: dict) -> dict:
+    """Tokens of each section before truncation, {"tokens": {key: n}, "exact": [keys]}:
+    counted exactly for immutable sections and for any section that could be kept whole
+    (estimate within the target), estimated (chars / 4) for the rest, which must shrink."""
+    target = truncation_trigger["target"]
+    tokens: dict[str, int] = {}
+    exact: list[str] = []
+    for section in sections:
+        estimate = token_counter.estimate(section.content)
+        if section.tier == "immutable" or not truncation_trigger["triggered"] or estimate <= target:
+            tokens[section.key] = token_counter.count(section.content)
+            exact.append(section.key)
+        else:
+            tokens[section.key] = estimate
+    return {"tokens": tokens, "exact": exact}
+
+
+# ----------------------------------------------------------------------------- pools
+
+
+@tag(stage=STAGE)
+def pool_share_tokens(context_config: dict, available_tokens: int) -> dict:
+    """Each pool's share in tokens: budget.pools weights of maxTokens; the reserve is
+    budget.reserveTokens and the other pools split the available tokens in proportion to
+    their weights (the buffer takes the rounding)."""
+    weights = dict(context_config["budget"].get("pools", {}))
+    weights.pop(_t.RESERVE, None)
+    weights.setdefault(_t.BUFFER, 0.0)
+    shares = _t.pool_shares(available_tokens, weights)
+    shares[_t.RESERVE] = int(context_config["budget"]["reserveTokens"])
+    return shares
+
+
+@tag(stage=STAGE)
+def pool_accounts(pool_share_tokens: dict, section_tallies: dict, sections: list, template_overhead: int) -> dict:
+    """Each pool's share, use, loan (unused share given to the buffer) and debt (borrowed from
+    the buffer) before truncation, and what the buffer has left (negative: over budget)."""
+    use: dict[str, int] = {"system": template_overhead}
+    for section in sections:
+        use[section.pool] = use.get(section.pool, 0) + section_tallies["tokens"][section.key]
+    shares = {k: v for k, v in pool_share_tokens.items() if k != _t.RESERVE}
+    accounts = _t.pool_accounts(shares, use)
+    accounts[_t.RESERVE] = {"share": pool_share_tokens[_t.RESERVE], "use": pool_share_tokens[_t.RESERVE],
+                           "loan": 0, "debt": 0}
+    return accounts
+
+
+# ----------------------------------------------------------------------------- strategies
+
+
+@tag(stage=STAGE)
+def strategy_by_kind(context_config: dict) -> dict:
+    """The strategy for each content kind (truncation.strategies: history, deprecated,
+    default), or the one truncation.strategy forces for all."""
+    settings = context_config["truncation"]
+    forced = settings.get("strategy", "auto")
+    by_kind = {"history": "tail", "deprecated": "head", "default": "middle", **dict(settings.get("strategies", {}))}
+    if forced and forced != "auto":
+        by_kind = {kind: forced for kind in by_kind}
+    return by_kind
+
+
+@tag(stage=STAGE)
+def section_strategies(sections: list, strategy_by_kind: dict) -> dict:
+    """The strategy of each section: by its kind, "deprecated" for a deprecated document,
+    else the default."""
+    def pick(section: Section) -> str:
+        if section.deprecated and "deprecated" in strategy_by_kind:
+            return strategy_by_kind["deprecated"]
+        return strategy_by_kind.get(section.kind, strategy_by_kind.get("default", "middle"))
+    return {s.key: pick(s) for s in sections}
+
+
+@tag(stage=STAGE)
+def tail_strategy(context_config: dict) -> _t.Strategy:
+    """Tail: keep the end. A session history keeps its recent rounds verbatim; older rounds
+    keep their first and last message with a summary between, then become summary lines,
+    then are dropped oldest first. Other text is cut from its beginning."""
+    settings = context_config["truncation"]
+    return _t.Strategy("tail", None, int(settings.get("keepRecentRounds", 1)), float(settings.get("recentShare", 0.75)),
+                       _session.render_round, _session.round_summary)
+
+
+@tag(stage=STAGE)
+def head_strategy(context_config: dict) -> _t.Strategy:
+    """Head: keep the beginning (documents marked deprecated); a history keeps its oldest rounds."""
+    return _t.Strategy("head", None, render_round=_session.render_round, round_summary=_session.round_summary)
+
+
+@tag(stage=STAGE)
+def middle_strategy(summarizer: object, context_config: dict) -> _t.Strategy:
+    """Middle: for mixed content. Summarized by priority (lowest first) with the summarizer,
+    then cut keeping both ends; a history keeps its first and newest rounds."""
+    return _t.Strategy("middle", summarizer, render_round=_session.render_round, round_summary=_session.round_summary)
+
+
+@tag(stage=STAGE)
+def truncation_strategies(tail_strategy: _t.Strategy, head_strategy: _t.Strategy, middle_strategy: _t.Strategy) -> dict:
+    """The strategies by name, as the steps look them up."""
+    return {"tail": tail_strategy, "head": head_strategy, "middle": middle_strategy}
+
+
+# ----------------------------------------------------------------------------- start
+
+
+@tag(stage=STAGE)
+def truncation_start(
+    sections: list,
+    section_tallies: dict,
+    template_overhead: int,
+    truncation_trigger: dict,
+    pool_share_tokens: dict,
+    section_strategies: dict,
+    available_tokens: int,
+    context_config: dict,
+) -> _t.TruncationState:
+    """The state the steps start from. When truncation runs and the immutable sections with
+    the template alone do not fit the available tokens, raises BudgetExceededError naming each
+    immutable section with its tokens, the shortfall, and the models that would fit."""
+    target = truncation_trigger["target"] if truncation_trigger["triggered"] else available_tokens
+    state = _t.start_state(sections, section_tallies["tokens"], section_tallies["exact"], template_overhead,
+                           target, available_tokens, pool_share_tokens, section_strategies)
+    if truncation_trigger["triggered"]:
+        _check_immutable(sections, section_tallies["tokens"], template_overhead, available_tokens, context_config)
+    return state
+
+
+def _check_immutable(sections, tokens, overhead, available, context_config) -> None:
+    immutable = [s for s in sections if s.tier == "immutable"]
+    needed = overhead + sum(tokens[s.key] for s in immutable)
+    if needed <= available:
+        return
+    budget = context_config["budget"]
+    reserve = int(budget["reserveTokens"])
+    listed = "; ".join(f"{s.title} ({s.key}): {tokens[s.key]:,} tokens" for s in immutable)
+    fits = [name for name, p in sorted(model_presets().items(), key=lambda kv: kv[1]["window"])
+            if int(p["window"]) - reserve >= needed]
+    models = ", ".join(fits) if fits else "none of configs/models.yaml"
+    raise BudgetExceededError(
+        f"the immutable sections alone do not fit: they need {needed:,} tokens ({listed}; template "
+        f"{overhead:,} tokens) but only {available:,} are available (budget.maxTokens {int(budget['maxTokens']):,} "
+        f"- budget.reserveTokens {reserve:,}), {needed - available:,} short. Models whose window minus the "
+        f"reserve would fit: {models}. Raise budget.maxTokens, lower budget.reserveTokens, or shorten these sections."
+    )
+
+
+# ----------------------------------------------------------------------------- the steps
+# Each step runs twice: first over the pools that are over their share ("pool_" nodes), then
+# over every pool. A step acts only while the context is over its target.
+
+
+def _pass(first: str, then: str, step_of: str) -> dict:
+    return {
+        f"pool_{step_of}": {"state": source(first), "scope": value("pools"), "step": value(f"pool_{step_of}")},
+        step_of: {"state": source(then), "scope": value("all"), "step": value(step_of)},
+    }
+
+
+@tag(stage=STAGE)
+@parameterize(**_pass("truncation_start", "pool_summarizable_cut", "discardable_dropped"))
+def discardable_dropped(state: _t.TruncationState, scope: str, step: str) -> _t.TruncationState:
+    """Discardable sections (priority < 50) dropped without a summary, lowest priority first."""
+    return _t.drop_discardable(state, scope, step)
+
+
+@tag(stage=STAGE)
+@parameterize(**_pass("pool_discardable_dropped", "discardable_dropped", "deprecated_head_cut"))
+def deprecated_head_cut(
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, token_counter: TokenCounter,
+    context_config: dict,
+) -> _t.TruncationState:
+    """Deprecated documents (head strategy) cut to keep their beginning, with a marker."""
+    return _t.head_cut_deprecated(state, scope, step, truncation_strategies, token_counter, _min_keep(context_config))
+
+
+@tag(stage=STAGE)
+@parameterize(**_pass("pool_deprecated_head_cut", "deprecated_head_cut", "history_compacted"))
+def history_compacted(
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, token_counter: TokenCounter,
+    context_config: dict,
+) -> _t.TruncationState:
+    """Session histories compacted by whole rounds (tail: recent rounds verbatim, older ones
+    first-last, then summary lines, then dropped oldest first); tool calls keep their results."""
+    return _t.compact_histories(state, scope, step, truncation_strategies, token_counter, _min_keep(context_config))
+
+
+@tag(stage=STAGE)
+@parameterize(**_pass("pool_history_compacted", "history_compacted", "summarizable_summarized"))
+def summarizable_summarized(
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, token_counter: TokenCounter,
+    context_config: dict,
+) -> _t.TruncationState:
+    """Summarizable sections (middle strategy) summarized, lowest priority first, each summary
+    capped at what the section may keep."""
+    return _t.summarize_summarizable(state, scope, step, truncation_strategies, token_counter, _min_keep(context_config))
+
+
+@tag(stage=STAGE)
+@parameterize(**_pass("pool_summarizable_summarized", "summarizable_summarized", "summarizable_cut"))
+def summarizable_cut(
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, token_counter: TokenCounter,
+    context_config: dict,
+) -> _t.TruncationState:
+    """Summarizable sections cut at paragraph or line boundaries with a marker naming what was
+    cut and where the full text is, lowest priority first; dropped when too little would stay."""
+    return _t.cut_summarizable(state, scope, step, truncation_strategies, token_counter, _min_keep(context_config))
+
+
+def _min_keep(context_config: dict) -> int:
+    return int(context_config["truncation"].get("minKeepTokens", 48))
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+@tag(stage=STAGE)
+def truncation_ledger(fitted_context: "object", sections: list) -> list[LedgerEntry]:
+    """For every section, what each step did (tokens before and after, action, step, reason);
+    a section no step touched has one "kept" entry. Each section's last entry ends at its final
+    tokens, so the ledger adds up to the final context's sections."""
+    return _final_ledger(fitted_context, sections)
+
+
+def _final_ledger(fitted, sections) -> list[LedgerEntry]:
+    state = fitted.state
+    by_key: dict[str, list[LedgerEntry]] = {}
+    for entry in state.ledger:
+        by_key.setdefault(entry.section_key, []).append(entry)
+    final = fitted.section_tokens
+    out: list[LedgerEntry] = []
+    for section in sections:
+        entries = by_key.get(section.key, [])
+        if not entries:
+            before = state.initial[section.key]
+            why = "immutable: never changed" if section.tier == "immutable" else (
+                "fits: no cut needed" if fitted.changed else "the context fits: nothing to cut")
+            entries = [LedgerEntry(section.key, "truncation_start", "kept", before, final.get(section.key, before), why)]
+        last = entries[-1]
+        after = 0 if last.action == "dropped" else final.get(section.key, last.tokens_after)
+        if after != last.tokens_after:
+            entries[-1] = LedgerEntry(last.section_key, last.step, last.action, last.tokens_before, after, last.reason)
+        out.extend(entries)
+    return out
+
+
+@tag(stage=STAGE)
+def truncation_summary(
+    truncation_trigger: dict, fitted_context: "object", context_config: dict, budget_report: BudgetReport,
+    section_strategies: dict,
+) -> dict:
+    """Whether truncation ran, why (hard | soft | requested), the strategy, the target, and
+    the token counts before (with whether that count was exact) and after."""
+    state = fitted_context.state
+    changed = sorted({e.section_key for e in state.ledger})
+    forced = context_config["truncation"].get("strategy", "auto")
+    triggered = truncation_trigger["triggered"] or fitted_context.late_trigger is not None
+    return {
+        "triggered": triggered,
+        "reason": truncation_trigger["reason"] or fitted_context.late_trigger,
+        "strategy": (forced if forced != "auto" else "auto") if triggered else None,
+        "strategies": {key: section_strategies[key] for key in changed if key in section_strategies},
+        "target": state.target,
+        "soft_limit": truncation_trigger["soft_limit"],
+        "soft_limit_tokens": truncation_trigger["soft_limit_tokens"],
+        "available": truncation_trigger["available"],
+        "initial_tokens": budget_report.total_tokens,
+        "initial_exact": bool(getattr(budget_report, "exact", True)),
+        "final_tokens": fitted_context.tokens,
+        "fit_passes": fitted_context.passes,
+        "sections_changed": changed,
+        "cross_references": list(fitted_context.notes),
+    }
+
+
+@tag(stage=STAGE)
+def truncation_warnings(fitted_context: "object", truncation_trigger: dict) -> tuple[str, ...]:
+    """Warnings of truncation: a soft target that could not be reached, and cross-references
+    in immutable sections to content that was removed (left unchanged)."""
+    warnings = []
+    state = fitted_context.state
+    if fitted_context.tokens > state.target:
+        warnings.append(
+            f"truncation: the soft limit ({truncation_trigger['soft_limit']:.0%} = {state.target:,} tokens) "
+            f"cannot be reached: the immutable sections and the template alone need more; the context "
+            f"uses {fitted_context.tokens:,} of {state.limit:,} available tokens"
+        )
+    warnings.extend(f"truncation: {note}" for note in fitted_context.notes if "immutable section" in note)
+    return tuple(warnings)
+
+
+@tag(stage=STAGE)
+def budget_pools(pool_accounts: dict, fitted_context: "object") -> dict:
+    """The pools for the JSON: each pool's share, use, loan (given to the buffer) and debt
+    (borrowed) before truncation and its use after ("final"); the buffer's remaining tokens
+    before and after."""
+    final_use = fitted_context.state.pool_use()
+    out = {}
+    for name, account in pool_accounts.items():
+        row = dict(account)
+        if name == _t.BUFFER:
+            row["final_remaining"] = fitted_context.state.limit - fitted_context.tokens - sum(
+                v["share"] for k, v in pool_accounts.items() if k not in (_t.BUFFER, _t.RESERVE)
+            ) + sum(v["share"] for k, v in pool_accounts.items() if k not in (_t.BUFFER, _t.RESERVE)) - (
+                fitted_context.state.limit - row["share"] - sum(
+                    v["share"] for k, v in pool_accounts.items() if k not in (_t.BUFFER, _t.RESERVE)))
+        elif name != _t.RESERVE:
+            row["final"] = final_use.get(name, 0)
+        out[name] = row
+    return out

@@ -11,12 +11,14 @@ import os
 
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")  # before hamilton is imported: ~0.8 s less
 
+import logging  # noqa: E402
 from functools import lru_cache  # noqa: E402
 from types import ModuleType  # noqa: E402
 from typing import Any, Iterable, Mapping  # noqa: E402
 
 from hamilton import driver as h_driver  # noqa: E402
 
+from .nodes.types import CtxEngineError  # noqa: E402
 from .nodes import budget, config, quality, references, render, report, state, summarize, truncation  # noqa: E402
 
 #: The stage modules, in dataflow order.
@@ -31,6 +33,16 @@ NODE_MODULES: tuple[ModuleType, ...] = (
     quality,
     report,
 )
+
+class _UserErrorFilter(logging.Filter):
+    """Hamilton logs every node failure with a traceback; a CtxEngineError is the user's
+    input at fault, reported once by the caller with its own message, so drop that log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], CtxEngineError))
+
+
+logging.getLogger("hamilton.execution.graph_functions").addFilter(_UserErrorFilter())
 
 #: Driver-level config: the keys that pick `@config.when` variants, with their defaults.
 VARIANT_KEYS = {"summarizer": ("truncation", "summarizer")}

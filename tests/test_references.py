@@ -182,7 +182,7 @@ def test_recursive_at_lines_load_inline_documents_after_their_parent(tmp_path):
     assert keyed["ref:.planning/STATE.md"].pool == "references"
     assert keyed["ref:.planning/STATE.md"].data["parent"] == ".planning/references/db.md"
     rules = keyed["ref:.planning/gsd-rules.md"]
-    assert rules.content == "# Rules\nAlways test.\nEnd of rules.\n"  # the resolved @ line is gone
+    assert rules.content == "Always test.\nEnd of rules.\n"  # title heading shown by the template  # the resolved @ line is gone
     assert rules.sources == (Source("file", ".planning/gsd-rules.md", (1, 4)),)
     assert rules.tier == "immutable"
 
@@ -196,7 +196,7 @@ def test_a_cycle_is_a_warning_with_its_path_and_each_document_loads_once(tmp_pat
     assert [s.key for s in sections] == ["ref:.planning/a.md", "ref:.planning/b.md"]
     assert warnings == (".planning/b.md:2: @a.md closes a cycle .planning/a.md -> .planning/b.md -> .planning/a.md;"
                         " not followed again",)
-    assert by_key(sections)["ref:.planning/b.md"].content == "# B\n"  # a is in the context already
+    assert by_key(sections)["ref:.planning/b.md"].content == ""  # a is in the context already
 
 
 def test_a_self_reference_is_a_cycle_of_one(tmp_path):
@@ -217,7 +217,7 @@ def test_depth_is_limited_by_max_depth_with_a_warning(tmp_path):
     assert [s.key for s in sections] == ["ref:.planning/d0.md", "ref:.planning/d1.md", "ref:.planning/d2.md"]
     assert len(warnings) == 1
     assert warnings[0].startswith(".planning/d2.md:2: @d3.md not followed: references.maxDepth (2) reached")
-    assert by_key(sections)["ref:.planning/d2.md"].content == "# D2\n@d3.md\n"  # unresolved: the line stays
+    assert by_key(sections)["ref:.planning/d2.md"].content == "@d3.md\n"  # unresolved: the line stays
     _, _, sections, _ = run(tmp_path, refs(project=["d0.md"], maxDepth=0))
     assert [s.key for s in sections] == ["ref:.planning/d0.md"]
 
@@ -234,7 +234,7 @@ def test_a_document_named_twice_loads_once_under_its_first_parent(tmp_path):
         "ref:.planning/a.md", "ref:.planning/shared.md", "ref:.planning/b.md", "ref:.planning/c.md"]
     assert docs.by_key()[str(tmp_path.resolve() / ".planning/c.md")].group == "project"  # configured, not inline
     assert docs.by_key()[str(tmp_path.resolve() / ".planning/shared.md")].parent.endswith("a.md")
-    assert by_key(sections)["ref:.planning/b.md"].content == "# B\n"
+    assert by_key(sections)["ref:.planning/b.md"].content == ""
     assert [link.status for link in docs.links] == ["loaded", "already-loaded", "already-loaded", "configured"]
     assert warnings == ("references.project[2] './a.md': the same document as references.project[0]; loaded once",)
 
@@ -261,7 +261,7 @@ def test_frontmatter_is_metadata_and_priority_orders_with_ties_in_config_order(t
     assert type(keyed["ref:.planning/low.md"].data["metadata"]) is dict
     assert keyed["ref:.planning/low.md"].tier == "discardable"
     assert keyed["ref:.planning/tie2.md"].deprecated is True
-    assert keyed["ref:.planning/tie2.md"].content == "# Tie two\nold stuff\n"
+    assert keyed["ref:.planning/tie2.md"].content == "old stuff\n"
     assert keyed["ref:.planning/tie2.md"].sources[0].lines == (5, 6)
     assert [d.order for d in ordered] == [4, 1, 2, 3, 5, 0]
 
@@ -272,7 +272,7 @@ def test_bad_frontmatter_is_a_warning_and_the_document_is_used_without_metadata(
     (section,) = sections
     assert section.data["metadata"] == {}
     assert section.title == "Body title"
-    assert section.content == "# Body title\ntext\n"
+    assert section.content == "text\n"
     assert section.priority == 60
     assert len(warnings) == 1 and warnings[0].startswith(".planning/bad.md:")
     assert "without metadata" in warnings[0]
@@ -307,7 +307,7 @@ def test_a_missing_at_file_is_a_warning_naming_the_referrer_line_and_close_names
     assert len(sections) == 1
     assert warnings[0].startswith(".planning/main.md:3: @references/databse.md: file not found (tried ")
     assert warnings[0].endswith("did you mean references/database.md?")
-    assert sections[0].content == "# Main\nintro\n@references/databse.md\n"  # not resolved: kept
+    assert sections[0].content == "intro\n@references/databse.md\n"  # not resolved: kept
 
 
 def test_directories_and_binary_files_are_warnings(tmp_path):
@@ -381,6 +381,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if with_length:
                 self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if self.path == "/drip.md":  # headers at once, then the body slowly: 20 x 50 ms
+                for start in range(0, len(body), 10):
+                    self.wfile.write(body[start:start + 10])
+                    self.wfile.flush()
+                    time.sleep(0.05)
+                return
             self.wfile.write(body)
         except OSError:
             pass  # the client gave up (timeout test)
@@ -398,6 +404,7 @@ def server():
         "/slow.md": (1.0, b"# Slow\n", True),
         "/big.md": (0, b"x" * 5000, True),
         "/big-stream.md": (0, b"y" * 5000, False),
+        "/drip.md": (0, b"z" * 200, True),
     }
     with pytest.MonkeyPatch.context() as patch:
         for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
@@ -416,13 +423,14 @@ def test_a_configured_url_loads_and_its_relative_at_lines_stay_remote(tmp_path, 
     remote, other = sections
     assert (remote.title, remote.priority, remote.kind) == ("Remote doc", 70, "reference")
     assert remote.sources == (Source("url", f"{server}/doc.md", (5, 7)),)
-    assert remote.content == "# R\n@/etc/hostname\n"
+    assert remote.content == "### R\n@/etc/hostname\n"
     assert other.priority == 60 and other.title == "Other remote"
     assert warnings == (f"{server}/doc.md:7: @/etc/hostname: a URL document may not pull in local files",)
 
 
 def test_url_at_lines_404_and_other_schemes_are_warnings(tmp_path, server):
-    write(tmp_path, {".planning/main.md": f"# Main\n@{server}/nothing.md\n@ftp://example.com/x.md\n@{server}/other.md\n"})
+    main = f"# Main\n@{server}/nothing.md\n@ftp://example.com/x.md\n@{server}/other.md\n"
+    write(tmp_path, {".planning/main.md": main})
     _, _, sections, warnings = run(tmp_path, refs(project=["main.md"]))
     assert [s.key for s in sections] == ["ref:.planning/main.md", f"ref:{server}/other.md"]
     assert warnings == (
@@ -446,6 +454,15 @@ def test_a_slow_url_times_out_after_url_timeout(tmp_path, server):
     assert len(sections) == 1
     assert warnings == (f".planning/main.md:2: @{server}/slow.md: {server}/slow.md did not answer within "
                         "references.urlTimeout (0.2 s); not loaded",)
+
+
+def test_url_timeout_bounds_the_whole_download_not_just_each_read(tmp_path, server):
+    started = time.monotonic()
+    with pytest.raises(ReferenceLoadError, match=r"did not answer within references.urlTimeout \(0.3 s\)"):
+        run(tmp_path, refs(project=[f"{server}/drip.md"], urlTimeout=0.3))
+    assert time.monotonic() - started < 0.8  # the drip takes 1 s in all
+    _, _, sections, _ = run(tmp_path, refs(project=[f"{server}/drip.md"], urlTimeout=3))
+    assert sections[0].content == "z" * 200
 
 
 @pytest.mark.parametrize("path, size", [("/big.md", "5000 bytes"), ("/big-stream.md", "more than 1000 bytes")])
@@ -472,8 +489,9 @@ def test_the_hamilton_driver_gives_what_the_direct_calls_give(tmp_path):
         ".planning/references/architecture.md": "# Architecture\n@references/missing.md\n",
         ".planning/plans/current/plan.md": "# Plan\n- [ ] T1\n",
     })
+    overrides = {"references.session": ["plans/current/plan.md"]}
     out = _driver().execute(["reference_sections", "reference_warnings", "ordered_references"],
-                            inputs={"project_dir": str(tmp_path), "overrides": {"references.session": ["plans/current/plan.md"]}})
+                            inputs={"project_dir": str(tmp_path), "overrides": overrides})
     sections = out["reference_sections"]
     assert [(s.key, s.kind, s.priority) for s in sections] == [
         ("ref:.planning/gsd-rules.md", "rules", 98),
@@ -482,7 +500,7 @@ def test_the_hamilton_driver_gives_what_the_direct_calls_give(tmp_path):
         ("ref:.planning/plans/current/plan.md", "reference", 55),
     ]
     assert out["reference_warnings"][0].startswith(".planning/references/architecture.md:2: @references/missing.md")
-    direct = run(tmp_path, {"references.session": ["plans/current/plan.md"]})
+    direct = run(tmp_path, overrides)
     assert direct[2] == sections and direct[3] == out["reference_warnings"]
 
 
@@ -494,13 +512,23 @@ def test_every_node_is_tagged_with_the_references_stage():
     assert nodes["reference_documents"].tags.get("loader") == "file"
 
 
+def test_a_cached_driver_rereads_a_changed_reference(tmp_path):
+    project = write(tmp_path / "proj", {".planning/a.md": "# One\n"})
+    dr = driver.Builder().with_modules(config_nodes, ref_nodes).with_cache(path=str(tmp_path / "cache")).build()
+    inputs = {"project_dir": str(project), "overrides": {"references.project": ["a.md"]}}
+    assert [s.title for s in dr.execute(["reference_sections"], inputs=inputs)["reference_sections"]][1] == "One"
+    (project / ".planning/a.md").write_text("# Two\n", encoding="utf-8")
+    assert [s.title for s in dr.execute(["reference_sections"], inputs=inputs)["reference_sections"]][1] == "Two"
+
+
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not here")
 def test_every_real_gsd_project_builds_its_references():
     dr = _driver()
     projects = sorted(p for p in CORPUS.iterdir() if (p / ".planning").is_dir())
     assert len(projects) >= 5
     for root in projects:
-        out = dr.execute(["reference_sections", "reference_warnings"], inputs={"project_dir": str(root), "overrides": {}})
+        inputs = {"project_dir": str(root), "overrides": {}}
+        out = dr.execute(["reference_sections", "reference_warnings"], inputs=inputs)
         assert [s.key for s in out["reference_sections"]] == ["ref:builtin:gsd-rules"], root
         assert out["reference_warnings"] == ()
 
@@ -518,5 +546,17 @@ def test_a_real_gsd_plan_pulls_in_its_at_context():
     plan_text = by_key(sections)[f"ref:{plan}"].content
     assert "@.planning/PROJECT.md" not in plan_text and "@.planning/STATE.md" not in plan_text
     assert "@/Users/annon/.claude/get-shit-done/workflows/execute-plan.md" in plan_text  # missing: kept
-    assert any(w.startswith(f"{plan}:77: @/Users/annon/.claude/get-shit-done/workflows/execute-plan.md: file not found")
-               for w in warnings)
+    missing = f"{plan}:77: @/Users/annon/.claude/get-shit-done/workflows/execute-plan.md: file not found"
+    assert any(w.startswith(missing) for w in warnings)
+
+
+def test_document_headings_nest_under_their_title():
+    from ctxengine.nodes.lib.markdown import nest_under_title
+
+    text = "# Architecture\n\nIntro.\n\n## Authentication\n\nLogin.\n\n```\n# not a heading\n```\n"
+    nested = nest_under_title(text, "Architecture")
+    assert nested.startswith("Intro.")
+    assert "\n### Authentication\n" in nested
+    assert "# not a heading" in nested and "### not" not in nested
+    # a document whose first heading is not its title keeps it, pushed below the title level
+    assert nest_under_title("# Other\n\ntext", "Title").startswith("### Other")

@@ -67,3 +67,27 @@ def slugify(title: str) -> str:
     """GitHub-style anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
     slug = re.sub(r"[^\w\- ]", "", title.strip().lower())
     return slug.replace(" ", "-")
+
+
+def nest_under_title(text: str, title: str, level: int = 2) -> str:
+    """``text`` shaped to sit under a heading of ``level`` that already shows ``title``.
+
+    A first heading that repeats the title is dropped, and the remaining headings are pushed
+    down so the highest of them is one level below ``level`` (capped at 6). Code fences are
+    left alone.
+    """
+    lines = text.splitlines(keepends=True)
+    found = headings(text)
+    if found and found[0][1].strip().lower() == title.strip().lower() and _only_blank_before(lines, found[0][2]):
+        lines = lines[found[0][2]:]
+        found = [(lvl, t, n - found[0][2]) for lvl, t, n in found[1:]]
+    shift = (level + 1) - min((lvl for lvl, _, _ in found), default=level + 1)
+    if shift > 0:
+        for lvl, _, number in found:
+            line = lines[number - 1]
+            lines[number - 1] = "#" * min(6, lvl + shift) + line[lvl:]
+    return "".join(lines).lstrip("\n")
+
+
+def _only_blank_before(lines: list[str], number: int) -> bool:
+    return all(not line.strip() for line in lines[: number - 1])

@@ -340,9 +340,9 @@ class _Record:
 @dataclass
 class _Frame:
     key: str
-    chain: tuple[str, ...]
+    chain: tuple[str, ...]  # keys from the configured document down to this one
     root_group: str
-    pending: list[tuple[int, str]]
+    pending: list[tuple[int, str]]  # @ lines not handled yet
 
 
 def walk_references(
@@ -359,31 +359,21 @@ def walk_references(
     is a warning with its path and is not followed; depth beyond ``max_depth`` is a warning.
     """
     roots, warnings = _located_roots(specs, locate)
-    configured = {target.key for _, target in roots}
-    records: dict[str, _Record] = {}
-    links: list[ReferenceLink] = []
+    walk = _Walk(locate, read, max_depth, {target.key for _, target in roots}, warnings)
     for spec, target in roots:
         try:
             text = read(target)
         except ReferenceProblem as exc:
             raise ReferenceLoadError(f"{spec.where} {spec.target!r}: {exc}") from None
-        records[target.key] = _record(target, text, spec.group, spec.group, None, warnings)
-        stack = [_Frame(target.key, (target.key,), spec.group, _pending(records[target.key]))]
-        while stack:
-            frame = stack[-1]
-            if not frame.pending:
-                stack.pop()
-                continue
-            line, token = frame.pending.pop(0)
-            child = _follow(frame, line, token, records, configured, locate, read, max_depth, links, warnings)
-            if child is not None:
-                stack.append(_Frame(child.target.key, frame.chain + (child.target.key,), frame.root_group,
-                                    _pending(child)))
-    documents = tuple(_document(rec, order, priorities, warnings) for order, rec in enumerate(records.values()))
-    return ReferenceSet(documents, tuple(links), tuple(warnings))
+        walk.visit(walk.add(target, text, spec.group, spec.group, None), spec.group)
+    documents = tuple(
+        _document(record, order, priorities, warnings) for order, record in enumerate(walk.records.values())
+    )
+    return ReferenceSet(documents, tuple(walk.links), tuple(warnings))
 
 
 def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list, list[str]]:
+    """(spec, target) of each configured reference, once per key; a miss raises ReferenceLoadError."""
     roots: list[tuple[ReferenceSpec, Target]] = []
     warnings: list[str] = []
     seen: dict[str, ReferenceSpec] = {}
@@ -401,58 +391,83 @@ def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list
     return roots, warnings
 
 
-def _record(target: Target, text: str, group: str, root_group: str, parent: str | None,
-            warnings: list[str]) -> _Record:
-    parsed = parse_document(text, target.display)
-    if parsed.warning:
-        warnings.append(parsed.warning)
-    return _Record(target, parsed, group, root_group, parent)
+@dataclass
+class _Walk:
+    """The state of one walk: documents loaded so far (in load order), links and warnings."""
+
+    locate: Locate
+    read: Read
+    max_depth: int
+    configured: set[str]
+    warnings: list[str]
+    records: dict[str, _Record] = field(default_factory=dict)
+    links: list[ReferenceLink] = field(default_factory=list)
+
+    def add(self, target: Target, text: str, group: str, root_group: str, parent: str | None) -> _Record:
+        parsed = parse_document(text, target.display)
+        if parsed.warning:
+            self.warnings.append(parsed.warning)
+        self.records[target.key] = _Record(target, parsed, group, root_group, parent)
+        return self.records[target.key]
+
+    def visit(self, root: _Record, root_group: str) -> None:
+        """Follow the @ lines under ``root`` depth first (an explicit stack: no recursion limit)."""
+        stack = [_Frame(root.target.key, (root.target.key,), root_group, _pending(root))]
+        while stack:
+            frame = stack[-1]
+            if not frame.pending:
+                stack.pop()
+                continue
+            line, token = frame.pending.pop(0)
+            child = self.follow(frame, line, token)
+            if child is not None:
+                stack.append(_Frame(child.target.key, frame.chain + (child.target.key,), root_group, _pending(child)))
+
+    def follow(self, frame: _Frame, line: int, token: str) -> _Record | None:
+        """Handle one @ line of the frame's document; the new record when it loads one."""
+        parent = self.records[frame.key]
+        where = f"{parent.target.display}:{line}"
+        try:
+            target = self.locate(token, parent.target)
+        except ReferenceProblem as exc:
+            return self._skip(frame, line, token, None, "missing", f"{where}: @{token}: {exc}")
+        if target.key in frame.chain:
+            cycle = " -> ".join(self._displays(frame.chain[frame.chain.index(target.key):]) + [target.display])
+            return self._skip(frame, line, token, target.key, "cycle",
+                              f"{where}: @{token} closes a cycle {cycle}; not followed again")
+        if target.key in self.records or target.key in self.configured:
+            status = "already-loaded" if target.key in self.records else "configured"
+            return self._skip(frame, line, token, target.key, status, None)
+        if len(frame.chain) > self.max_depth:
+            chain = " -> ".join(self._displays(frame.chain))
+            return self._skip(frame, line, token, target.key, "depth-limit",
+                              f"{where}: @{token} not followed: references.maxDepth ({self.max_depth}) "
+                              f"reached ({chain})")
+        try:
+            text = self.read(target)
+        except ReferenceProblem as exc:
+            return self._skip(frame, line, token, target.key, "unreadable", f"{where}: @{token}: {exc}")
+        self._link(frame, line, token, target.key, "loaded")
+        return self.add(target, text, INLINE, frame.root_group, frame.key)
+
+    def _skip(self, frame: _Frame, line: int, token: str, key: str | None, status: str,
+              warning: str | None) -> None:
+        self._link(frame, line, token, key, status)
+        if warning:
+            self.warnings.append(warning)
+        return None
+
+    def _link(self, frame: _Frame, line: int, token: str, key: str | None, status: str) -> None:
+        self.links.append(ReferenceLink(frame.key, line, token, key, status))
+        if status in RESOLVED:
+            self.records[frame.key].resolved_lines.add(line)
+
+    def _displays(self, keys: Iterable[str]) -> list[str]:
+        return [self.records[key].target.display for key in keys]
 
 
 def _pending(record: _Record) -> list[tuple[int, str]]:
     return at_references(record.parsed.body, record.parsed.body_start)
-
-
-def _follow(frame: _Frame, line: int, token: str, records: dict[str, _Record], configured: set[str],
-            locate: Locate, read: Read, max_depth: int, links: list, warnings: list[str]) -> _Record | None:
-    """Handle one @ line of the frame's document; the new record when it loads a document."""
-    parent = records[frame.key]
-    where = f"{parent.target.display}:{line}"
-
-    def link(status: str, key: str | None) -> None:
-        links.append(ReferenceLink(frame.key, line, token, key, status))
-        if status in RESOLVED:
-            parent.resolved_lines.add(line)
-
-    try:
-        target = locate(token, parent.target)
-    except ReferenceProblem as exc:
-        warnings.append(f"{where}: @{token}: {exc}")
-        link("missing", None)
-        return None
-    if target.key in frame.chain:
-        names = [records[key].target.display for key in frame.chain[frame.chain.index(target.key):]]
-        cycle = " -> ".join(names + [target.display])
-        warnings.append(f"{where}: @{token} closes a cycle {cycle}; not followed again")
-        link("cycle", target.key)
-        return None
-    if target.key in records or target.key in configured:
-        link("already-loaded" if target.key in records else "configured", target.key)
-        return None
-    if len(frame.chain) > max_depth:
-        warnings.append(f"{where}: @{token} not followed: references.maxDepth ({max_depth}) reached "
-                        f"({' -> '.join(records[key].target.display for key in frame.chain)})")
-        link("depth-limit", target.key)
-        return None
-    try:
-        text = read(target)
-    except ReferenceProblem as exc:
-        warnings.append(f"{where}: @{token}: {exc}")
-        link("unreadable", target.key)
-        return None
-    link("loaded", target.key)
-    records[target.key] = _record(target, text, INLINE, frame.root_group, frame.key, warnings)
-    return records[target.key]
 
 
 def _document(record: _Record, order: int, priorities: Mapping[str, int], warnings: list[str]) -> Document:

@@ -166,8 +166,11 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
             usage=usage,
         )
         if not groups or key != current_key:
-            groups.append([])
-            current_key = key
+            if role == "user" and groups and obj.get("round") is None and all(m.role != "user" for m in groups[-1]):
+                current_key = key  # lead-in messages (a system prompt) join the first request's round
+            else:
+                groups.append([])
+                current_key = key
         groups[-1].append(message)
 
     # A tool result follows its call into the call's round.
@@ -216,83 +219,101 @@ def parse_aider(text: str, path: str) -> SessionHistory:
     message opens a round (a bare blank line between two ``#### `` runs separates two
     messages); ``> `` lines are tool output; everything else is the assistant. Blank lines
     never switch roles. Output before a session's first user message (aider's start-up
-    banner) belongs to no round. Line-oriented: one pass that only classifies lines, then
-    each run of lines becomes one message by slicing.
-    """
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    # runs: (kind, first index, last non-blank index) ; kind "user" | "tool" | "assistant" | "header"
-    runs: list[tuple[str, int, int]] = []
-    role = None
-    start = last = 0
-    blank_after = False
-    for i, line in enumerate(lines):
-        if not line:
-            blank_after = True
-            continue
-        first = line[0]
-        if first == "#":
-            if line.startswith("####") and line[4:5] in (" ", ""):
-                kind = "user"
-            elif line.startswith("# aider chat started at"):
-                if role is not None:
-                    runs.append((role, start, last))
-                runs.append(("header", i, i))
-                role = None
-                blank_after = False
-                continue
-            else:
-                kind = "assistant"
-        elif first == ">":
-            kind = "tool"
-        elif (first == " " or first == "\t") and line.isspace():
-            blank_after = True
-            continue
-        else:
-            kind = "assistant"
-        if kind != role or (blank_after and kind == "user"):
-            if role is not None:
-                runs.append((role, start, last))
-            role = kind
-            start = i
-        last = i
-        blank_after = False
-    if role is not None:
-        runs.append((role, start, last))
+    banner) belongs to no round.
 
-    groups: list[list[Message]] = []
+    Line-oriented without a Python loop per line: one compiled regex (literal newline prefix)
+    finds the runs of ``#### `` and ``> `` lines and the session headers; the text between two
+    runs is the assistant's.
+    """
+    pos_line = [0, 1]  # (position, 1-based line number at that position)
+
+    def line_of(pos: int) -> int:
+        # 1-based number of the line holding text[pos]; positions only move forward
+        p, n = pos_line
+        n += text.count("\n", p, pos)
+        pos_line[0], pos_line[1] = pos, n
+        return n
+
+    events: list[tuple[str, str, int, int]] = []  # (kind, content, first line, last line)
+
+    def assistant(begin: int, end: int) -> None:
+        found = _NON_SPACE.search(text, begin, end)
+        if found is None:
+            return
+        line_start = text.rfind("\n", begin, found.start()) + 1 or begin
+        body = text[line_start:end].rstrip()
+        first = line_of(line_start)
+        events.append(("assistant", body, first, first + body.count("\n")))
+
+    def run(kind: str, block: str, begin: int, blank_gap: bool, gap_newlines: int) -> None:
+        first = line_of(begin)
+        last = first + block.count("\n")
+        if kind == "user":
+            body = _USER_PREFIX.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
+        elif kind == "tool":
+            body = _TOOL_PREFIX.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
+        else:
+            body = block[2:].rstrip()
+        if kind == "tool" and blank_gap and events and events[-1][0] == "tool":
+            _, before, start, _ = events[-1]  # tool output across blank lines: one message
+            events[-1] = ("tool", before + "\n" * gap_newlines + body, start, last)
+        else:
+            events.append((kind, body, first, last))
+
+    previous_end = 0
+    opening = _AIDER_FIRST.match(text)
+    if opening:
+        run(opening.lastgroup, opening.group(opening.lastgroup), 0, False, 0)
+        previous_end = opening.end()
+    for match in _AIDER_RUNS.finditer(text, previous_end):
+        begin = match.start()
+        blank_gap = _NON_SPACE.search(text, previous_end, begin) is None
+        if not blank_gap:
+            assistant(previous_end, begin)
+        kind = match.lastgroup
+        run(kind, match.group(kind), begin + 1, blank_gap, text.count("\n", previous_end, begin + 1))
+        previous_end = match.end()
+    assistant(previous_end, len(text))
+
+    groups: list[list[tuple[str, str, int]]] = []
     ends: list[int] = []
-    header: Message | None = None
+    header: tuple[str, str, int] | None = None
     sessions = 0
-    for kind, a, b in runs:
+    for kind, body, first, last in events:
         if kind == "header":
             sessions += 1
-            header = Message("system", lines[a][2:].rstrip(), 0, a + 1)
+            header = ("system", body, first)
             continue
         if kind == "user":
             groups.append([header] if header is not None else [])
-            ends.append(b + 1)
+            ends.append(last)
             header = None
-        elif not groups or (header is not None):
+        elif not groups or header is not None:
             continue  # start-up output before the session's first request
-        block = "\n".join(lines[a : b + 1])
-        if kind == "user":
-            block = _USER_PREFIX.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
-        elif kind == "tool":
-            block = _TOOL_PREFIX.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
-        groups[-1].append(Message(kind, block, 0, a + 1))
-        ends[-1] = b + 1
+        if body.strip():
+            groups[-1].append((kind, body, first))
+            ends[-1] = last
 
     rounds = []
     for index, (group, end) in enumerate(zip(groups, ends), 1):
-        messages = tuple(Message(m.role, m.content, index, m.line) for m in group)
+        messages = tuple([Message(role, body, index, first) for role, body, first in group])
         begin = next((m.line for m in messages if m.role == "user"), messages[0].line)
         rounds.append(Round(index=index, messages=messages, lines=(begin, end)))
-    return SessionHistory(tuple(rounds), (), path, AIDER, sessions, len(lines))
+    total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    return SessionHistory(tuple(rounds), (), path, AIDER, sessions, total)
 
 
-_USER_PREFIX = re.compile(r"\n#### ?")
+_USER_LINE = r"####(?:[ \t][^\n]*)?(?![^\n])"
+_TOOL_LINE = r">(?: [^\n]*)?(?![^\n])"  # "> text" or a bare ">"; ">>>>>>> REPLACE" is the assistant's
+_AIDER_RUN = (
+    r"(?:(?P<user>" + _USER_LINE + r"(?:\n" + _USER_LINE + r")*)"
+    r"|(?P<tool>" + _TOOL_LINE + r"(?:\n" + _TOOL_LINE + r")*)"
+    r"|(?P<header># aider chat started at[^\n]*))"
+)
+_AIDER_RUNS = re.compile(r"\n" + _AIDER_RUN)  # literal prefix: the engine jumps from newline to newline
+_AIDER_FIRST = re.compile(_AIDER_RUN)  # the same at the very start of the file
+_NON_SPACE = re.compile(r"\S")
+_USER_PREFIX = re.compile(r"\n####[ \t]?")
 _TOOL_PREFIX = re.compile(r"\n> ?")
 
 
@@ -369,26 +390,29 @@ def render_rounds(rounds: Iterable[Round]) -> str:
 _EXT = (
     r"py|pyi|js|jsx|mjs|cjs|ts|tsx|go|rs|java|kt|kts|swift|c|h|cc|cpp|hpp|cs|rb|php|scala|sh|bash|zsh|"
     r"sql|md|mdx|rst|txt|toml|yaml|yml|json|jsonl|ini|cfg|conf|lock|html|css|scss|vue|svelte|"
-    r"dart|lua|ex|exs|erl|hs|ml|r|jl|proto|graphql|tf|xml|gradle|csv|ipynb|env"
+    r"dart|lua|ex|exs|erl|hs|ml|r|jl|proto|graphql|tf|xml|gradle|csv|ipynb|env|log"
 )
-# Paths mentioned in text: with a folder (src/x.py) or a known extension (setup.py).
-_PATH = re.compile(
-    r"(?<![\w/.@-])((?:[\w.-]+/)+[\w.-]*\w|[\w-][\w.-]*\.(?:" + _EXT + r"))(?![\w/-])"
+# Paths are found from their extension (a regex with a literal "." prefix, which the regex
+# engine searches for fast) and grown backwards over path characters: a regex that starts with
+# a character class would be tried at every position of a 4 MB transcript.
+_EXTENSION = re.compile(r"\.(?:" + _EXT + r")(?![\w-])")
+_PATH_CHARS_BACK = re.compile(r"[\w./~-]*")
+_APPLIED = re.compile(r"\n(?:Applied edit to|Creating empty file|Wrote) ([^\n]+)")
+_SEARCH_BLOCK = re.compile(r"\n<<<<<<< SEARCH")
+_COMMIT = re.compile(r"\nCommit ([0-9a-f]{7,40}) ([^\n]+)")
+# Test results: keywords found with a fast alternation, then widened to their line.
+_TEST_KEY = re.compile(
+    r"passed|failed|Failed|Passed|FAILED|PASSED|ERROR|Error|Traceback|exit code|Ran \d+ test|\nOK\b"
 )
-_APPLIED = re.compile(r"^(?:Applied edit to|Added|Creating empty file|Create new file\?)\s*(\S+)", re.M)
-_COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) (.+)$", re.M)
-_TEST_LINE = re.compile(
-    r"^.*(?:\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|tests? (?:passed|failed))\b"
-    r"|\bFAILED\b|\bFailed\b|\bPassed\b|\bPASSED\b|\bERROR\b|\b\w*Error\b|Traceback \(most recent"
-    r"|exit code:? \d+|^OK\b|\bRan \d+ tests?\b|\btests? (?:passed|failed)\b).*$",
-    re.M,
+_FILLER = frozenset(
+    ("certainly", "sure", "okay", "ok", "yes", "alright", "great", "understood", "got it", "absolutely", "of course")
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?:])\s")
-_URLISH = re.compile(r"^(?:https?:|www\.)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 _MAX_FILES = 6
 _MAX_TESTS = 2
 _MAX_CALLS = 3
+_MAX_SCAN = 200_000  # characters of one message scanned for paths and test results
 
 
 def _first_line(text: str) -> str:
@@ -399,29 +423,97 @@ def _first_line(text: str) -> str:
 
 
 def _first_sentence(text: str) -> str:
+    """The first sentence of the first line, skipping fillers such as "Certainly!"."""
     line = _first_line(text)
-    if not line:
-        return ""
-    match = _SENTENCE_END.search(line)
-    return line[: match.start()] if match else line
+    sentences = _SENTENCE_END.split(line)
+    for sentence in sentences:
+        if sentence.strip(" !.,").lower() not in _FILLER:
+            return sentence
+    return sentences[-1] if sentences else ""
+
+
+def find_paths(text: str) -> list[str]:
+    """File paths mentioned in ``text`` (``src/x.py``, ``setup.py``), in order, without repeats."""
+    seen: dict[str, None] = {}
+    text = text[:_MAX_SCAN]
+    for match in _EXTENSION.finditer(text):
+        dot = match.start()
+        if dot == 0:
+            continue
+        back = text[max(0, dot - 160) : dot][::-1]
+        width = _PATH_CHARS_BACK.match(back).end()
+        if width == 0:
+            continue
+        path = text[dot - width : match.end()]
+        if path.startswith("..."):
+            path = path.lstrip(".")  # an ellipsis, not a relative path
+        while path.startswith("./"):
+            path = path[2:]
+        if path.startswith("//") or (path.startswith("/") and text[dot - width - 1 : dot - width] == ":"):
+            continue  # a URL
+        if path and path[0] != "-" and path[0] != "." or path.startswith((".github", ".planning", "../")):
+            seen.setdefault(path, None)
+    return list(seen)
+
+
+def _header_paths(content: str) -> list[str]:
+    """aider: the file named above each SEARCH/REPLACE block (the line before the fence)."""
+    found = []
+    text = "\n" + content
+    for match in _SEARCH_BLOCK.finditer(text):
+        fence = text.rfind("\n", 0, match.start())
+        head = text.rfind("\n", 0, fence) if fence > 0 else -1
+        if head >= 0 and text.startswith("```", fence + 1):
+            name = text[head + 1 : fence].strip().strip("`*")
+            if name and " " not in name and len(name) <= 120:
+                found.append(name)
+    return found
 
 
 def _files_in(round_: Round) -> list[str]:
-    seen: dict[str, None] = {}
+    first: dict[str, None] = {}
+    later: dict[str, None] = {}
     for message in round_.messages:
+        if message.role == "system":
+            continue
         content = message.content
         if message.role == "tool":
-            for match in _APPLIED.finditer(content):
-                seen.setdefault(match.group(1).rstrip(".,:;"), None)
+            for match in _APPLIED.finditer("\n" + content[:_MAX_SCAN]):
+                first.setdefault(match.group(1).strip().rstrip(".,:;"), None)
+        elif message.role == "assistant" and "<<<<<<< SEARCH" in content:
+            for name in _header_paths(content[:_MAX_SCAN]):
+                first.setdefault(name, None)
         for call in message.tool_calls:
-            for match in _PATH.finditer(str(call.get("arguments", ""))):
-                seen.setdefault(match.group(1), None)
-        if message.role != "system":
-            for match in _PATH.finditer(content):
-                path = match.group(1)
-                if not _URLISH.match(path) and not path.startswith("..."):
-                    seen.setdefault(path, None)
-    return [p for p in seen if p and not p.endswith("/") and len(p) <= 120]
+            for path in find_paths(str(call.get("arguments", ""))):
+                first.setdefault(path, None)
+        for path in find_paths(content):
+            later.setdefault(path, None)
+    for path in later:
+        first.setdefault(path, None)
+    paths = [p for p in first if p][:64]
+    relative = [p for p in paths if not p.startswith(("/", "~"))]
+    return [
+        p for p in paths
+        if not p.startswith(("/", "~")) or not any(p.endswith("/" + r) for r in relative)
+    ]
+
+
+def _line_at(text: str, pos: int) -> str:
+    begin = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return text[begin : end if end >= 0 else len(text)]
+
+
+def _test_lines(text: str, limit: int) -> list[str]:
+    found: list[str] = []
+    text = text[:_MAX_SCAN]
+    for match in _TEST_KEY.finditer(text):
+        line = _one_line(_line_at(text, match.start() + (1 if text[match.start()] == "\n" else 0)).strip(" =-*#>"), 90)
+        if line and line not in found:
+            found.append(line)
+            if len(found) >= limit:
+                break
+    return found
 
 
 def _tests_in(messages: Iterable[Message], skip: set[str]) -> list[str]:
@@ -429,9 +521,8 @@ def _tests_in(messages: Iterable[Message], skip: set[str]) -> list[str]:
     for message in messages:
         if message.role != "tool":
             continue
-        for match in _TEST_LINE.finditer(message.content):
-            line = _one_line(match.group(0).strip(" =-*#>"), 90)
-            if line and line not in skip and line not in found:
+        for line in _test_lines(message.content, _MAX_TESTS + len(skip)):
+            if line not in skip and line not in found:
                 found.append(line)
                 if len(found) >= _MAX_TESTS:
                     return found
@@ -442,9 +533,9 @@ def _result_gist(results: Sequence[Message]) -> str:
     if not results:
         return "no result recorded"
     for result in results:
-        match = _TEST_LINE.search(result.content)
-        if match:
-            return _one_line(match.group(0).strip(" =-*#>"), 70)
+        lines = _test_lines(result.content, 1)
+        if lines:
+            return _one_line(lines[0], 70)
     text = _first_line(results[0].content)
     return _one_line(text, 70) if text else "(empty result)"
 
@@ -465,7 +556,9 @@ def round_summary(round_: Round) -> str:
     commits = []
     for message in round_.messages:
         if message.role == "tool":
-            commits.extend(f"commit {m.group(1)[:7]} {m.group(2).strip()}" for m in _COMMIT.finditer(message.content))
+            commits.extend(
+                f"commit {m.group(1)[:7]} {m.group(2).strip()}" for m in _COMMIT.finditer("\n" + message.content)
+            )
     if commits:
         done = "; ".join(_one_line(c, 100) for c in commits[:2])
         if len(commits) > 2:

@@ -1,0 +1,464 @@
+"""Progressive disclosure: which documents beyond the configured references load, in which
+layer, and by which rule (runs before assembly).
+
+Layer 1 (core) is loaded by the other stages: the rules documents, the plan summary and the
+request; they are reported here. Layer 2 loads on demand by mode (``template``) and by GSD
+phase (``disclosure.phase``, CLI ``--phase``); layer 3 loads on triggers found in the plan,
+the diff or the request, and ``@doc URL`` in the request. The rules live in
+configs/disclosure.yaml (and a project file named by ``disclosure.rules``), never in code.
+
+Three loader nodes read: ``disclosure_rules`` (the YAML rules), ``planning_files`` (the
+listing of .planning/ and the candidate documents) and ``requested_documents`` (``@doc``
+URLs). Everything after them is pure and lives in nodes/lib/disclosure.py.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Mapping, Optional
+
+import yaml
+from hamilton.function_modifiers import cache, tag
+
+from .lib import disclosure as _dis
+from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
+from .lib.references import fallback_title, normalise_url, parse_document, priority_for, title_for
+from .types import ConfigError, Document, Section, Source
+
+_LIST_LIMIT = 5000  # files of .planning/ listed at most
+_BINARY_PROBE = 8192
+
+
+@dataclass(frozen=True)
+class PlanningFiles:
+    """The listing of .planning/ and the candidate documents read from it."""
+
+    listing: tuple[str, ...] = ()  # every file, relative to .planning/, "/"-separated
+    documents: Mapping[str, Candidate] = field(default_factory=dict)  # path -> document read
+    state_text: str | None = None  # STATE.md, read to find the current GSD phase
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DisclosureOutcome:
+    """Every decision of the run (files and @doc URLs) and the warnings met."""
+
+    decisions: tuple[Decision, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+# ----------------------------------------------------------------------------- loaders
+
+
+@cache(behavior="recompute")
+@tag(stage="disclosure", loader="file")
+def disclosure_rules(context_config: dict, project_dir: str) -> DisclosureRules:
+    """The disclosure rules: bundled configs/disclosure.yaml, with the project's YAML file named
+    by ``disclosure.rules`` (relative to .planning/) laid over it."""
+    text = resources.files("ctxengine.configs").joinpath("disclosure.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text) or {}
+    source = "configs/disclosure.yaml"
+    named = str(_settings(context_config).get("rules") or "").strip()
+    if named:
+        path = os.path.expanduser(named)
+        if not os.path.isabs(path):
+            path = os.path.join(project_dir, ".planning", path)
+        if not os.path.isfile(path):
+            raise ConfigError(f"key 'disclosure.rules' is {named!r}, but there is no file {path}; "
+                              "give a YAML file relative to .planning/ or remove the key")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                over = yaml.safe_load(fh.read()) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}" if mark is not None else path
+            raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the rules file") from None
+        if not isinstance(over, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping with modes, triggers, phases, state")
+        _dis.parse_rules(_dis.merge_rules({}, over), path)  # errors name the project file
+        data = _dis.merge_rules(data, over)
+        source = f"configs/disclosure.yaml + {_display(path, project_dir)}"
+    return _dis.parse_rules(data, source)
+
+
+@cache(behavior="recompute")
+@tag(stage="disclosure", loader="file")
+def planning_files(
+    project_dir: str, context_config: dict, disclosure_rules: DisclosureRules, disclosure_phase: Optional[str]
+) -> PlanningFiles:
+    """The files under .planning/ (hidden ones skipped), with every disclosure candidate read:
+    the markdown documents that are not state, and the files the current phase's rules name."""
+    base = os.path.join(os.path.realpath(project_dir), ".planning")
+    if not os.path.isdir(base):
+        return PlanningFiles()
+    listing = _listing(base)
+    state_text = None
+    if disclosure_phase and "STATE.md" in listing:
+        state_text = _read_text(os.path.join(base, "STATE.md"), 1 << 22)[0]
+    wanted = list(_dis.generic_candidates(listing, disclosure_rules))
+    if disclosure_phase:
+        folder, note = _dis.current_phase_folder(listing, state_text)
+        selection = _dis.phase_selection(disclosure_rules, disclosure_phase, listing, folder, note)
+        wanted += [p for p in selection.files if p not in wanted]
+    max_bytes = int(_settings(context_config).get("maxFileBytes", 262144))
+    documents: dict[str, Candidate] = {}
+    warnings: list[str] = []
+    for path in wanted:
+        documents[path] = _candidate(base, path, max_bytes, warnings)
+    return PlanningFiles(tuple(listing), documents, state_text, tuple(warnings))
+
+
+@cache(behavior="recompute")
+@tag(stage="disclosure", loader="url")
+def requested_documents(requested_doc_urls: tuple, context_config: dict) -> tuple:
+    """Each ``@doc URL`` of the request fetched (http/https only, with the references stage's
+    timeout and size cap), or the reason it was not."""
+    settings = context_config.get("references", {})
+    timeout = float(settings.get("urlTimeout", 5.0))
+    max_bytes = int(settings.get("urlMaxBytes", 1 << 20))
+    return tuple(_fetch(url, timeout, max_bytes) for url in requested_doc_urls)
+
+
+# ----------------------------------------------------------------------------- pure nodes
+
+
+@tag(stage="disclosure")
+def disclosure_phase(context_config: dict) -> Optional[str]:
+    """The GSD phase type whose files load (config key disclosure.phase, CLI --phase), or None."""
+    value = _settings(context_config).get("phase")
+    if value in (None, "", False):
+        return None
+    phase = str(value).strip().lower()
+    if phase not in _dis.PHASES:
+        raise ConfigError(f"key 'disclosure.phase' is {value!r}; use one of {', '.join(_dis.PHASES)} "
+                          "(or leave it empty for no phase)")
+    return phase
+
+
+@tag(stage="disclosure")
+def requested_doc_urls(user_request: str) -> tuple:
+    """The targets of ``@doc URL`` in the user request, normalised, in order, once each."""
+    out: dict[str, None] = {}
+    for target in _dis.request_urls(user_request):
+        out.setdefault(normalise_url(target) if target.lower().startswith(("http://", "https://")) else target, None)
+    return tuple(out)
+
+
+@tag(stage="disclosure")
+def disclosure_signals(user_request: str, plan_section: Optional[Section], git_section: Optional[Section]) -> Signals:
+    """What the layer-3 triggers look at: the request, the plan text and the diff (changed
+    files from the git section's data, and its text)."""
+    changed: list[str] = []
+    diff = ""
+    if git_section is not None:
+        diff = git_section.content or ""
+        for entry in (git_section.data or {}).get("files", ()) or ():
+            path = entry[0] if isinstance(entry, (tuple, list)) else entry.get("path") if isinstance(entry, dict) else entry
+            if path:
+                changed.append(str(path).replace("\\", "/"))
+    plan = plan_section.content if plan_section is not None else ""
+    return Signals(user_request or "", plan or "", diff, tuple(changed))
+
+
+@tag(stage="disclosure")
+def disclosure_phase_files(
+    planning_files: PlanningFiles, disclosure_rules: DisclosureRules, disclosure_phase: Optional[str]
+) -> PhaseSelection:
+    """The files the current GSD phase's rules name (relative to .planning/), with warnings
+    for required ones that match nothing."""
+    if not disclosure_phase:
+        return PhaseSelection({})
+    folder, note = _dis.current_phase_folder(planning_files.listing, planning_files.state_text)
+    return _dis.phase_selection(disclosure_rules, disclosure_phase, planning_files.listing, folder, note)
+
+
+@tag(stage="disclosure")
+def disclosure_decisions(
+    planning_files: PlanningFiles,
+    disclosure_rules: DisclosureRules,
+    disclosure_phase: Optional[str],
+    disclosure_phase_files: PhaseSelection,
+    disclosure_signals: Signals,
+    requested_documents: tuple,
+    ordered_references: list[Document],
+    plan_section: Optional[Section],
+    context_config: dict,
+    project_dir: str,
+) -> DisclosureOutcome:
+    """The decision for every candidate: loaded or not, its layer, and the rule or reason.
+    Documents the references or state stage already loaded are never loaded twice."""
+    already = _already_loaded(ordered_references, plan_section, project_dir)
+    candidates = list(planning_files.documents.values())
+    rows, warnings = _dis.decide(
+        candidates,
+        disclosure_rules,
+        str(context_config.get("template", "dev")),
+        disclosure_phase,
+        disclosure_phase_files.files,
+        disclosure_signals,
+        already,
+    )
+    rows += _dis.url_decisions(requested_documents, already)
+    return DisclosureOutcome(tuple(rows), tuple(warnings))
+
+
+@tag(stage="disclosure")
+def disclosure_plan(
+    disclosure_decisions: DisclosureOutcome,
+    ordered_references: list[Document],
+    plan_section: Optional[Section],
+    user_request: str,
+    project_dir: str,
+) -> list[dict]:
+    """One row per document the run considered: {"document", "layer" (1|2|3), "loaded",
+    "rule" (what loaded it) or "reason" (why it stayed out), "section", "kind"}. Layer 1
+    rows (rules, configured references, plan, request) come first."""
+    rows = _core_rows(ordered_references, plan_section, user_request, project_dir)
+    listed = {row["document"]: row for row in rows}
+    for decision in disclosure_decisions.decisions:
+        core = listed.get(decision.document)
+        if core is None:
+            rows.append(decision.as_dict())
+        elif decision.layer != 1 and decision.rule:
+            core["also"] = decision.rule.split("; already loaded by")[0]  # e.g. the phase rule naming it
+    return rows
+
+
+@tag(stage="disclosure")
+def disclosed_sections(
+    disclosure_decisions: DisclosureOutcome,
+    planning_files: PlanningFiles,
+    requested_documents: tuple,
+    context_config: dict,
+) -> list[Section]:
+    """One "reference" section (references pool) per document disclosure loaded, keyed
+    ``ref:<path or URL>``: layer 2 before layer 3, then by priority, then by path."""
+    default = int(context_config.get("priorities", {}).get("reference", 60))
+    by_display = {doc.display: doc for doc in planning_files.documents.values()}
+    by_url = {doc.url: doc for doc in requested_documents}
+    out = []
+    for decision in disclosure_decisions.decisions:
+        if not decision.loaded or decision.loaded_by_other is not None:
+            continue
+        if decision.kind == "url":
+            fetched = by_url[decision.document]
+            out.append((decision, _section_of(decision, fetched.title, fetched.content, fetched.metadata,
+                                              Source("url", fetched.url, fetched.lines), default)))
+        else:
+            doc = by_display[decision.document]
+            out.append((decision, _section_of(decision, doc.title, doc.content, doc.metadata,
+                                              Source("file", doc.display, doc.lines), default)))
+    out.sort(key=lambda pair: (pair[0].layer, pair[0].kind == "url", -pair[1].priority, pair[1].key))
+    return [section for _, section in out]
+
+
+@tag(stage="disclosure")
+def disclosure_warnings(
+    planning_files: PlanningFiles,
+    disclosure_phase_files: PhaseSelection,
+    disclosure_decisions: DisclosureOutcome,
+    disclosed_sections: list[Section],
+    context_config: dict,
+) -> tuple[str, ...]:
+    """Warnings of the disclosure stage: a required phase file missing, bad frontmatter, an
+    @doc URL that could not be fetched, a disclosed document with a bad priority."""
+    seen: dict[str, None] = {}
+    for warning in (*planning_files.warnings, *disclosure_phase_files.warnings, *disclosure_decisions.warnings):
+        seen.setdefault(warning, None)
+    for decision in disclosure_decisions.decisions:
+        if decision.kind == "url" and not decision.loaded:
+            seen.setdefault(f"{decision.document}: {decision.reason}", None)
+    default = int(context_config.get("priorities", {}).get("reference", 60))
+    for section in disclosed_sections:
+        _, warning = priority_for(section.data.get("metadata", {}), default, section.key[len("ref:"):])
+        if warning:
+            seen.setdefault(warning, None)
+    return tuple(seen)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _settings(context_config: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = context_config.get("disclosure") if isinstance(context_config, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _display(path: str, project_dir: str) -> str:
+    return _dis.project_relative(os.path.realpath(path), os.path.realpath(project_dir))
+
+
+def _listing(base: str) -> list[str]:
+    names: list[str] = []
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rel = os.path.relpath(folder, base).replace(os.sep, "/")
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            names.append(name if rel == "." else f"{rel}/{name}")
+        if len(names) >= _LIST_LIMIT:
+            break
+    return names[:_LIST_LIMIT]
+
+
+def _read_text(path: str, max_bytes: int) -> tuple[str | None, str | None]:
+    """(text, None) or (None, why it was not read)."""
+    try:
+        size = os.path.getsize(path)
+        if size > max_bytes:
+            return None, f"it is {size} bytes, over disclosure.maxFileBytes ({max_bytes})"
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        return None, f"it cannot be read ({exc.strerror or exc})"
+    if b"\0" in data[:_BINARY_PROBE]:
+        return None, "it is binary, not a text document"
+    return data.decode("utf-8", errors="replace"), None
+
+
+def _candidate(base: str, path: str, max_bytes: int, warnings: list[str]) -> Candidate:
+    full = os.path.join(base, *path.split("/"))
+    display = f".planning/{path}"
+    text, problem = _read_text(full, max_bytes)
+    size = os.path.getsize(full) if os.path.exists(full) else 0
+    if text is None:
+        return Candidate(path, fallback_title(display), "", {}, None, size, problem)
+    parsed = parse_document(text, display)
+    if parsed.warning:
+        warnings.append(parsed.warning)
+    title = title_for(parsed.metadata, parsed.body, fallback_title(display))
+    return Candidate(path, title, parsed.body, dict(parsed.metadata), (parsed.body_start, parsed.last_line), size)
+
+
+def _fetch(url: str, timeout: float, max_bytes: int) -> FetchedDoc:
+    if not url.lower().startswith(("http://", "https://")):
+        return FetchedDoc(url, problem="only http:// and https:// URLs are fetched")
+    request = urllib.request.Request(url, headers={
+        "User-Agent": "ctxengine", "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"})
+    deadline = time.monotonic() + timeout
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            length = response.headers.get("Content-Length", "")
+            if length.isdigit() and int(length) > max_bytes:
+                return FetchedDoc(url, problem=f"{length} bytes, over references.urlMaxBytes ({max_bytes})")
+            read_some = getattr(response, "read1", response.read)
+            chunks, size = [], 0
+            while True:
+                chunk = read_some(min(65536, max_bytes + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > max_bytes:
+                    return FetchedDoc(url, problem=f"more than {max_bytes} bytes, over references.urlMaxBytes")
+                if time.monotonic() > deadline:
+                    return FetchedDoc(url, problem=f"no complete answer within references.urlTimeout ({timeout:g} s)")
+            charset = response.headers.get_content_charset() or "utf-8"
+    except urllib.error.HTTPError as exc:
+        return FetchedDoc(url, problem=f"HTTP {exc.code} {exc.reason}")
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            return FetchedDoc(url, problem=f"no answer within references.urlTimeout ({timeout:g} s)")
+        return FetchedDoc(url, problem=f"cannot fetch: {exc.reason}")
+    except TimeoutError:
+        return FetchedDoc(url, problem=f"no answer within references.urlTimeout ({timeout:g} s)")
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        return FetchedDoc(url, problem=f"cannot fetch: {exc}")
+    data = b"".join(chunks)
+    if b"\0" in data[:_BINARY_PROBE]:
+        return FetchedDoc(url, problem="the answer is binary, not a text document")
+    try:
+        text = data.decode(charset, errors="replace")
+    except LookupError:
+        text = data.decode("utf-8", errors="replace")
+    parsed = parse_document(text, url)
+    return FetchedDoc(url, title_for(parsed.metadata, parsed.body, fallback_title(url)), parsed.body,
+                      dict(parsed.metadata), (parsed.body_start, parsed.last_line))
+
+
+def _already_loaded(
+    ordered_references: list[Document], plan_section: Optional[Section], project_dir: str
+) -> dict[str, tuple[str, str]]:
+    """Project-relative path or URL -> (section key, how) of documents other stages loaded."""
+    root = os.path.realpath(project_dir)
+    out: dict[str, tuple[str, str]] = {}
+    by_key = {doc.key: doc for doc in ordered_references}
+    for doc in ordered_references:
+        location = _dis.project_relative(doc.source.location, root)
+        out.setdefault(location, (f"ref:{doc.source.location}", _how(doc, by_key)))
+        if doc.source.kind == "file":
+            out.setdefault(_dis.project_relative(os.path.realpath(doc.key), root),
+                           (f"ref:{doc.source.location}", _how(doc, by_key)))
+    if plan_section is not None:
+        for source in plan_section.sources:
+            if source.kind == "file":
+                out.setdefault(_dis.project_relative(source.location, root), (plan_section.key, "the plan section"))
+    return out
+
+
+def _how(doc: Document, by_key: Mapping[str, Document]) -> str:
+    if doc.group == "inline" and doc.parent in by_key:
+        return f"an @ line in {by_key[doc.parent].source.location}"
+    return f"references.{doc.group}"
+
+
+def _root_group(doc: Document, by_key: Mapping[str, Document]) -> str:
+    seen: set[str] = set()
+    while doc.group == "inline" and doc.parent in by_key and doc.parent not in seen:
+        seen.add(doc.parent)
+        doc = by_key[doc.parent]
+    return doc.group
+
+
+def _core_rows(
+    ordered_references: list[Document], plan_section: Optional[Section], user_request: str, project_dir: str
+) -> list[dict]:
+    root = os.path.realpath(project_dir)
+    by_key = {doc.key: doc for doc in ordered_references}
+    rows = []
+    for doc in ordered_references:
+        core = _root_group(doc, by_key) == "core"
+        rows.append({
+            "document": _dis.project_relative(doc.source.location, root),
+            "layer": 1,
+            "loaded": True,
+            "rule": ("core rules: " if core else "configured reference: ") + _how(doc, by_key),
+            "section": f"ref:{doc.source.location}",
+            "kind": "rules" if core else "reference",
+        })
+    if plan_section is not None:
+        files = [s.location for s in plan_section.sources if s.kind == "file"]
+        rows.append({"document": _dis.project_relative(files[0], root) if files else plan_section.key,
+                     "layer": 1, "loaded": True, "rule": "core: plan summary (state.includePlan)",
+                     "section": plan_section.key, "kind": "plan"})
+    else:
+        rows.append({"document": "plan", "layer": 1, "loaded": False,
+                     "reason": "no plan found, or state.includePlan is false", "section": None, "kind": "plan"})
+    rows.append({"document": "user_request", "layer": 1, "loaded": bool((user_request or "").strip()),
+                 **({"rule": "core: the user request"} if (user_request or "").strip()
+                    else {"reason": "the request is empty"}),
+                 "section": "request", "kind": "request"})
+    return rows
+
+
+def _section_of(decision: Decision, title: str, content: str, metadata: Mapping[str, Any], source: Source,
+                default: int) -> Section:
+    priority, _ = priority_for(metadata, default, decision.document)
+    return Section(
+        key=decision.section or _dis.section_key(decision.document),
+        title=title,
+        kind="reference",
+        content=content,
+        priority=priority,
+        pool="references",
+        sources=(source,),
+        deprecated=bool(metadata.get("deprecated", False)),
+        data={"metadata": dict(metadata), "group": "disclosure", "layer": decision.layer, "rule": decision.rule},
+    )

@@ -1,0 +1,212 @@
+"""The article layout's plan (``.planning/plans/current/plan.md``): tasks with a status box.
+
+LAYOUT.md: tasks are list items with a box, ``[x]`` completed, ``[>]`` in progress, ``[ ]``
+pending, ``[-]`` cancelled; indented lines under a task belong to it. In the context an
+in-progress or pending task keeps its detail, a completed (or cancelled) one keeps only its
+first line, and a count line says how many tasks are in each state. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ..types import Source
+
+DONE = "done"
+IN_PROGRESS = "in_progress"
+PENDING = "pending"
+CANCELLED = "cancelled"
+STATUSES = (DONE, IN_PROGRESS, PENDING, CANCELLED)
+
+_MARKS = {"x": DONE, "X": DONE, ">": IN_PROGRESS, " ": PENDING, "-": CANCELLED}
+_TASK = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[(.)\][ \t]*(.*)$")
+_TASK_ID = re.compile(r"^([A-Za-z]{1,5}-?\d+(?:\.\d+)*)\b[:.)]?")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
+_FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
+
+
+@dataclass(frozen=True)
+class PlanTask:
+    """One task of plan.md: its status, first line and the 1-based line range it spans."""
+
+    status: str
+    title: str  # the first line without list marker and box
+    task_id: str | None
+    lines: tuple[int, int]
+    depth: int = 0  # 0 for a top-level task, 1 for a task nested in another, ...
+
+    def as_dict(self) -> dict:
+        return {"id": self.task_id, "title": self.title, "status": self.status, "lines": self.lines}
+
+
+@dataclass(frozen=True)
+class ArticlePlan:
+    """plan.md parsed and rendered for the context."""
+
+    title: str | None
+    tasks: tuple[PlanTask, ...]
+    content: str
+    counts: Mapping[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def count_line(self) -> str:
+        return count_line(self.counts)
+
+
+def demote_headings(text: str, levels: int) -> str:
+    """Markdown headings pushed ``levels`` deeper (at most ``######``), code fences left alone,
+    so a file's own ``# Title`` nests under the section heading the template writes."""
+    if levels <= 0:
+        return text
+    out = []
+    in_fence = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence:
+            match = _HEADING_LINE.match(line)
+            if match:
+                level = min(6, len(match.group(2)) + levels)
+                line = match.group(1) + "#" * level + match.group(3)
+        out.append(line)
+    return "\n".join(out)
+
+
+_HEADING_LINE = re.compile(r"^( {0,3})(#{1,6})([ \t].*|)$")
+
+
+def count_line(counts: Mapping[str, int]) -> str:
+    """``Tasks: 1 done / 1 in progress / 1 pending / 0 cancelled``."""
+    return (
+        f"Tasks: {counts.get(DONE, 0)} done / {counts.get(IN_PROGRESS, 0)} in progress / "
+        f"{counts.get(PENDING, 0)} pending / {counts.get(CANCELLED, 0)} cancelled"
+    )
+
+
+def _indent_width(text: str) -> int:
+    return len(text.expandtabs(4)) - len(text.expandtabs(4).lstrip())
+
+
+def parse_plan(text: str, path: str = "plan.md") -> ArticlePlan:
+    """Tasks of plan.md, and the plan rendered with completed tasks cut to their first line."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    warnings: list[str] = []
+
+    skip_to = 0  # YAML frontmatter is not part of the rendered plan
+    if lines and lines[0].strip() == "---":
+        for i in range(1, len(lines)):
+            if _FRONTMATTER_END.match(lines[i]):
+                skip_to = i + 1
+                break
+
+    # Pass 1: find the task lines (outside code fences) and the extent of each task.
+    in_fence = False
+    found: list[tuple[int, int, str, str]] = []  # (index, indent, mark, rest)
+    fenced: set[int] = set()
+    for i in range(skip_to, len(lines)):
+        line = lines[i]
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            fenced.add(i)
+            continue
+        if in_fence:
+            fenced.add(i)
+            continue
+        match = _TASK.match(line)
+        if match:
+            found.append((i, _indent_width(match.group(1)), match.group(2), match.group(3).strip()))
+
+    tasks: list[PlanTask] = []
+    extents: list[tuple[int, int, str]] = []  # (first index, last index, status)
+    stack: list[int] = []  # indents of the open tasks, for depth
+    for i, indent, mark, rest in found:
+        end = i
+        for j in range(i + 1, len(lines)):
+            line = lines[j]
+            if not line.strip():
+                continue
+            if _indent_width(line) <= indent:
+                break
+            end = j
+        status = _MARKS.get(mark)
+        if status is None:
+            warnings.append(
+                f"{path}:{i + 1}: unknown task box [{mark}]; read as pending "
+                "(use [x] done, [>] in progress, [ ] pending, [-] cancelled)"
+            )
+            status = PENDING
+        while stack and stack[-1] >= indent:
+            stack.pop()
+        depth = len(stack)
+        stack.append(indent)
+        id_match = _TASK_ID.match(rest)
+        tasks.append(PlanTask(status, rest, id_match.group(1) if id_match else None, (i + 1, end + 1), depth))
+        extents.append((i, end, status))
+
+    # Pass 2: render. Detail lines of completed and cancelled tasks are dropped.
+    dropped: set[int] = set()
+    for first, last, status in extents:
+        if status in (DONE, CANCELLED):
+            dropped.update(range(first + 1, last + 1))
+    counts = {status: 0 for status in STATUSES}
+    for task in tasks:
+        counts[task.status] += 1
+
+    title = None
+    out: list[str] = []
+    counted = False
+    for i in range(skip_to, len(lines)):
+        if i in dropped:
+            continue
+        line = lines[i]
+        out.append(line)
+        if not counted and i not in fenced:
+            heading = _H1.match(line)
+            if heading:
+                title = heading.group(1).strip()
+                out.append("")
+                out.append(count_line(counts))
+                out.append("")
+                counted = True
+    if not counted:
+        out[:0] = [count_line(counts), ""]
+    content = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
+    return ArticlePlan(title, tuple(tasks), content, counts, tuple(warnings))
+
+
+# ----------------------------------------------------------------------------- the plan view
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """What the plan section shows, for either layout: content, sources, structure, warnings."""
+
+    layout: str  # article | gsd
+    found: bool  # a plan was there to read
+    content: str = ""
+    sources: tuple[Source, ...] = ()
+    data: Mapping = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    position: str | None = None  # gsd: the current position line
+
+
+def article_view(text: str, path: str) -> PlanView:
+    """The article layout's plan.md as the plan section shows it."""
+    plan = parse_plan(text, path)
+    total = len(text.replace("\r\n", "\n").rstrip("\n").split("\n")) if text else 0
+    sources = [Source("file", path, (1, total) if total else None)]
+    sources.extend(Source("file", path, task.lines) for task in plan.tasks if task.status in (IN_PROGRESS, PENDING))
+    data = {
+        "layout": "article",
+        "title": plan.title,
+        "tasks": tuple(task.as_dict() for task in plan.tasks),
+        "counts": dict(plan.counts),
+    }
+    content = demote_headings(plan.content, 1)
+    return PlanView("article", True, content, tuple(sources), data, plan.warnings, plan.count_line)

@@ -1,0 +1,85 @@
+"""Budget monitor (multi-round): how the session spends the context window round by round,
+how many more rounds fit, and whether to fold older rounds into a rolling summary now.
+
+Pure nodes over the session history; the arithmetic lives in nodes/lib/monitor.py. A round's
+tokens are the ``usage`` its log lines report (``total_tokens``, else prompt + completion or
+input + output), else the exact token count of its messages. ``preventive_compaction`` asks
+the truncation stage to compact the history before a hard cut is forced: when the projected
+number of rounds left is at or below ``monitor.thresholdRounds``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from hamilton.function_modifiers import tag
+
+from .lib import monitor as _mon
+from .lib import session as _session
+from .lib.monitor import BudgetMonitor
+from .lib.tokens import TokenCounter
+from .types import BudgetReport, Round, Section
+
+
+@tag(stage="monitor")
+def round_token_use(session_history: Any, token_counter: TokenCounter) -> tuple:
+    """Tokens each round of the session added (RoundUse, oldest first): the usage field where
+    a log line has one, else the exact count of the round as the history renders it."""
+    return _mon.round_uses(_rounds_of(session_history), token_counter.count, _session.render_round)
+
+
+@tag(stage="monitor")
+def budget_monitor(
+    session_history: Any,
+    round_token_use: tuple,
+    available_tokens: int,
+    budget_report: BudgetReport,
+    history_section: Optional[Section],
+    token_counter: TokenCounter,
+) -> BudgetMonitor:
+    """initial_budget (maxTokens - reserveTokens), cumulative_used (the context without the
+    history, plus what every round occupies in it: verbatim rounds their tokens, rounds the
+    history section summarises their summary line), current_round_used, remaining, and
+    projected_rounds: floor(remaining / mean tokens of the last three rounds), None when
+    nothing grows."""
+    rounds = _rounds_of(session_history)
+    history = token_counter.count(history_section.content) if history_section is not None else 0
+    base = max(0, budget_report.total_tokens - history)
+    verbatim_from = 0
+    if history_section is not None:
+        verbatim_from = int((history_section.data or {}).get("verbatim_from", 0) or 0)
+    in_context = [
+        token_counter.count(_session.round_summary(round_)) if position < verbatim_from else use.tokens
+        for position, (round_, use) in enumerate(zip(rounds, round_token_use))
+    ]
+    return _mon.budget_monitor_for(round_token_use, available_tokens, base, in_context)
+
+
+@tag(stage="monitor")
+def preventive_compaction(budget_monitor: BudgetMonitor, round_token_use: tuple, context_config: dict) -> dict:
+    """{"active", "keep_last", "reason", "fold", "projected_after"}: active when projected_rounds
+    <= monitor.thresholdRounds, so the older rounds are folded into the rolling summary now,
+    keeping the last ``keep_last`` verbatim, before a hard cut is forced."""
+    settings = context_config.get("monitor", {}) or {}
+    compaction = _mon.compaction_for(
+        budget_monitor,
+        round_token_use,
+        threshold=int(settings.get("thresholdRounds", 2)),
+        keep_rounds=int(settings.get("keepRounds", 3)),
+        summary_tokens_per_round=int(settings.get("summaryTokensPerRound", 60)),
+    )
+    return compaction.as_dict()
+
+
+@tag(stage="monitor")
+def monitor_report(budget_monitor: BudgetMonitor, preventive_compaction: dict) -> dict:
+    """The monitor's figures and its compaction decision as one JSON-ready mapping."""
+    return {**budget_monitor.as_dict(), "preventive_compaction": dict(preventive_compaction)}
+
+
+def _rounds_of(session_history: Any) -> tuple[Round, ...]:
+    """The rounds of a SessionHistory (``.rounds``), or of a plain sequence of rounds; () for None."""
+    if session_history is None:
+        return ()
+    rounds = getattr(session_history, "rounds", session_history)
+    return tuple(r for r in rounds if isinstance(r, Round))

@@ -1,0 +1,434 @@
+"""Stage 3, project state: plan, session history, git, file tree and environment as sections.
+
+Loader nodes at the leaves read files and run git (tagged ``loader="file"|"git"``) and hand
+their CONTENT downstream; the nodes after them are pure, so a cache keyed on inputs stays
+right. Each part obeys its ``state.include*`` switch: a switched-off loader reads nothing and
+its section is None. Every section lists its sources (file and line range where it has one).
+
+Layouts (DESIGN.md, "Project layouts read"): the article's ``.planning/plans/current/plan.md``
+and ``.planning/sessions/current/session.log``; real GSD ``.planning/`` folders (STATE.md,
+ROADMAP.md, phases/); aider's ``.aider.chat.history.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+
+from hamilton.function_modifiers import cache, tag
+
+from .lib import filetree as _filetree
+from .lib import git as _git
+from .lib import gsd as _gsd
+from .lib import plan as _plan
+from .lib import session as _session
+from .types import ConfigError, Section, Source
+
+STAGE = "state"
+POOL = "state"
+
+_ARTICLE_PLAN = os.path.join(".planning", "plans", "current", "plan.md")
+_JSONL_SESSION = os.path.join(".planning", "sessions", "current", "session.log")
+_AIDER_NAMES = (".aider.chat.history.md", os.path.join(".planning", ".aider.chat.history.md"))
+_SWITCHES = {
+    "plan": "includePlan",
+    "history": "includeSession",
+    "git": "includeGit",
+    "tree": "includeFileTree",
+    "environment": "includeEnvironment",
+}
+
+
+def _state(context_config: dict) -> dict:
+    return context_config.get("state", {})
+
+
+def _on(context_config: dict, kind: str) -> bool:
+    return bool(_state(context_config).get(_SWITCHES[kind], True))
+
+
+def _priority(context_config: dict, kind: str, default: int) -> int:
+    return int(context_config.get("priorities", {}).get(kind, default))
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        return fh.read().replace("\r\n", "\n")
+
+
+def _choice(context_config: dict, key: str, allowed: tuple[str, ...]) -> str:
+    value = _state(context_config).get(key, allowed[0])
+    if value not in allowed:
+        raise ConfigError(f"key 'state.{key}' is {value!r}; use one of {', '.join(allowed)}")
+    return value
+
+
+# ----------------------------------------------------------------------------- layout and plan
+
+
+@tag(stage=STAGE, loader="file")
+@cache(behavior="recompute")
+def project_layout(project_dir: str, context_config: dict) -> str:
+    """The planning layout: ``article`` or ``gsd``. With ``state.layout: auto``, article when
+    .planning/plans/current/plan.md exists, gsd when .planning/STATE.md or ROADMAP.md exists,
+    else article."""
+    layout = _choice(context_config, "layout", ("auto", "article", "gsd"))
+    if layout != "auto":
+        return layout
+    planning = os.path.join(project_dir, ".planning")
+    if os.path.isfile(os.path.join(project_dir, _ARTICLE_PLAN)):
+        return "article"
+    if os.path.isfile(os.path.join(planning, "STATE.md")) or os.path.isfile(os.path.join(planning, "ROADMAP.md")):
+        return "gsd"
+    return "article"
+
+
+@tag(stage=STAGE, loader="file")
+@cache(behavior="recompute")
+def plan_files(project_dir: str, project_layout: str, context_config: dict) -> dict[str, str]:
+    """The plan files' contents, path -> text ({} when switched off or absent). Article:
+    plan.md. GSD: STATE.md, ROADMAP.md and the PLAN/SUMMARY files of the current phase folder
+    (the folder itself is the key ending in "/", its value the folder's file names)."""
+    if not _on(context_config, "plan"):
+        return {}
+    out: dict[str, str] = {}
+    if project_layout == "article":
+        path = os.path.join(project_dir, _ARTICLE_PLAN)
+        if os.path.isfile(path):
+            out[path] = _read(path)
+        return out
+    planning = os.path.join(project_dir, ".planning")
+    for name in ("STATE.md", "ROADMAP.md"):
+        path = os.path.join(planning, name)
+        if os.path.isfile(path):
+            out[path] = _read(path)
+    state_path = os.path.join(planning, "STATE.md")
+    if state_path not in out:
+        return out
+    state = _gsd.parse_state(out[state_path], state_path)
+    if state.phase is None:
+        return out
+    folder = _gsd.find_phase_dir(state.phase, _phase_dirs(planning))
+    if folder is None:
+        return out
+    names = sorted(os.listdir(folder))
+    out[folder + "/"] = "\n".join(names)
+    for name in names:
+        if _gsd._PLAN_FILE.match(name):
+            out[f"{folder}/{name}"] = _read(os.path.join(folder, name))
+    return out
+
+
+def _phase_dirs(planning: str) -> list[str]:
+    found = []
+    phases = os.path.join(planning, "phases")
+    if os.path.isdir(phases):
+        found.extend(os.path.join(phases, d) for d in sorted(os.listdir(phases)))
+    milestones = os.path.join(planning, "milestones")
+    if os.path.isdir(milestones):
+        for archive in sorted(os.listdir(milestones)):
+            full = os.path.join(milestones, archive)
+            if archive.endswith("-phases") and os.path.isdir(full):
+                found.extend(os.path.join(full, d) for d in sorted(os.listdir(full)))
+    return [d for d in found if os.path.isdir(d)]
+
+
+@tag(stage=STAGE)
+def plan_state(plan_files: dict[str, str], project_layout: str, project_dir: str, context_config: dict) -> _plan.PlanView:
+    """The plan as the context shows it. Article: in-progress and pending tasks in full,
+    completed ones cut to their first line, a count line. GSD: STATE.md's position, ROADMAP.md
+    narrowed to the current milestone, the current phase's plans (done ones as their SUMMARY's
+    one-liner)."""
+    if not _on(context_config, "plan"):
+        return _plan.PlanView(project_layout, False)
+    explicit = _state(context_config).get("layout", "auto") != "auto"
+    if project_layout == "article":
+        path = os.path.join(project_dir, _ARTICLE_PLAN)
+        if path not in plan_files:
+            warnings = (f"{path}: not found; no plan section (state.layout is article)",) if explicit else ()
+            return _plan.PlanView("article", False, warnings=warnings)
+        return _plan.article_view(plan_files[path], path)
+    detail = _choice(context_config, "gsdPendingPlans", ("outline", "full"))
+    return _gsd.gsd_view(plan_files, os.path.join(project_dir, ".planning"), project_dir, detail)
+
+
+@tag(stage=STAGE)
+def plan_section(plan_state: _plan.PlanView, context_config: dict) -> Section | None:
+    """The "Current Plan" section (kind plan, priority ``priorities.plan``), or None."""
+    if not _on(context_config, "plan") or not plan_state.found:
+        return None
+    data = dict(plan_state.data)
+    data["position"] = plan_state.position
+    return Section(
+        key="plan",
+        title="Current Plan",
+        kind="plan",
+        content=plan_state.content,
+        priority=_priority(context_config, "plan", 80),
+        pool=POOL,
+        sources=plan_state.sources,
+        data=data,
+    )
+
+
+# ----------------------------------------------------------------------------- session history
+
+
+@tag(stage=STAGE, loader="file")
+@cache(behavior="recompute")
+def session_files(project_dir: str, context_config: dict) -> dict[str, str]:
+    """The session transcript's content, path -> text (at most one file; {} when switched off
+    or absent). ``state.sessionFormat``: auto prefers .planning/sessions/current/session.log,
+    then aider's .aider.chat.history.md at the project root, then under .planning/."""
+    if not _on(context_config, "history"):
+        return {}
+    fmt = _choice(context_config, "sessionFormat", ("auto", "jsonl", "aider"))
+    candidates = []
+    if fmt in ("auto", "jsonl"):
+        candidates.append(os.path.join(project_dir, _JSONL_SESSION))
+    if fmt in ("auto", "aider"):
+        candidates.extend(os.path.join(project_dir, name) for name in _AIDER_NAMES)
+    for path in candidates:
+        if os.path.isfile(path):
+            return {path: _read(path)}
+    return {}
+
+
+@tag(stage=STAGE)
+def session_history(session_files: dict[str, str]) -> _session.SessionHistory:
+    """The session's rounds (a user request and everything up to the next), with a warning
+    per malformed line; an empty history when there is no session file."""
+    for path, text in session_files.items():
+        return _session.parse_session(text, path)
+    return _session.SessionHistory()
+
+
+@tag(stage=STAGE)
+def history_section(session_history: _session.SessionHistory, context_config: dict) -> Section | None:
+    """The "Session History" section: the last ``state.maxHistoryRounds`` rounds verbatim, older
+    rounds as one deterministic summary line each. ``data`` keeps the rounds so truncation can
+    re-compact: {"rounds", "verbatim_from" (index into rounds), "format"}."""
+    if not _on(context_config, "history") or not session_history.rounds:
+        return None
+    rounds = session_history.rounds
+    keep = max(0, int(_state(context_config).get("maxHistoryRounds", 5)))
+    verbatim_from = max(0, len(rounds) - keep)
+    path = session_history.source or ""
+    head = (
+        f"Session log {os.path.basename(path)} ({session_history.format}): {len(rounds)} rounds"
+        + (f" in {session_history.sessions} sessions" if session_history.format == _session.AIDER else "")
+        + f"; the last {len(rounds) - verbatim_from} verbatim, older ones summarised."
+    )
+    content = head + "\n\n" + _session.compact_history(rounds, keep)
+    sources = []
+    older, recent = rounds[:verbatim_from], rounds[verbatim_from:]
+    for group in (older, recent):
+        spans = [r.lines for r in group if r.lines]
+        if spans:
+            sources.append(Source("file", path, (spans[0][0], spans[-1][1])))
+    return Section(
+        key="history",
+        title="Session History",
+        kind="history",
+        content=content,
+        priority=_priority(context_config, "history", 70),
+        pool=POOL,
+        sources=tuple(sources),
+        data={"rounds": rounds, "verbatim_from": verbatim_from, "format": session_history.format, "source": path},
+    )
+
+
+# ----------------------------------------------------------------------------- git
+
+
+@tag(stage=STAGE, loader="git")
+@cache(behavior="recompute")
+def git_snapshot(project_dir: str, context_config: dict) -> _git.GitSnapshot:
+    """One look at the repository through real git: status (porcelain v2), ``diff HEAD
+    --numstat`` and the patch only when under ``state.gitDiffMaxLines``, the last commits.
+    Timeouts and output caps apply; problems are warnings. Nothing when switched off."""
+    if not _on(context_config, "git"):
+        return _git.GitSnapshot(project_dir)
+    state = _state(context_config)
+    return _git.take_snapshot(
+        project_dir,
+        max_lines=int(state.get("gitDiffMaxLines", 200)),
+        timeout=float(state.get("gitTimeout", 10)),
+        max_bytes=int(state.get("gitMaxBytes", 2_000_000)),
+        log_count=int(state.get("gitLogCount", 3)),
+    )
+
+
+@tag(stage=STAGE)
+def git_state(git_snapshot: _git.GitSnapshot) -> _git.GitState:
+    """The parsed repository state: branch, staged / unstaged / untracked / renamed files,
+    per-file +n/-m, and the patch or summary mode."""
+    return _git.git_state_from(git_snapshot)
+
+
+@tag(stage=STAGE)
+def git_section(git_state: _git.GitState, context_config: dict) -> Section | None:
+    """The "Git Status" section (kind git): status and diff, or per-file counts without hunks
+    in summary mode. ``data``: {"files": [(path, added, removed, status)], "summary_mode"}."""
+    if not _on(context_config, "git") or not git_state.available:
+        return None
+    root = git_state.root or ""
+    sources = [Source("git", root)]
+    for path, _, _, status in git_state.files[:200]:
+        if status == "deleted":
+            continue
+        sources.append(Source("file", os.path.join(root, path), git_state.hunks.get(path)))
+    return Section(
+        key="git",
+        title="Git Status",
+        kind="git",
+        content=_git.render_git(git_state),
+        priority=_priority(context_config, "git", 60),
+        pool=POOL,
+        sources=tuple(sources),
+        data={
+            "files": tuple(git_state.files),
+            "summary_mode": git_state.summary_mode,
+            "branch": git_state.branch,
+            "head": git_state.head,
+            "staged": tuple((e.path, e.x) for e in git_state.staged),
+            "unstaged": tuple((e.path, e.y) for e in git_state.unstaged),
+            "untracked": git_state.untracked,
+            "renames": dict(git_state.renames),
+            "total_lines": git_state.total_lines,
+        },
+    )
+
+
+# ----------------------------------------------------------------------------- file tree
+
+
+@tag(stage=STAGE, loader="git")
+@cache(behavior="recompute")
+def file_listing(project_dir: str, context_config: dict) -> _filetree.FileListing:
+    """The project's files: ``git ls-files`` in a repository (.gitignore holds), else a walk
+    that skips .git, node_modules, virtualenvs, caches and build output and never follows
+    symlinks. Nothing when ``state.includeFileTree`` is off (the default)."""
+    if not _on(context_config, "tree"):
+        return _filetree.FileListing(project_dir, "off")
+    return _filetree.list_files(project_dir, timeout=float(_state(context_config).get("gitTimeout", 10)))
+
+
+@tag(stage=STAGE)
+def file_tree_section(file_listing: _filetree.FileListing, context_config: dict) -> Section | None:
+    """The "File Tree" section (kind tree): at most ``state.fileTreeMaxEntries`` entries, then
+    "... and N more"."""
+    if not _on(context_config, "tree") or file_listing.method == "off":
+        return None
+    limit = int(_state(context_config).get("fileTreeMaxEntries", 200))
+    total = len(file_listing.paths)
+    how = "git ls-files" if file_listing.method == "git" else "folder walk"
+    head = f"{total}{'' if file_listing.complete else '+'} files ({how})"
+    return Section(
+        key="tree",
+        title="File Tree",
+        kind="tree",
+        content=head + "\n" + _filetree.render_tree(file_listing, limit),
+        priority=_priority(context_config, "tree", 30),
+        pool=POOL,
+        sources=(Source("git" if file_listing.method == "git" else "file", file_listing.root),),
+        data={"total": total, "shown": min(total, limit), "method": file_listing.method},
+    )
+
+
+# ----------------------------------------------------------------------------- environment
+
+
+@functools.lru_cache(maxsize=None)
+def _version_of(program: str, path: str | None = None) -> str | None:
+    """``program --version``'s first line; cached per program and PATH (it does not change in a run)."""
+    if shutil.which(program, path=path) is None:
+        return None
+    try:
+        result = subprocess.run(
+            [program, "--version"], capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (result.stdout or result.stderr).strip().splitlines()
+    return text[0].strip() if text and result.returncode == 0 else None
+
+
+@tag(stage=STAGE, loader="environment")
+@cache(behavior="recompute")
+def environment_facts() -> dict:
+    """Python, OS, git and ctxengine versions, and node's where it is installed."""
+    try:
+        ours = importlib.metadata.version("ctxengine")
+    except importlib.metadata.PackageNotFoundError:
+        ours = "unknown"
+    path = os.environ.get("PATH")
+    git = _version_of("git", path)
+    facts = {
+        "python": f"{platform.python_version()} ({platform.python_implementation()})",
+        "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
+        "git": git.removeprefix("git version ").strip() if git else None,
+        "ctxengine": ours,
+    }
+    node = _version_of("node", path)
+    if node:
+        facts["node"] = node
+    return facts
+
+
+@tag(stage=STAGE)
+def environment_section(environment_facts: dict, context_config: dict) -> Section | None:
+    """The "Environment" section (kind environment): one line per fact."""
+    if not _on(context_config, "environment"):
+        return None
+    labels = {"python": "Python", "os": "OS", "git": "git", "ctxengine": "ctxengine", "node": "node"}
+    lines = []
+    for key, value in environment_facts.items():
+        lines.append(f"- {labels.get(key, key)}: {value if value is not None else 'not found'}")
+    return Section(
+        key="environment",
+        title="Environment",
+        kind="environment",
+        content="\n".join(lines),
+        priority=_priority(context_config, "environment", 20),
+        pool=POOL,
+        sources=tuple(Source("environment", key) for key in environment_facts),
+        data=dict(environment_facts),
+    )
+
+
+# ----------------------------------------------------------------------------- stage outputs
+
+
+@tag(stage=STAGE)
+def state_sections(
+    plan_section: Section | None,
+    history_section: Section | None,
+    git_section: Section | None,
+    file_tree_section: Section | None,
+    environment_section: Section | None,
+    context_config: dict,
+) -> list[Section]:
+    """The state sections in order plan, history, git, tree, environment, skipping None and
+    those switched off."""
+    out = []
+    for section in (plan_section, history_section, git_section, file_tree_section, environment_section):
+        if section is not None and _on(context_config, section.kind):
+            out.append(section)
+    return out
+
+
+@tag(stage=STAGE)
+def state_warnings(
+    plan_state: _plan.PlanView,
+    session_history: _session.SessionHistory,
+    git_state: _git.GitState,
+    file_listing: _filetree.FileListing,
+) -> tuple[str, ...]:
+    """Every warning of the state stage: plan problems (missing GSD files, unknown task boxes),
+    malformed session lines with their line numbers, git problems, file-tree problems."""
+    return tuple(plan_state.warnings) + session_history.warnings + git_state.warnings + file_listing.warnings

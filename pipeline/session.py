@@ -1,0 +1,215 @@
+"""A library API for agent loops: one context per round, with the budget watched across rounds.
+
+    >>> import ctxengine
+    >>> session = ctxengine.Session("path/to/project", max_tokens=32000)
+    >>> for request in requests:
+    ...     result = session.next_context(request)      # BuildResult: the context for this round
+    ...     answer = call_the_model(result.context)
+    ...     session.record(answer.tokens, answer.text)  # the assistant turn joins the history
+
+The session holds the conversation in memory, seeded from the project's session log when
+there is one. Every round runs the shared Hamilton driver (``ctxengine.driver.execute``: the
+same driver, built once per process and reused) with the in-memory history as a node
+override of ``session_history``. After each build the budget monitor's
+``preventive_compaction`` is read: when it is active the older rounds are folded into a
+rolling summary that every later round carries (as a summary round at the head of the
+history), so the context shrinks before a hard cut is forced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from . import driver
+from .api import build_overrides, bundled_example
+from .nodes.lib.monitor import BudgetMonitor
+from .nodes.lib.session import summarize_rounds
+from .nodes.report import BuildResult
+from .nodes.types import CtxEngineError, Message, Round
+
+#: The outputs every round asks the driver for.
+ROUND_OUTPUTS = ("build_result", "budget_monitor", "preventive_compaction")
+SUMMARY_TITLE = "Rolling summary of earlier rounds"
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """What one ``next_context`` call produced, for reports and tests."""
+
+    round: int  # 1-based index of the round in the session
+    request: str
+    total_tokens: int  # the final context
+    available_tokens: int
+    utilization: float
+    initial_tokens: int  # the assembled context before truncation
+    over_budget: bool
+    monitor: Mapping[str, Any]
+    compaction: Mapping[str, Any]
+    folded: int = 0  # rounds folded into the rolling summary after this build
+    history_rounds: int = 0  # verbatim rounds the build carried
+    response_tokens: int | None = None
+
+    def as_dict(self) -> dict:
+        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in dataclasses.asdict(self).items()}
+
+
+class Session:
+    """A multi-round session against one project (see the module docstring).
+
+    ``overrides`` take dotted keys as in :func:`ctxengine.build_context`; the named options
+    (mode, max_tokens, reserve_tokens, compact, strategy, layout) and ``phase`` (the GSD phase
+    type: disclosure.phase) are shortcuts. ``seed_history=False`` starts from an empty history
+    even when the project has a session log.
+
+    Attributes: ``rounds`` (the verbatim rounds, oldest first), ``summary`` (the rolling
+    summary of the folded rounds), ``folded_rounds`` (their indexes), ``monitor`` and
+    ``compaction`` (the last round's budget monitor and compaction decision), ``records``
+    (one RoundRecord per round).
+    """
+
+    def __init__(
+        self,
+        project_dir: str | os.PathLike | None = None,
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        seed_history: bool = True,
+        phase: str | None = None,
+        **options: Any,
+    ) -> None:
+        self.project_dir = os.path.abspath(os.fspath(project_dir if project_dir is not None else bundled_example()))
+        extra = dict(overrides or {})
+        if phase is not None:
+            extra["disclosure.phase"] = phase
+        self.overrides = build_overrides(extra, **options)
+        self.seed_history = seed_history
+        self.phase = phase
+        self.options = dict(options)
+        self.rounds = []
+        self.summary_lines = []
+        self.folded_rounds = ()
+        self.records = []
+        self.monitor = None
+        self.compaction = None
+        self._pending = None
+        self._template = None
+        seeded = driver.execute(["session_history"], self.project_dir, self.overrides)["session_history"]
+        self._template = seeded
+        if seed_history:
+            self.rounds = [r for r in _rounds_of(seeded)]
+
+    # ------------------------------------------------------------------------- the loop
+
+    def next_context(self, request: str) -> BuildResult:
+        """The context for this round's ``request``: the project, the history so far (with the
+        rolling summary) and the request, fitted to the budget. Call :meth:`record` with the
+        answer before the next round (an unrecorded round is recorded without an answer)."""
+        if self._pending is not None:
+            self.record(0)
+        history = self.history_value()
+        out = driver.execute(
+            list(ROUND_OUTPUTS), self.project_dir, self.overrides, request,
+            node_overrides={"session_history": history},
+        )
+        result: BuildResult = out["build_result"]
+        carried = len(self.rounds)
+        self.monitor = out["budget_monitor"]
+        self.compaction = dict(out["preventive_compaction"])
+        folded = self._fold(int(self.compaction["keep_last"])) if self.compaction.get("active") else 0
+        initial = result.initial_budget or result.budget
+        self.records.append(RoundRecord(
+            round=len(self.records) + 1,
+            request=request,
+            total_tokens=result.budget.total_tokens,
+            available_tokens=result.budget.available_tokens,
+            utilization=result.budget.utilization_rate,
+            initial_tokens=initial.total_tokens,
+            over_budget=result.budget.is_over_budget,
+            monitor=self.monitor.as_dict(),
+            compaction=dict(self.compaction),
+            folded=folded,
+            history_rounds=carried,
+        ))
+        self._pending = request
+        return result
+
+    def record(self, response_tokens: int, response_text: str | None = None, *,
+               usage: Mapping[str, Any] | None = None) -> Round:
+        """Close the round: the request of the last :meth:`next_context` and the assistant's
+        answer (``response_tokens`` as its usage; ``response_text`` in the history when given)."""
+        if self._pending is None:
+            raise CtxEngineError("Session.record() without a round: call next_context(request) first")
+        if not isinstance(response_tokens, int) or isinstance(response_tokens, bool) or response_tokens < 0:
+            raise CtxEngineError(f"Session.record(): response_tokens must be a non-negative int, got {response_tokens!r}")
+        index = self._next_index()
+        messages = [Message("user", self._pending, index)]
+        answer_usage = dict(usage) if usage is not None else {"completion_tokens": response_tokens}
+        messages.append(Message("assistant", response_text or "", index, usage=answer_usage))
+        round_ = Round(index=index, messages=tuple(messages))
+        self.rounds.append(round_)
+        self._pending = None
+        if self.records:
+            self.records[-1] = dataclasses.replace(self.records[-1], response_tokens=response_tokens)
+        return round_
+
+    # ------------------------------------------------------------------------- state
+
+    @property
+    def summary(self) -> str:
+        """The rolling summary of the folded rounds ("" before any fold)."""
+        if not self.summary_lines:
+            return ""
+        first, last = self.folded_rounds[0], self.folded_rounds[-1]
+        return f"{SUMMARY_TITLE} ({len(self.folded_rounds)} rounds, {first}-{last}):\n" + "\n".join(self.summary_lines)
+
+    def history_value(self) -> Any:
+        """The ``session_history`` node value for the next build: a summary round (index 0,
+        one system message) when rounds were folded, then the verbatim rounds."""
+        rounds: list[Round] = []
+        if self.summary_lines:
+            rounds.append(Round(index=0, messages=(Message("system", self.summary, 0),)))
+        rounds.extend(self.rounds)
+        template = self._template
+        if template is not None and dataclasses.is_dataclass(template) and hasattr(template, "rounds"):
+            changes = {"rounds": tuple(rounds)}
+            names = {f.name for f in dataclasses.fields(template)}
+            if "warnings" in names:
+                changes["warnings"] = ()
+            return dataclasses.replace(template, **changes)
+        return tuple(rounds)
+
+    def utilisation_table(self) -> str:
+        """One line per round: tokens, utilisation, monitor projection, compaction."""
+        lines = [f"{'round':>5} {'tokens':>7} {'avail':>6} {'util':>6} {'uncut':>6} {'proj':>5} {'fold':>4}  note"]
+        for r in self.records:
+            projected = r.monitor.get("projected_rounds")
+            note = "COMPACT keep_last=%d" % r.compaction["keep_last"] if r.compaction.get("active") else ""
+            if r.over_budget:
+                note += " OVER BUDGET"
+            lines.append(f"{r.round:>5} {r.total_tokens:>7} {r.available_tokens:>6} {r.utilization:>6.1%} "
+                         f"{r.initial_tokens:>6} {'-' if projected is None else projected:>5} {r.folded:>4}  {note}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------------- helpers
+
+    def _next_index(self) -> int:
+        known = [r.index for r in self.rounds] + list(self.folded_rounds)
+        return max(known, default=0) + 1
+
+    def _fold(self, keep_last: int) -> int:
+        """Fold every round but the last ``keep_last`` into the rolling summary; how many."""
+        keep_last = max(1, keep_last)
+        if len(self.rounds) <= keep_last:
+            return 0
+        older, self.rounds = self.rounds[:-keep_last], self.rounds[-keep_last:]
+        self.summary_lines.extend(summarize_rounds(older).split("\n"))
+        self.folded_rounds = self.folded_rounds + tuple(r.index for r in older)
+        return len(older)
+
+
+def _rounds_of(value: Any) -> tuple[Round, ...]:
+    if value is None:
+        return ()
+    return tuple(getattr(value, "rounds", value))

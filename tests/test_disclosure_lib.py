@@ -1,0 +1,218 @@
+"""Pure helpers of progressive disclosure: globs, keywords, @doc, rules, GSD phase folders."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+
+from importlib import resources  # noqa: E402
+
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+
+from ctxengine.nodes.lib import disclosure as lib  # noqa: E402
+from ctxengine.nodes.lib.disclosure import Candidate, Signals  # noqa: E402
+from ctxengine.nodes.types import ConfigError  # noqa: E402
+
+
+def bundled_rules() -> lib.DisclosureRules:
+    text = resources.files("ctxengine.configs").joinpath("disclosure.yaml").read_text(encoding="utf-8")
+    return lib.parse_rules(yaml.safe_load(text), "configs/disclosure.yaml")
+
+
+# ----------------------------------------------------------------------------- globs and keywords
+
+
+@pytest.mark.parametrize(
+    "pattern, path, expected",
+    [
+        ("testing-guidelines.md", "references/testing-guidelines.md", True),  # no "/": any depth
+        ("testing-guidelines.md", "testing-guidelines.md", True),
+        ("references/*.md", "references/a.md", True),
+        ("references/*.md", "references/deep/a.md", False),  # * stays in one folder
+        ("references/**/*.md", "references/deep/er/a.md", True),
+        ("references/**/*.md", "references/a.md", True),  # **/ spans zero folders too
+        ("tests/**", "tests/api/test_auth.py", True),
+        ("tests/**", "src/tests.py", False),
+        ("test_*.py", "tests/api/test_auth.py", True),
+        ("test_*.py", "tests/api/auth_test.py", False),
+        ("*_test.py", "pkg/auth_test.py", True),
+        ("codebase/CONVENTIONS.md", "codebase/conventions.md", True),  # case-insensitive
+        ("phases/08.1-x/*-PLAN.md", "phases/08.1-x/08.1-01-PLAN.md", True),
+        ("phases/08.1-x/*-PLAN.md", "phases/0801-x/08.1-01-PLAN.md", False),  # "." is literal
+        ("file?.md", "file1.md", True),
+        ("file[0-9].md", "file7.md", True),
+    ],
+)
+def test_glob_dialect(pattern, path, expected):
+    assert lib.glob_match(pattern, path) is expected
+
+
+def test_a_keyword_matches_the_start_of_a_word_only():
+    assert lib.keyword_in("test", "Write integration tests")
+    assert lib.keyword_in("test", "testing the login")
+    assert not lib.keyword_in("test", "a contest of latest ideas")
+    assert lib.keyword_in("database", "Migrate the DATABASE")
+    assert lib.keyword_in("data model", "the data-model is fixed")  # words joined by space, - or _
+    assert not lib.keyword_in("", "anything")
+
+
+def test_keyword_hit_reports_the_keyword_and_the_signal_in_search_order():
+    signals = Signals(request="fix the schema", plan="add a migration", diff="", changed_files=("db/schema.sql",))
+    assert lib.keyword_hit(["schema", "migration"], signals, ["plan", "diff", "request"]) == ("migration", "plan")
+    assert lib.keyword_hit(["schema"], signals, ["diff"]) == ("schema", "diff")  # the changed path
+    assert lib.keyword_hit(["index"], signals, ["plan", "diff", "request"]) is None
+
+
+def test_path_hit_names_the_glob_and_the_changed_file():
+    assert lib.path_hit(["docs/**", "tests/**"], ["src/a.py", "tests/test_a.py"]) == ("tests/**", "tests/test_a.py")
+    assert lib.path_hit(["tests/**"], ["src/a.py"]) is None
+
+
+def test_request_urls_finds_every_at_doc_once_without_trailing_punctuation():
+    request = "Use @doc https://x.org/a.md, and @doc http://y.org/b.md. Again @doc https://x.org/a.md; mail a@doc.org"
+    assert lib.request_urls(request) == ["https://x.org/a.md", "http://y.org/b.md"]
+    assert lib.request_urls("no docs here") == []
+
+
+# ----------------------------------------------------------------------------- rules
+
+
+def test_the_bundled_rules_parse_and_cover_every_mode_and_gsd_phase():
+    rules = bundled_rules()
+    assert set(rules.modes) == {"dev", "review", "research"}
+    assert set(rules.phases) == set(lib.PHASES) == {"execute", "research", "plan", "verify", "repair", "discuss"}
+    assert {t.name for t in rules.triggers} >= {"database", "tests"}
+    repair = {e.glob: e for e in rules.phases["repair"]}
+    assert repair["{phase}/*-SUMMARY.md"].pick == "last" and repair["{phase}/*-SUMMARY.md"].required
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"modes": {"dev": "coding.md"}}, r"x\.yaml: key 'modes\.dev' must be a list"),
+        ({"triggers": [{"name": "t", "load": ["a.md"]}]}, r"x\.yaml: key 'triggers\[0\]' needs 'load' globs and"),
+        ({"triggers": [{"keywords": ["a"], "load": ["a.md"], "in": ["diff", "code"]}]}, r"triggers\[0\]'\.in has 'code'"),
+        ({"phases": {"deploy": {"required": ["STATE.md"]}}}, r"unknown phase 'deploy'; GSD phases are execute"),
+        ({"phases": {"repair": {"optional": [{"glob": "x", "pick": "middle"}]}}}, r"phases\.repair'\.optional\[0\]\.pick"),
+        ({"state": [""]}, r"key 'state' must be a list of non-empty strings"),
+    ],
+)
+def test_bad_rules_are_config_errors_that_name_the_file_and_key(data, message):
+    with pytest.raises(ConfigError, match=message):
+        lib.parse_rules(data, "x.yaml")
+
+
+def test_a_project_rules_file_replaces_per_mode_and_per_trigger_name():
+    base = {"modes": {"dev": ["a.md"], "review": ["r.md"]},
+            "triggers": [{"name": "db", "keywords": ["sql"], "load": ["db.md"]}],
+            "state": ["STATE.md"]}
+    over = {"modes": {"dev": ["b.md"]},
+            "triggers": [{"name": "db", "keywords": ["orm"], "load": ["db.md"]},
+                         {"name": "ui", "keywords": ["css"], "load": ["ui.md"]}]}
+    merged = lib.merge_rules(base, over)
+    assert merged["modes"] == {"dev": ["b.md"], "review": ["r.md"]}
+    assert [(t["name"], t["keywords"]) for t in merged["triggers"]] == [("db", ["orm"]), ("ui", ["css"])]
+    assert merged["state"] == ["STATE.md"]
+
+
+# ----------------------------------------------------------------------------- GSD phase folders
+
+FILES = [
+    "STATE.md",
+    "phases/08-launch/08-01-PLAN.md",
+    "phases/08-launch/08-01-SUMMARY.md",
+    "phases/08.1-hardening/08.1-01-PLAN.md",
+    "phases/08.1-hardening/08.1-02-PLAN.md",
+    "phases/08.1-hardening/08.1-01-SUMMARY.md",
+    "phases/08.1-hardening/08.1-10-SUMMARY.md",
+    "phases/08.1-hardening/08.1-02-SUMMARY.md",
+    "phases/09-docs/09-RESEARCH.md",
+]
+
+
+def test_state_md_names_the_current_phase_folder():
+    folder, how = lib.current_phase_folder(FILES, "## Current Position\n\nPhase: 8.1 of 8.2 (Hardening)\nPlan: 2 of 2\n")
+    assert folder == "phases/08.1-hardening" and "STATE.md names phase 8.1" in how
+    bold, _ = lib.current_phase_folder(FILES, "**Current Phase:** 08 — launch\n")
+    assert bold == "phases/08-launch"
+
+
+def test_without_a_phase_number_the_latest_open_then_the_latest_folder_is_current():
+    open_files = FILES + ["phases/08-launch/08-02-PLAN.md"]
+    assert lib.current_phase_folder(open_files, "Phase: Complete\n")[0] == "phases/08-launch"
+    folder, how = lib.current_phase_folder(FILES, "Phase: None (between milestones)\n")
+    assert folder == "phases/09-docs" and "latest phase folder" in how
+    assert lib.current_phase_folder(["STATE.md"], None) == (None, "no phases/NN-name folder under .planning/")
+
+
+def test_phase_selection_picks_the_last_summary_in_natural_order_and_warns_for_missing_required():
+    rules = lib.parse_rules({"phases": {"repair": {
+        "required": ["STATE.md", {"glob": "{phase}/*-SUMMARY.md", "pick": "last"}, "{phase}/*-VERIFICATION.md"],
+        "optional": ["{phase}/*-UAT.md"]}}}, "r.yaml")
+    chosen = lib.phase_selection(rules, "repair", FILES, "phases/08.1-hardening", "STATE.md names phase 8.1")
+    assert list(chosen.files) == ["STATE.md", "phases/08.1-hardening/08.1-10-SUMMARY.md"]  # 10 after 02
+    assert chosen.warnings == (
+        ".planning/phases/08.1-hardening/*-VERIFICATION.md: required for phase 'repair' (r.yaml) but no file matches",)
+    none = lib.phase_selection(rules, "repair", ["STATE.md"], None, "no phases/NN-name folder under .planning/")
+    assert list(none.files) == ["STATE.md"]
+    assert len(none.warnings) == 2 and all("no current phase folder" in w for w in none.warnings)
+
+
+def test_generic_candidates_leave_out_state_and_non_markdown():
+    files = ["STATE.md", "config.json", "references/db.md", "dreams/ideas.md", "phases/01-a/01-01-PLAN.md",
+             "plans/current/plan.md", "sessions/current/session.log", "research/STACK.md", "v1.0-MILESTONE-AUDIT.md"]
+    assert lib.generic_candidates(files, bundled_rules()) == ["dreams/ideas.md", "references/db.md", "research/STACK.md"]
+
+
+# ----------------------------------------------------------------------------- decisions
+
+
+def doc(path: str, **metadata) -> Candidate:
+    return Candidate(path, path, f"# {path}\n", metadata, (1, 1), 10)
+
+
+def test_decide_gives_layer_rule_and_reason_and_never_loads_twice():
+    rules = bundled_rules()
+    candidates = [
+        doc("references/coding-standards.md", modes=["dev"]),
+        doc("references/review-checklist.md", modes=["review"]),
+        doc("references/database-schema.md", triggers=["database"]),
+        doc("references/architecture.md"),
+        doc("misc/loose.md"),
+        doc("phases/01-a/01-01-PLAN.md"),
+    ]
+    signals = Signals(plan="Move the database to Postgres")
+    already = {".planning/references/architecture.md": ("ref:.planning/references/architecture.md", "references.project")}
+    rows, warnings = lib.decide(candidates, rules, "dev", "execute",
+                                {"phases/01-a/01-01-PLAN.md": "phase execute: {phase}/*-PLAN.md (required)"},
+                                signals, already)
+    by = {r.document: r for r in rows}
+    assert (by[".planning/references/coding-standards.md"].layer, by[".planning/references/coding-standards.md"].rule) \
+        == (2, "frontmatter modes: [dev]")
+    review = by[".planning/references/review-checklist.md"]
+    assert (review.layer, review.loaded, review.reason) == (2, False, "for mode review only; the current mode is dev")
+    db = by[".planning/references/database-schema.md"]
+    assert (db.layer, db.loaded) == (3, True) and "'database' in the plan" in db.rule
+    arch = by[".planning/references/architecture.md"]
+    assert arch.loaded and arch.loaded_by_other == "references.project" and arch.layer == 1
+    assert arch.section == "ref:.planning/references/architecture.md"
+    loose = by[".planning/misc/loose.md"]
+    assert (loose.layer, loose.loaded) == (3, False) and loose.reason.startswith("no mode, phase or trigger rule")
+    plan = by[".planning/phases/01-a/01-01-PLAN.md"]
+    assert (plan.layer, plan.loaded, plan.rule) == (2, True, "phase execute: {phase}/*-PLAN.md (required)")
+    assert warnings == []
+
+
+def test_bad_frontmatter_lists_are_warnings_naming_the_file():
+    rows, warnings = lib.decide([doc("a.md", modes={"dev": 1})], bundled_rules(), "dev", None, {}, Signals(), {})
+    assert warnings == [".planning/a.md: frontmatter modes {'dev': 1} is not a list of strings; ignored"]
+    assert rows[0].loaded is False
+
+
+def test_a_document_too_large_is_reported_with_its_rule_and_the_problem():
+    big = Candidate("references/coding-standards.md", "x", "", {}, None, 999, "it is 999 bytes, over disclosure.maxFileBytes (10)")
+    rows, _ = lib.decide([big], bundled_rules(), "dev", None, {}, Signals(), {})
+    assert rows[0].loaded is False
+    assert "modes.dev 'coding standards'" in rows[0].reason and "over disclosure.maxFileBytes" in rows[0].reason

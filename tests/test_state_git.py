@@ -1,0 +1,199 @@
+"""Git state through real git repositories made in tmp_path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ctxengine.nodes.lib import git as G
+
+pytestmark = pytest.mark.skipif(G.shutil.which("git") is None, reason="git is not installed")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = dict(os.environ, GIT_AUTHOR_DATE="2026-01-02T03:04:05Z", GIT_COMMITTER_DATE="2026-01-02T03:04:05Z")
+    result = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
+    return result.stdout
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "-c", "init.defaultBranch=main", "init", "-q")
+    git(path, "config", "user.name", "Test User")
+    git(path, "config", "user.email", "test@example.com")
+    git(path, "config", "commit.gpgsign", "false")
+    return path
+
+
+def commit_all(repo: Path, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with two commits, then staged, unstaged, untracked, renamed and binary changes."""
+    repo = make_repo(tmp_path / "proj")
+    (repo / "src").mkdir()
+    (repo / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    (repo / "README.md").write_text("# Demo\n")
+    (repo / "old_name.txt").write_text("rename me\nplease\n")
+    (repo / "logo.bin").write_bytes(bytes(range(256)) * 4)
+    (repo / ".gitignore").write_text("*.log\n")
+    commit_all(repo, "Initial commit")
+    (repo / "README.md").write_text("# Demo\n\nMore words.\n")
+    commit_all(repo, "Describe the demo")
+    # staged edit
+    (repo / "src" / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 21)).replace("line 5\n", "line five\n"))
+    git(repo, "add", "src/app.py")
+    # unstaged edit
+    (repo / "README.md").write_text("# Demo\n\nMore words.\nAnd a new line.\n")
+    # staged rename
+    git(repo, "mv", "old_name.txt", "new_name.txt")
+    # binary change
+    (repo / "logo.bin").write_bytes(bytes(reversed(range(256))) * 4)
+    # untracked and ignored
+    (repo / "notes.txt").write_text("todo\n")
+    (repo / "debug.log").write_text("ignored\n")
+    return repo
+
+
+def test_status_staged_unstaged_untracked_renamed_binary(repo: Path):
+    snapshot = G.take_snapshot(str(repo), max_lines=200)
+    assert snapshot.available and snapshot.warnings == ()
+    assert snapshot.root == str(repo.resolve())
+    state = G.git_state_from(snapshot)
+    assert state.branch == "main" and not state.detached and not state.initial
+    assert {(e.path, e.x) for e in state.staged} == {("src/app.py", "M"), ("new_name.txt", "R")}
+    assert {(e.path, e.y) for e in state.unstaged} == {("README.md", "M"), ("logo.bin", "M")}
+    assert state.untracked == ("notes.txt",)  # debug.log is ignored
+    assert state.renames == {"new_name.txt": "old_name.txt"}
+    files = {f[0]: f for f in state.files}
+    assert files["src/app.py"] == ("src/app.py", 1, 1, "modified")
+    assert files["README.md"] == ("README.md", 1, 0, "modified")
+    assert files["logo.bin"] == ("logo.bin", None, None, "modified")  # binary: no line counts
+    assert files["new_name.txt"][3] == "renamed"
+    assert files["notes.txt"] == ("notes.txt", None, None, "untracked")
+    assert not state.summary_mode and state.patch is not None
+    assert state.hunks["src/app.py"] == (2, 8)  # 3 context lines around line 5
+    assert [c.split(" ", 2)[2] for c in state.commits] == ["Describe the demo", "Initial commit"]
+
+    text = G.render_git(state)
+    assert "Branch: main at" in text
+    assert "renamed    old_name.txt -> new_name.txt" in text
+    assert "Untracked (1):\n  notes.txt" in text
+    assert "binary" in text and "Binary files a/logo.bin and b/logo.bin differ" in text
+    assert "+line five" in text and "-line 5" in text
+    assert "debug.log" not in text
+
+
+def test_a_big_diff_switches_to_summary_mode(repo: Path):
+    (repo / "big.py").write_text("".join(f"x{i} = {i}\n" for i in range(300)))
+    git(repo, "add", "big.py")
+    snapshot = G.take_snapshot(str(repo), max_lines=200)
+    assert snapshot.patch is None
+    state = G.git_state_from(snapshot)
+    assert state.summary_mode and state.total_lines > 200
+    text = G.render_git(state)
+    assert "+300/-0" in text and "big.py" in text
+    assert "@@" not in text and "+x1 = 1" not in text
+    assert "Diff summary mode: 303 changed lines exceed state.gitDiffMaxLines (200)" in text
+    assert "Untracked (1):\n  notes.txt" in text
+    # the same change under a higher threshold shows the hunks
+    full = G.git_state_from(G.take_snapshot(str(repo), max_lines=1000))
+    assert not full.summary_mode and "+x299 = 299" in G.render_git(full)
+
+
+def test_context_lines_count_toward_the_threshold(tmp_path: Path):
+    repo = make_repo(tmp_path / "ctx")
+    (repo / "a.txt").write_text("".join(f"{i}\n" for i in range(100)))
+    commit_all(repo, "base")
+    (repo / "a.txt").write_text("".join(f"{i}\n" if i % 10 else f"changed {i}\n" for i in range(100)))
+    # 20 changed lines, but the patch with context and headers is longer than 30 lines
+    state = G.git_state_from(G.take_snapshot(str(repo), max_lines=30))
+    assert state.total_lines == 20 and state.summary_mode
+
+
+def test_clean_tree(tmp_path: Path):
+    repo = make_repo(tmp_path / "clean")
+    (repo / "a.txt").write_text("a\n")
+    commit_all(repo, "only commit")
+    state = G.git_state_from(G.take_snapshot(str(repo)))
+    assert state.files == () and not state.summary_mode
+    assert "Working tree clean." in G.render_git(state)
+
+
+def test_not_a_repository_is_a_warning(tmp_path: Path):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    snapshot = G.take_snapshot(str(folder))
+    assert not snapshot.available
+    assert snapshot.warnings == (f"git: {folder} is not inside a git repository; git section skipped",)
+    assert G.git_state_from(snapshot).available is False
+
+
+def test_git_missing_is_a_warning(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git here
+    snapshot = G.take_snapshot(str(tmp_path))
+    assert not snapshot.available
+    assert "git program is not on PATH" in snapshot.warnings[0]
+
+
+def test_empty_repository_shows_staged_files_against_an_empty_tree(tmp_path: Path):
+    repo = make_repo(tmp_path / "empty")
+    assert G.take_snapshot(str(repo)).warnings[0].endswith("has no commits yet; changes are shown against an empty tree")
+    (repo / "first.py").write_text("print('hi')\n")
+    git(repo, "add", "first.py")
+    (repo / "loose.txt").write_text("x\n")
+    snapshot = G.take_snapshot(str(repo))
+    state = G.git_state_from(snapshot)
+    assert state.initial and state.head is None and state.commits == ()
+    assert ("first.py", 1, 0, "added") in state.files
+    assert state.untracked == ("loose.txt",)
+    text = G.render_git(state)
+    assert "(no commits yet)" in text and "+print('hi')" in text
+
+
+def test_detached_head_is_a_warning_not_a_failure(repo: Path):
+    git(repo, "stash", "-u", "-q")
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    (repo / "README.md").write_text("# Detached edit\n")
+    snapshot = G.take_snapshot(str(repo))
+    head = git(repo, "rev-parse", "--short=7", "HEAD").strip()
+    assert snapshot.warnings == (f"git: HEAD is detached at {head} in {repo.resolve()}; changes are shown against that commit",)
+    state = G.git_state_from(snapshot)
+    assert state.detached and state.branch is None
+    assert state.files == (("README.md", 1, 1, "modified"),)
+    assert G.render_git(state).startswith(f"HEAD detached at {head}")
+
+
+def test_only_the_last_commits_are_read(tmp_path: Path):
+    repo = make_repo(tmp_path / "history")
+    for i in range(12):
+        (repo / "f.txt").write_text(f"{i}\n")
+        commit_all(repo, f"commit {i}")
+    state = G.git_state_from(G.take_snapshot(str(repo), log_count=3))
+    assert [c.split(" ", 2)[2] for c in state.commits] == ["commit 11", "commit 10", "commit 9"]
+
+
+def test_a_subfolder_project_sees_only_its_own_changes(repo: Path):
+    state = G.git_state_from(G.take_snapshot(str(repo / "src")))
+    assert [f[0] for f in state.files] == ["src/app.py"]
+    assert state.root == str(repo.resolve())
+
+
+def test_output_cap_and_parsers():
+    result = G.run_git(["--version"], os.getcwd(), timeout=10, max_bytes=5)
+    assert result.truncated and len(result.stdout) == 5
+    branch, entries = G.parse_status(
+        "# branch.oid abc\0# branch.head main\0" "1 .M N... 100644 100644 100644 a a x y.py\0"
+        "2 R. N... 100644 100644 100644 a a R100 new name.txt\0old name.txt\0? u.txt\0"
+    )
+    assert branch == {"oid": "abc", "head": "main"}
+    assert [(e.path, e.kind, e.orig) for e in entries] == [
+        ("x y.py", "changed", None), ("new name.txt", "renamed", "old name.txt"), ("u.txt", "untracked", None)]
+    assert G.parse_numstat("1\t2\ta.py\0-\t-\tb.bin\0" "0\t0\t\0old.txt\0new.txt\0") == [
+        ("a.py", 1, 2, None), ("b.bin", None, None, None), ("new.txt", 0, 0, "old.txt")]

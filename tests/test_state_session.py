@@ -1,0 +1,235 @@
+"""Session history: JSON Lines session.log and aider transcripts (the real corpus ones)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS_SESSIONS
+from ctxengine.nodes.lib import session as S
+from ctxengine.nodes.types import Message, Round
+
+
+def _jsonl(*records) -> str:
+    return "\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n"
+
+
+LOG = _jsonl(
+    {"round": 1, "role": "user", "content": "Add login", "ts": "2026-11-01T10:00:00Z"},
+    {"round": 1, "role": "assistant", "content": "I will add it to src/auth.py. Then run the tests.",
+     "tool_calls": [{"id": "c1", "name": "bash", "arguments": "pytest -q"}]},
+    {"round": 1, "role": "tool", "call_id": "c1", "content": "3 passed in 0.12s"},
+    '{"round": 2, "role": "user", "content": "broken',
+    {"round": 2, "role": "user", "content": "Now logout\nwith a second line"},
+    {"round": 2, "role": "assistant", "content": "Done.", "tool_calls": [
+        {"id": "c2", "type": "function", "function": {"name": "edit", "arguments": {"path": "src/logout.py"}}}]},
+    {"round": 3, "role": "user", "content": "And the docs"},
+    {"round": 3, "role": "tool", "call_id": "c2", "content": "FAILED tests/test_logout.py::test_bye"},
+    {"round": 3, "role": "assistant", "content": "Docs updated in docs/auth.md."},
+)
+
+
+# ----------------------------------------------------------------------------- JSON Lines
+
+
+def test_jsonl_rounds_and_malformed_line_warning():
+    history = S.parse_session(LOG, "/p/session.log")
+    assert history.format == "jsonl"
+    assert [r.index for r in history.rounds] == [1, 2, 3]
+    assert history.warnings == ("/p/session.log:4: malformed JSON line skipped (Unterminated string starting at)",) \
+        or (len(history.warnings) == 1 and history.warnings[0].startswith("/p/session.log:4: malformed JSON line"))
+    first = history.rounds[0]
+    assert [m.role for m in first.messages] == ["user", "assistant", "tool"]
+    assert first.lines == (1, 3)
+    assert first.messages[1].tool_calls[0] == {"id": "c1", "name": "bash", "arguments": "pytest -q"}
+    # OpenAI's nested form is normalised, arguments as JSON text
+    assert history.rounds[1].messages[1].tool_calls[0]["name"] == "edit"
+    assert json.loads(history.rounds[1].messages[1].tool_calls[0]["arguments"]) == {"path": "src/logout.py"}
+
+
+def test_a_tool_result_joins_the_round_of_its_call():
+    history = S.parse_session(LOG, "/p/session.log")
+    second, third = history.rounds[1], history.rounds[2]
+    assert [m.call_id for m in second.messages if m.role == "tool"] == ["c2"]
+    assert all(m.role != "tool" for m in third.messages)
+    assert all(m.round == 2 for m in second.messages)
+
+
+def test_rounds_without_round_field_start_at_each_user_message():
+    text = _jsonl(
+        {"role": "system", "content": "You are helpful"},
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "two"},
+        {"role": "user", "content": "three"},
+        [1, 2],
+        {"role": "robot", "content": "?"},
+    )
+    history = S.parse_session(text, "s.log")
+    assert [[m.role for m in r.messages] for r in history.rounds] == [["system", "user", "assistant"], ["user"], ["user"]]
+    assert [w.split(":")[1] for w in history.warnings] == ["6", "7"]
+
+
+def test_render_shows_each_result_under_its_call():
+    history = S.parse_session(LOG, "/p/session.log")
+    text = S.render_rounds(history.rounds)
+    call = text.index("[tool call c2] edit:")
+    result = text.index("[tool result c2]")
+    assert call < result < text.index("### Round 3")  # the result moved up to its call
+    assert text.index("[tool call c1] bash: pytest -q") < text.index("[tool result c1]") < text.index("3 passed")
+
+
+def test_a_call_without_result_is_rendered_as_such():
+    rnd = Round(1, (Message("user", "go", 1, 1), Message("assistant", "", 1, 2, ({"id": "x", "name": "bash", "arguments": "ls"},))))
+    assert "[tool result x] (no result recorded)" in S.render_rounds([rnd])
+    assert "bash `ls` → no result recorded" in S.round_summary(rnd)
+
+
+def test_round_summary_lines_are_informative_and_keep_calls_with_results():
+    history = S.parse_session(LOG, "/p/session.log")
+    first = S.round_summary(history.rounds[0])
+    assert first.startswith("- Round 1 (lines 1-3): Add login")
+    assert "done: I will add it to src/auth.py." in first
+    assert "files: src/auth.py" in first
+    assert "ran: bash `pytest -q` → 3 passed in 0.12s" in first
+    second = S.round_summary(history.rounds[1])
+    assert "Now logout" in second and "with a second line" not in second  # the request's first line only
+    assert "FAILED tests/test_logout.py::test_bye" in second
+    assert "src/logout.py" in second
+    assert S.round_summary(history.rounds[0]) == first  # deterministic
+
+
+def test_compact_history_keeps_the_last_rounds_verbatim():
+    history = S.parse_session(LOG, "/p/session.log")
+    text = S.compact_history(history.rounds, 1)
+    summary, verbatim = text.split("Recent rounds (1, verbatim):")
+    assert "- Round 1" in summary and "- Round 2" in summary and "- Round 3" not in summary
+    assert "### Round 3" in verbatim and "Docs updated in docs/auth.md." in verbatim
+    everything = S.compact_history(history.rounds, 10)
+    assert "Earlier rounds" not in everything and everything.count("### Round") == 3
+    nothing = S.compact_history(history.rounds, 0)
+    assert "Recent rounds" not in nothing and nothing.count("\n- Round") == 3
+
+
+# ----------------------------------------------------------------------------- aider
+
+
+AIDER = """\
+# aider chat started at 2025-01-01 10:00:00
+
+> aider --model gpt-4o  
+> Aider v0.50.0  
+
+#### Fix the failing test in tests/test_app.py  
+#### it breaks on CI  
+
+Certainly! The fix is in `app/core.py`. Here is the change:
+
+app/core.py
+```python
+<<<<<<< SEARCH
+x = 1
+=======
+x = 2
+>>>>>>> REPLACE
+```
+
+> Tokens: 1k sent, 100 received.  
+> Applied edit to app/core.py  
+> Commit abc1234 fix: Correct x in core  
+> Run shell command? (Y)es/(N)o [Yes]: y  
+> Running pytest -q  
+> ===== 1 failed, 12 passed in 0.5s =====  
+
+#### /run pytest -q  
+
+> 13 passed in 0.4s  
+
+#### thanks  
+
+# aider chat started at 2025-01-02 09:00:00
+
+> Aider v0.50.0  
+
+#### next task  
+Ok.
+"""
+
+
+def test_aider_rounds_roles_and_lines(tmp_path):
+    history = S.parse_session(AIDER, str(tmp_path / ".aider.chat.history.md"))
+    assert history.format == "aider" and history.sessions == 2
+    assert [r.index for r in history.rounds] == [1, 2, 3, 4]
+    first = history.rounds[0]
+    assert [m.role for m in first.messages] == ["system", "user", "assistant", "tool"]
+    assert first.messages[0].content == "aider chat started at 2025-01-01 10:00:00"
+    assert first.messages[1].content == "Fix the failing test in tests/test_app.py\nit breaks on CI"
+    assert first.messages[1].line == 6 and first.lines == (6, 25)
+    assert first.messages[3].content.splitlines()[1] == "Applied edit to app/core.py"  # prefix and trailing blanks gone
+    assert history.rounds[1].lines == (27, 29)
+    assert [m.role for m in history.rounds[3].messages] == ["system", "user", "assistant"]
+    assert history.rounds[3].messages[2].content == "Ok."
+
+
+def test_aider_round_summary(tmp_path):
+    history = S.parse_session(AIDER, "h.md")
+    line = S.round_summary(history.rounds[0])
+    assert "Fix the failing test in tests/test_app.py" in line and "it breaks on CI" not in line
+    assert "done: commit abc1234 fix: Correct x in core" in line
+    assert "files: app/core.py, tests/test_app.py" in line  # the applied edit first
+    assert "tests: 1 failed, 12 passed in 0.5s" in line
+    assert "13 passed in 0.4s" in S.round_summary(history.rounds[1])
+
+
+def test_a_bare_blank_line_separates_two_user_messages():
+    text = "#### /add a.py  \n\n#### now edit it  \n\nSure, editing a.py.\n"
+    history = S.parse_session(text, "x.aider.chat.history.md")
+    assert [r.messages[0].content for r in history.rounds] == ["/add a.py", "now edit it"]
+
+
+def _naive_round_count(text: str) -> int:
+    """An independent, line-by-line count of aider rounds: runs of '#### ' lines."""
+    count, previous, blank = 0, None, False
+    for line in text.split("\n"):
+        if not line.strip():
+            blank = True
+            continue
+        if line.startswith("#### ") or line == "####":
+            kind = "user"
+        elif line.startswith("# aider chat started at"):
+            previous, blank = "header", False
+            continue
+        elif line.startswith("> ") or line == ">":
+            kind = "tool"
+        else:
+            kind = "assistant"
+        if kind == "user" and (previous != "user" or blank):
+            count += 1
+        previous, blank = kind, False
+    return count
+
+
+CORPUS = sorted(p for p in CORPUS_SESSIONS.glob("*.md") if "LICENSE" not in p.name)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_every_corpus_transcript_parses(path: Path):
+    text = path.read_text(encoding="utf-8")
+    history = S.parse_session(text, str(path))
+    assert history.warnings == ()
+    assert len(history.rounds) == _naive_round_count(text) > 0
+    print(f"{path.name}: {len(history.rounds)} rounds in {history.sessions} sessions")
+    for rnd in history.rounds:
+        assert rnd.messages and any(m.role == "user" for m in rnd.messages)
+        assert rnd.lines[0] <= rnd.lines[1]
+    lines = text.split("\n")
+    for rnd in history.rounds[:50]:
+        user = next(m for m in rnd.messages if m.role == "user")
+        assert lines[user.line - 1].startswith("####")
+    compact = S.compact_history(history.rounds, 5)
+    summary_lines = [line for line in compact.split("\n") if line.startswith("- Round ")]
+    assert len(summary_lines) >= max(0, len(history.rounds) - 5)
+    assert summary_lines[: len(history.rounds) - 5] == [S.round_summary(r) for r in history.rounds[:-5]]
+    assert compact.count("\n### Round ") >= min(5, len(history.rounds))
