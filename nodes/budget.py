@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hamilton.function_modifiers import tag
 
+from .lib.truncate import near_threshold
 from .lib.tokens import TokenCounter, budget_report_for, model_presets, token_counter_for
 from .types import BudgetReport, ConfigError
 
@@ -32,10 +35,29 @@ def available_tokens(context_config: dict) -> int:
     return int(budget["maxTokens"]) - int(budget["reserveTokens"])
 
 
+@dataclass(frozen=True)
+class MeasuredBudgetReport(BudgetReport):
+    """A budget report that says whether its total is an exact count or an estimate."""
+
+    exact: bool = True
+
+    def as_dict(self) -> dict:
+        return {**super().as_dict(), "exact": self.exact}
+
+
 @tag(stage="budget")
-def budget_report(rendered_context: str, token_counter: TokenCounter, available_tokens: int) -> BudgetReport:
-    """Exact token count of the assembled context against the available budget."""
-    return budget_report_for(token_counter.count(rendered_context), available_tokens)
+def budget_report(
+    rendered_context: str, token_counter: TokenCounter, available_tokens: int, context_config: dict
+) -> BudgetReport:
+    """Tokens of the assembled context against the available budget: an exact count when the
+    estimate (chars / 4) is near the budget (within budget.exactBand times it, which holds the
+    soft limit), the estimate when it is clearly far (a multi-MB context is not counted twice);
+    ``exact`` says which."""
+    estimate = token_counter.estimate(rendered_context)
+    band = context_config["budget"].get("exactBand", (0.5, 1.5))
+    if near_threshold(estimate, available_tokens, band):
+        return MeasuredBudgetReport(**budget_report_for(token_counter.count(rendered_context), available_tokens).__dict__)
+    return MeasuredBudgetReport(**budget_report_for(estimate, available_tokens).__dict__, exact=False)
 
 
 @tag(stage="budget")

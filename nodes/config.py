@@ -11,12 +11,13 @@ import difflib
 import json
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping
 
-import yaml
 from hamilton.function_modifiers import tag
 
+from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError
 
 DEFAULTS_ORIGIN = "defaults (configs/defaults.yaml)"
@@ -45,7 +46,7 @@ class ResolvedConfig:
 @tag(stage="config")
 def defaults() -> dict:
     """The bundled defaults (configs/defaults.yaml), shipped as package data."""
-    return _bundled_defaults()
+    return _deep_copy(_bundled_defaults())
 
 
 @tag(stage="config", loader="file")
@@ -115,9 +116,11 @@ def config_provenance(resolved_config: ResolvedConfig) -> dict:
 _MISSING = object()
 
 
+@lru_cache(maxsize=1)
 def _bundled_defaults() -> dict:
+    """Parsed once per process: the file ships with the package and never changes under it."""
     text = resources.files("ctxengine.configs").joinpath("defaults.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return load_yaml(text)
 
 
 def _deep_copy(value: Any) -> Any:
@@ -265,7 +268,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     if not sep or not key.strip():
         raise ConfigError(f"--set {text!r}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+        value = load_yaml(raw) if raw.strip() else ""
+    except YAMLError:
         value = raw
     return key.strip(), value

@@ -18,7 +18,9 @@ from .lib import monitor as _mon
 from .lib import session as _session
 from .lib.monitor import BudgetMonitor
 from .lib.tokens import TokenCounter
-from .types import BudgetReport, Round, Section
+from .types import BudgetReport, LedgerEntry, Round, Section
+
+STEP = "preventive_compaction"
 
 
 @tag(stage="monitor")
@@ -43,7 +45,12 @@ def budget_monitor(
     projected_rounds: floor(remaining / mean tokens of the last three rounds), None when
     nothing grows."""
     rounds = _rounds_of(session_history)
-    history = token_counter.count(history_section.content) if history_section is not None else 0
+    history = 0
+    if history_section is not None:
+        # measured like the report: exactly, or by the same estimate when the report is one
+        exact = getattr(budget_report, "exact", True)
+        history = token_counter.count(history_section.content) if exact else token_counter.estimate(
+            history_section.content)
     base = max(0, budget_report.total_tokens - history)
     verbatim_from = 0
     if history_section is not None:
@@ -75,6 +82,51 @@ def preventive_compaction(budget_monitor: BudgetMonitor, round_token_use: tuple,
 def monitor_report(budget_monitor: BudgetMonitor, preventive_compaction: dict) -> dict:
     """The monitor's figures and its compaction decision as one JSON-ready mapping."""
     return {**budget_monitor.as_dict(), "preventive_compaction": dict(preventive_compaction)}
+
+
+@tag(stage="monitor")
+def preventively_compacted_sections(sections: list, preventive_compaction: dict) -> list[Section]:
+    """The sections, with the history section's older rounds folded when preventive compaction
+    is active: rolling-summary rounds verbatim, the last ``keep_last`` rounds verbatim, older
+    rounds one summary line each (``data["verbatim_from"]`` updated). Unchanged otherwise, or
+    when the history already carries no more than ``keep_last`` rounds verbatim."""
+    if not preventive_compaction.get("active"):
+        return list(sections)
+    out = []
+    for section in sections:
+        out.append(_compacted(section, int(preventive_compaction["keep_last"])) if section.kind == "history" else section)
+    return out
+
+
+@tag(stage="monitor")
+def preventive_ledger(
+    sections: list, preventively_compacted_sections: list, preventive_compaction: dict, token_counter: TokenCounter
+) -> list[LedgerEntry]:
+    """One "compacted" ledger entry per section preventive compaction changed (step
+    ``preventive_compaction``, tokens before and after, the monitor's reason); [] otherwise."""
+    before = {s.key: s for s in sections}
+    entries = []
+    for section in preventively_compacted_sections:
+        old = before.get(section.key)
+        if old is not None and old.content != section.content:
+            entries.append(LedgerEntry(section.key, STEP, "compacted", token_counter.count(old.content),
+                                       token_counter.count(section.content), str(preventive_compaction["reason"])))
+    return entries
+
+
+def _compacted(section: Section, keep_last: int) -> Section:
+    rounds = tuple(r for r in (section.data or {}).get("rounds", ()) if isinstance(r, Round))
+    conversation = [r for r in rounds if _mon.is_conversation_round(r)]
+    verbatim_from = int((section.data or {}).get("verbatim_from", 0) or 0)
+    verbatim_now = sum(1 for r in rounds[verbatim_from:] if _mon.is_conversation_round(r))
+    if not conversation or verbatim_now <= keep_last:
+        return section
+    text, folded = _mon.folded_history(rounds, keep_last, _session.render_rounds, _session.compact_history)
+    head = (f"Session history: {len(conversation)} rounds; the last {min(keep_last, len(conversation))} verbatim, "
+            f"{folded} older ones folded into summary lines by preventive compaction.")
+    first_kept = len(rounds) - min(keep_last, len(conversation))
+    data = {**dict(section.data), "verbatim_from": first_kept, "preventive": True}
+    return section.with_content(head + "\n\n" + text, data=data)
 
 
 def _rounds_of(session_history: Any) -> tuple[Round, ...]:

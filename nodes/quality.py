@@ -1,31 +1,185 @@
-"""Quality and final output (placeholder until the truncation engine lands)."""
+"""Quality: the context as it goes out. Cross-references to removed content are mended, the
+rendered prompt is counted exactly and cut further until it fits (the estimates that steered
+truncation are checked here), the required headings are checked, and the final budget is
+reported from the exact count.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
 
 from hamilton.function_modifiers import tag
 
-from .lib.tokens import budget_report_for
-from .lib.tokens import TokenCounter
-from .types import BudgetReport
+from .lib import truncate as _t
+from .lib.layout import render_context
+from .lib.tokens import TokenCounter, budget_report_for
+from .types import BudgetExceededError, BudgetReport, Section, TemplateError
+
+STAGE = "quality"
+FIT_STEP = "fitted_context"
 
 
-@tag(stage="quality")
-def final_sections(sections: list) -> list:
-    """The sections as they go out."""
-    return list(sections)
+@dataclass(frozen=True)
+class FinalBudgetReport(BudgetReport):
+    """A budget report that says whether its total is an exact count (always, for the final one)."""
+
+    exact: bool = True
+
+    def as_dict(self) -> dict:
+        return {**super().as_dict(), "exact": self.exact}
 
 
-@tag(stage="quality")
-def final_context(rendered_context: str) -> str:
-    """The context as it goes out."""
-    return rendered_context
+@tag(stage=STAGE)
+def crossref_mending(summarizable_cut: _t.TruncationState) -> tuple:
+    """(sections, notes): the sections after truncation with references to sections that were
+    dropped, summarized or cut pointed at their full text (nodes/lib/crossref.py), and a note
+    per mended reference. Immutable sections and session transcripts (a record of what was
+    said) never change."""
+    sections, notes = _mended(summarizable_cut)
+    return list(sections), tuple(notes)
 
 
-@tag(stage="quality")
-def final_section_tokens(final_sections: list, token_counter: TokenCounter) -> dict:
+@tag(stage=STAGE)
+def crossref_fixed_sections(crossref_mending: tuple) -> list[Section]:
+    """The sections after truncation, with their cross-references mended."""
+    return list(crossref_mending[0])
+
+
+@tag(stage=STAGE)
+def fitted_context(
+    crossref_fixed_sections: list[Section],
+    crossref_mending: tuple,
+    summarizable_cut: _t.TruncationState,
+    truncation_trigger: dict,
+    rendered_context: str,
+    budget_report: BudgetReport,
+    context_template: str,
+    mode_template: str,
+    context_config: dict,
+    token_counter: TokenCounter,
+    truncation_strategies: dict,
+) -> _t.FittedContext:
+    """The final prompt and its exact token count: rendered, counted exactly and, while over
+    the target, cut further (lowest priority first) and rendered again. A context no step
+    changed is the rendered context itself, byte for byte."""
+    state = summarizable_cut
+    sections, notes = crossref_fixed_sections, crossref_mending[1]
+    settings = context_config["truncation"]
+    late = None
+    passes = 0
+    for passes in range(1, int(settings.get("maxFitPasses", 8)) + 1):
+        text, tokens = _rendered(state, sections, rendered_context, budget_report, context_template, mode_template,
+                                 context_config, token_counter)
+        if tokens <= state.target:
+            break
+        if not truncation_trigger["triggered"] and not state.ledger and late is None:
+            late = "hard" if tokens > state.limit else None
+            if late is None:
+                break
+            state = replace(state, target=truncation_trigger["soft_limit_tokens"])
+        state = replace(state, overhead=state.overhead + tokens - state.total)  # the exact count rules
+        more = _t.cut_more(state, FIT_STEP, truncation_strategies, token_counter,
+                           int(settings.get("minKeepTokens", 48)))
+        if more.ledger == state.ledger:
+            if tokens <= state.limit:
+                break  # only immutable content left: the soft target cannot be met
+            raise BudgetExceededError(_overflow_message(state, tokens))
+        state = more
+        sections, notes = _mended(state)
+    section_tokens = _section_tokens(state, sections, token_counter)
+    return _t.FittedContext(state, tuple(sections), text, tokens, section_tokens, passes, tuple(notes), late)
+
+
+def _rendered(state, sections, rendered_context, budget_report, context_template, mode_template, context_config,
+              counter) -> tuple[str, int]:
+    """The prompt and its exact tokens; the rendered context unchanged when no step acted."""
+    if not state.ledger:
+        exact = getattr(budget_report, "exact", True)
+        return rendered_context, budget_report.total_tokens if exact else counter.count(rendered_context)
+    text = render_context(sections, context_template, mode_template, context_config["escape"])
+    return text, counter.count(text)
+
+
+def _mended(state: _t.TruncationState) -> tuple[list[Section], list[str]]:
+    """The state's sections with cross-references mended (nodes/lib/crossref.py, when it is
+    there), immutable sections restored byte for byte whatever the mender did."""
+    sections = list(state.sections)
+    if not state.removed:
+        return sections, []
+    try:
+        from .lib.crossref import mend_cross_references
+    except ImportError:  # pragma: no cover - the mender lands separately
+        return sections, []
+    order = list(state.originals)
+    kept = {s.key: s for s in sections if s.tier == "immutable" or s.kind == "history"}
+    others = [s for s in sections if s.key not in kept]
+    mended, notes = mend_cross_references(others, {k: dict(v) for k, v in state.removed.items()}, order)
+    by_key = {s.key: s for s in mended}
+    return [kept.get(s.key) or by_key[s.key] for s in sections], list(notes)
+
+
+def _section_tokens(state: _t.TruncationState, sections, counter: TokenCounter) -> dict[str, int]:
+    """Exact tokens of each final section: the state's exact counts where its content is the
+    one counted, a new count where mending or an estimate leaves none."""
+    current = {s.key: s for s in state.sections}
+    out = {}
+    for section in sections:
+        same = current.get(section.key) is section or (
+            section.key in current and current[section.key].content == section.content)
+        out[section.key] = state.tokens[section.key] if same and section.key in state.exact else counter.count(
+            section.content)
+    return out
+
+
+def _overflow_message(state: _t.TruncationState, tokens: int) -> str:
+    immutable = [s for s in state.sections if s.tier == "immutable"]
+    listed = "; ".join(f"{s.title} ({s.key}): {state.tokens[s.key]:,} tokens" for s in immutable)
+    return (f"the rendered context needs {tokens:,} tokens with only the immutable sections left ({listed}), "
+            f"but {state.limit:,} are available ({tokens - state.limit:,} short); raise budget.maxTokens or "
+            f"lower budget.reserveTokens")
+
+
+@tag(stage=STAGE)
+def structure_check(fitted_context: _t.FittedContext, context_config: dict) -> dict:
+    """The required headings (truncation.requiredSections) found in the final context; a
+    missing one is an error naming it and the template that should render it."""
+    text = fitted_context.text
+    found = {}
+    for name in context_config["truncation"].get("requiredSections", ()):
+        pattern = re.compile(r"^#{1,6}[ \t]+" + re.escape(name) + r"[ \t]*$", re.M)
+        found[name] = bool(pattern.search(text))
+        if not found[name]:
+            template = context_config["contextTemplate"]
+            where = template if ("/" in template or template.endswith(".md")) else f"configs/templates/{template}.md"
+            raise TemplateError(
+                f"the final context has no '{name}' heading: the context template {where} (with mode "
+                f"template configs/modes/{context_config['template']}.md) must render it, or remove it from "
+                f"truncation.requiredSections"
+            )
+    return found
+
+
+@tag(stage=STAGE)
+def final_sections(fitted_context: _t.FittedContext) -> list:
+    """The sections as they go out (dropped ones gone, cut ones shortened, references mended)."""
+    return list(fitted_context.sections)
+
+
+@tag(stage=STAGE)
+def final_context(fitted_context: _t.FittedContext, structure_check: dict) -> str:
+    """The context as it goes out, once its structure is checked."""
+    return fitted_context.text
+
+
+@tag(stage=STAGE)
+def final_section_tokens(fitted_context: _t.FittedContext) -> dict:
     """Exact tokens of each final section's content."""
-    return {s.key: token_counter.count(s.content) for s in final_sections}
+    return dict(fitted_context.section_tokens)
 
 
-@tag(stage="quality")
-def final_budget_report(final_context: str, token_counter: TokenCounter, available_tokens: int) -> BudgetReport:
-    """Exact budget report of the final context."""
-    return budget_report_for(token_counter.count(final_context), available_tokens)
+@tag(stage=STAGE)
+def final_budget_report(fitted_context: _t.FittedContext, available_tokens: int) -> BudgetReport:
+    """The budget of the final context, from its exact token count."""
+    base = budget_report_for(fitted_context.tokens, available_tokens)
+    return FinalBudgetReport(**base.__dict__, exact=True)

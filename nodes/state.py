@@ -118,7 +118,7 @@ def plan_files(project_dir: str, project_layout: str, context_config: dict) -> d
     names = sorted(os.listdir(folder))
     out[folder + "/"] = "\n".join(names)
     for name in names:
-        if _gsd._PLAN_FILE.match(name):
+        if _gsd.is_phase_file(name):
             out[f"{folder}/{name}"] = _read(os.path.join(folder, name))
     return out
 

@@ -17,6 +17,8 @@ the quality checks are in nodes/quality.py.
 
 from __future__ import annotations
 
+from typing import Any
+
 from hamilton.function_modifiers import parameterize, source, tag, value
 
 from .lib import session as _session
@@ -164,7 +166,7 @@ def head_strategy(context_config: dict) -> _t.Strategy:
 
 
 @tag(stage=STAGE)
-def middle_strategy(summarizer: object, context_config: dict) -> _t.Strategy:
+def middle_strategy(summarizer: Any, context_config: dict) -> _t.Strategy:
     """Middle: for mixed content. Summarized by priority (lowest first) with the summarizer,
     then cut keeping both ends; a history keeps its first and newest rounds."""
     return _t.Strategy("middle", summarizer, render_round=_session.render_round, round_summary=_session.round_summary)
@@ -290,7 +292,7 @@ def _min_keep(context_config: dict) -> int:
 
 
 @tag(stage=STAGE)
-def truncation_ledger(fitted_context: "object", sections: list) -> list[LedgerEntry]:
+def truncation_ledger(fitted_context: _t.FittedContext, sections: list) -> list[LedgerEntry]:
     """For every section, what each step did (tokens before and after, action, step, reason);
     a section no step touched has one "kept" entry. Each section's last entry ends at its final
     tokens, so the ledger adds up to the final context's sections."""
@@ -321,7 +323,7 @@ def _final_ledger(fitted, sections) -> list[LedgerEntry]:
 
 @tag(stage=STAGE)
 def truncation_summary(
-    truncation_trigger: dict, fitted_context: "object", context_config: dict, budget_report: BudgetReport,
+    truncation_trigger: dict, fitted_context: _t.FittedContext, context_config: dict, budget_report: BudgetReport,
     section_strategies: dict,
 ) -> dict:
     """Whether truncation ran, why (hard | soft | requested), the strategy, the target, and
@@ -349,7 +351,7 @@ def truncation_summary(
 
 
 @tag(stage=STAGE)
-def truncation_warnings(fitted_context: "object", truncation_trigger: dict) -> tuple[str, ...]:
+def truncation_warnings(fitted_context: _t.FittedContext, truncation_trigger: dict) -> tuple[str, ...]:
     """Warnings of truncation: a soft target that could not be reached, and cross-references
     in immutable sections to content that was removed (left unchanged)."""
     warnings = []
@@ -365,20 +367,16 @@ def truncation_warnings(fitted_context: "object", truncation_trigger: dict) -> t
 
 
 @tag(stage=STAGE)
-def budget_pools(pool_accounts: dict, fitted_context: "object") -> dict:
+def budget_pools(pool_accounts: dict, fitted_context: _t.FittedContext) -> dict:
     """The pools for the JSON: each pool's share, use, loan (given to the buffer) and debt
-    (borrowed) before truncation and its use after ("final"); the buffer's remaining tokens
-    before and after."""
+    (borrowed) before truncation, and its use after ("final"); the buffer's remaining tokens
+    before and after ("final_remaining")."""
     final_use = fitted_context.state.pool_use()
     out = {}
     for name, account in pool_accounts.items():
         row = dict(account)
         if name == _t.BUFFER:
-            row["final_remaining"] = fitted_context.state.limit - fitted_context.tokens - sum(
-                v["share"] for k, v in pool_accounts.items() if k not in (_t.BUFFER, _t.RESERVE)
-            ) + sum(v["share"] for k, v in pool_accounts.items() if k not in (_t.BUFFER, _t.RESERVE)) - (
-                fitted_context.state.limit - row["share"] - sum(
-                    v["share"] for k, v in pool_accounts.items() if k not in (_t.BUFFER, _t.RESERVE)))
+            row["final_remaining"] = fitted_context.state.limit - fitted_context.tokens
         elif name != _t.RESERVE:
             row["final"] = final_use.get(name, 0)
         out[name] = row

@@ -33,6 +33,8 @@ from .nodes.types import CtxEngineError, Message, Round
 #: The outputs every round asks the driver for.
 ROUND_OUTPUTS = ("build_result", "budget_monitor", "preventive_compaction")
 SUMMARY_TITLE = "Rolling summary of earlier rounds"
+#: state.maxHistoryRounds inside a session: high enough that no held round is summarised by the state stage.
+HISTORY_ROUNDS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class RoundRecord:
     available_tokens: int
     utilization: float
     initial_tokens: int  # the assembled context before truncation
+    initial_exact: bool  # whether that count is exact (far from the budget it is the chars/4 estimate)
     over_budget: bool
     monitor: Mapping[str, Any]
     compaction: Mapping[str, Any]
@@ -83,7 +86,14 @@ class Session:
         extra = dict(overrides or {})
         if phase is not None:
             extra["disclosure.phase"] = phase
-        self.overrides = build_overrides(extra, **options)
+        configured = build_overrides(extra, **options)
+        seeded = driver.execute(["context_config", "session_history"], self.project_dir, configured)
+        # The session manages its history itself (folding older rounds into the rolling
+        # summary), so every round it holds rides verbatim: the state stage must not summarise
+        # the summary round away. The configured state.maxHistoryRounds applies once, to the
+        # seeded log: its older rounds start out folded, as the state stage would show them.
+        keep = int(seeded["context_config"]["state"].get("maxHistoryRounds", 5))
+        self.overrides = {**configured, "state.maxHistoryRounds": HISTORY_ROUNDS}
         self.seed_history = seed_history
         self.phase = phase
         self.options = dict(options)
@@ -94,11 +104,11 @@ class Session:
         self.monitor = None
         self.compaction = None
         self._pending = None
-        self._template = None
-        seeded = driver.execute(["session_history"], self.project_dir, self.overrides)["session_history"]
-        self._template = seeded
+        self._template = seeded["session_history"]
         if seed_history:
-            self.rounds = [r for r in _rounds_of(seeded)]
+            self.rounds = list(_rounds_of(self._template))
+            if len(self.rounds) > keep:
+                self._fold(keep)
 
     # ------------------------------------------------------------------------- the loop
 
@@ -126,6 +136,7 @@ class Session:
             available_tokens=result.budget.available_tokens,
             utilization=result.budget.utilization_rate,
             initial_tokens=initial.total_tokens,
+            initial_exact=bool(getattr(initial, "exact", True)),
             over_budget=result.budget.is_over_budget,
             monitor=self.monitor.as_dict(),
             compaction=dict(self.compaction),
@@ -162,7 +173,9 @@ class Session:
         if not self.summary_lines:
             return ""
         first, last = self.folded_rounds[0], self.folded_rounds[-1]
-        return f"{SUMMARY_TITLE} ({len(self.folded_rounds)} rounds, {first}-{last}):\n" + "\n".join(self.summary_lines)
+        count = len(self.folded_rounds)
+        return (f"{SUMMARY_TITLE} ({count} round{'' if count == 1 else 's'}, {first}-{last}):\n"
+                + "\n".join(self.summary_lines))
 
     def history_value(self) -> Any:
         """The ``session_history`` node value for the next build: a summary round (index 0,
@@ -173,23 +186,22 @@ class Session:
         rounds.extend(self.rounds)
         template = self._template
         if template is not None and dataclasses.is_dataclass(template) and hasattr(template, "rounds"):
-            changes = {"rounds": tuple(rounds)}
-            names = {f.name for f in dataclasses.fields(template)}
-            if "warnings" in names:
-                changes["warnings"] = ()
-            return dataclasses.replace(template, **changes)
+            return dataclasses.replace(template, rounds=tuple(rounds))  # the log's source and warnings stay
         return tuple(rounds)
 
     def utilisation_table(self) -> str:
-        """One line per round: tokens, utilisation, monitor projection, compaction."""
-        lines = [f"{'round':>5} {'tokens':>7} {'avail':>6} {'util':>6} {'uncut':>6} {'proj':>5} {'fold':>4}  note"]
+        """One line per round: final tokens, utilisation, the assembled context before truncation
+        ("~": the chars/4 estimate the budget report uses far from the budget), the monitor's
+        projected rounds, how many rounds were folded after the build."""
+        lines = [f"{'round':>5} {'tokens':>7} {'avail':>6} {'util':>6} {'uncut':>7} {'proj':>5} {'fold':>4}  note"]
         for r in self.records:
             projected = r.monitor.get("projected_rounds")
             note = "COMPACT keep_last=%d" % r.compaction["keep_last"] if r.compaction.get("active") else ""
             if r.over_budget:
                 note += " OVER BUDGET"
             lines.append(f"{r.round:>5} {r.total_tokens:>7} {r.available_tokens:>6} {r.utilization:>6.1%} "
-                         f"{r.initial_tokens:>6} {'-' if projected is None else projected:>5} {r.folded:>4}  {note}")
+                         f"{('' if r.initial_exact else '~') + str(r.initial_tokens):>7} "
+                         f"{'-' if projected is None else projected:>5} {r.folded:>4}  {note}")
         return "\n".join(lines)
 
     # ------------------------------------------------------------------------- helpers
@@ -200,10 +212,11 @@ class Session:
 
     def _fold(self, keep_last: int) -> int:
         """Fold every round but the last ``keep_last`` into the rolling summary; how many."""
-        keep_last = max(1, keep_last)
+        keep_last = max(0, keep_last)
         if len(self.rounds) <= keep_last:
             return 0
-        older, self.rounds = self.rounds[:-keep_last], self.rounds[-keep_last:]
+        split = len(self.rounds) - keep_last
+        older, self.rounds = self.rounds[:split], self.rounds[split:]
         self.summary_lines.extend(summarize_rounds(older).split("\n"))
         self.folded_rounds = self.folded_rounds + tuple(r.index for r in older)
         return len(older)

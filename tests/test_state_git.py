@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,12 @@ def test_output_cap_and_parsers():
         ("x y.py", "changed", None), ("new name.txt", "renamed", "old name.txt"), ("u.txt", "untracked", None)]
     assert G.parse_numstat("1\t2\ta.py\0-\t-\tb.bin\0" "0\t0\t\0old.txt\0new.txt\0") == [
         ("a.py", 1, 2, None), ("b.bin", None, None, None), ("new.txt", 0, 0, "old.txt")]
+
+
+def test_timeout_kills_git_and_what_it_started(tmp_path: Path):
+    start = time.perf_counter()
+    result = G.run_git(["-c", "alias.slow=!sleep 5; echo late", "slow"], str(tmp_path), timeout=0.5)
+    assert result.timed_out and result.returncode != 0 and "late" not in result.stdout
+    assert time.perf_counter() - start < 3
+    endless = G.run_git(["-c", "alias.endless=!yes", "endless"], str(tmp_path), timeout=5, max_bytes=1000)
+    assert endless.truncated and len(endless.stdout) == 1000

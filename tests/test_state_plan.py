@@ -230,3 +230,44 @@ def test_summary_one_liner_fallbacks():
         "Test Runner Migration", 1)
     assert G.summary_one_liner("---\na: 1\n---\n\n# Phase 1 Plan 2: X Summary\n\n**Did the thing**\n") == (
         "Did the thing", 7)
+
+
+def test_roadmap_phase_details_outside_the_milestone_range_are_dropped():
+    roadmap = """\
+# Roadmap: X
+
+## Milestones
+
+- ✅ **v1.0 Base** — Phases 1-3 (shipped 2026-01-01)
+- 🚧 **v2.0 Growth** — Phases 4-5 (in progress)
+
+## Phases
+
+- [x] **Phase 2: Old work** — done
+- [ ] **Phase 4: New work** — next
+- [ ] **Phase 4.1: Urgent insert** — (INSERTED)
+
+## Phase Details
+
+### Phase 2: Old work
+**Goal**: the past
+
+### Phase 4: New work
+**Goal**: the future
+
+## Progress
+
+| Phase | Plans | Status |
+|-------|-------|--------|
+| 2. Old work | 1/1 | Complete |
+| 4. New work | 0/2 | Not started |
+"""
+    view = G.narrow_roadmap(roadmap, "v2.0")
+    assert view.matched
+    assert "v1.0 Base" in view.content  # the one-line mention in the list stays
+    assert "Old work" not in view.content and "the past" not in view.content
+    assert "### Phase 4: New work" in view.content and "Urgent insert" in view.content
+    assert "| 4. New work | 0/2 | Not started |" in view.content
+    assert "(progress rows of other milestones omitted: 1)" in view.content
+    assert G.narrow_roadmap(roadmap, "v9.9").content == roadmap.strip("\n")  # unknown milestone: kept whole
+    assert G.narrow_roadmap(roadmap, None).matched is False

@@ -42,7 +42,8 @@ __all__ = ["mend_cross_references", "ACTIONS"]
 ACTIONS = ("dropped", "summarized", "cut")
 
 _VERBS_EN = (
-    r"see(?:\s+also)?|refer\s+to|(?:as\s+)?(?:described|explained|documented|detailed|outlined|defined|shown|covered)\s+in"
+    r"see(?:\s+also)?|refer\s+to"
+    r"|(?:as\s+)?(?:described|explained|documented|detailed|outlined|defined|shown|covered)\s+in"
 )
 _VERBS_ZH = r"详见|参见|请参阅|参阅|请参考|请见"
 _OPEN = "\"'\u201c\u2018`*_"
@@ -55,7 +56,11 @@ _ABOVE_EN = re.compile(
 _ABOVE_ZH = re.compile(r"如上所述|如前所述")
 _ANCHOR = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\(#(?P<anchor>[^)\s]+)\)")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.M)
-_ALREADY = re.compile(r"\s*(?:[(\uff08]|\u2014)\s*(?:not included|summarized|\u672a\u5305\u542b|\u5df2\u6458\u8981|preceding section|this section|\u524d\u6587|\u672c\u8282)")
+# the note this module appends (so mending twice changes nothing more)
+_ALREADY = re.compile(
+    r"\s*(?:[(\uff08]|\u2014)\s*(?:not included|summarized|preceding section|this section"
+    r"|\u672a\u5305\u542b|\u5df2\u6458\u8981|\u524d\u6587|\u672c\u8282)"  # 未包含 已摘要 前文 本节
+)
 
 
 @dataclass

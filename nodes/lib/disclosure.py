@@ -538,7 +538,7 @@ def _trigger(doc, rules, signals, fm_triggers, fm_paths) -> tuple[int, str] | No
         hit = keyword_hit(rule.keywords, signals, rule.where) if rule.keywords else None
         if hit:
             return 3, f"{rules.source} trigger '{rule.name}': {_describe(*hit)} ({pattern})"
-        path = path_hit(rule.paths, signals.changed_files) if rule.paths and "diff" in rule.where else None
+        path = path_hit(rule.paths, signals.changed_files) if rule.paths else None
         if path:
             return 3, f"{rules.source} trigger '{rule.name}': the diff touches {path[1]} ({path[0]}) ({pattern})"
     if fm_triggers:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
-import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -113,44 +114,59 @@ class GitState:
 
 
 def run_git(args: Sequence[str], cwd: str, timeout: float = 10.0, max_bytes: int = 2_000_000) -> GitResult:
-    """Run ``git args`` in ``cwd`` with a timeout and an output cap (never raises for git's own errors)."""
+    """Run ``git args`` in ``cwd`` with a timeout and an output cap (never raises for git's own errors).
+
+    At most ``max_bytes`` of standard output are read; past that the process is killed and
+    the result is marked truncated. A timer kills git after ``timeout`` seconds.
+    """
     env = dict(os.environ)
     env.update(_GIT_ENV)
-    with tempfile.TemporaryFile() as err:
-        try:
-            proc = subprocess.Popen(
-                ["git", *_GIT_PREFIX, *args],
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                env=env,
-            )
-        except OSError as exc:
-            return GitResult(127, "", str(exc))
-        timed_out = threading.Event()
+    try:
+        proc = subprocess.Popen(
+            ["git", *_GIT_PREFIX, *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,  # a timeout kills git and anything it started
+        )
+    except OSError as exc:
+        return GitResult(127, "", str(exc))
+    timed_out = threading.Event()
 
-        def kill() -> None:
-            timed_out.set()
+    def kill() -> None:
+        timed_out.set()
+        _kill_group(proc)
+
+    timer = threading.Timer(timeout, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        data = proc.stdout.read(max_bytes + 1)
+        truncated = len(data) > max_bytes
+        if truncated:
+            data = data[:max_bytes]
+            _kill_group(proc)
+        stderr = proc.stderr.read(65536)
+        proc.wait()
+    finally:
+        timer.cancel()
+        proc.stdout.close()
+        proc.stderr.close()
+    code = 0 if truncated else proc.returncode
+    return GitResult(code, data.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"), truncated,
+                     timed_out.is_set())
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (OSError, AttributeError):
+        try:
             proc.kill()
-
-        timer = threading.Timer(timeout, kill)
-        timer.start()
-        try:
-            data = proc.stdout.read(max_bytes + 1) if proc.stdout else b""
-            truncated = len(data) > max_bytes
-            if truncated:
-                data = data[:max_bytes]
-                proc.kill()
-            proc.wait()
-        finally:
-            timer.cancel()
-            if proc.stdout:
-                proc.stdout.close()
-        err.seek(0)
-        stderr = err.read(65536).decode("utf-8", "replace")
-    code = proc.returncode if not truncated else 0
-    return GitResult(code, data.decode("utf-8", "replace"), stderr, truncated, timed_out.is_set())
+        except OSError:
+            pass
 
 
 def _first_line(text: str) -> str:
@@ -187,10 +203,17 @@ def take_snapshot(
         return GitSnapshot(project_dir, warnings=(failed("git rev-parse", top) + "; git section skipped",))
     root = top.stdout.strip() or project_dir
 
-    status = run_git(
-        ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=normal", "--", "."],
-        project_dir, timeout, max_bytes,
-    )
+    # status, numstat and log do not depend on each other: run them side by side.
+    status_args = ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=normal", "--", "."]
+    numstat_args = ["diff", "HEAD", "--numstat", "-z", "-M", "--no-ext-diff", "--", "."]
+    log_args = ["log", "-n", str(max(1, int(log_count))), "--no-decorate", "--date=short", "--format=%h %ad %s"]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [
+            pool.submit(run_git, status_args, project_dir, timeout, max_bytes),
+            pool.submit(run_git, numstat_args, project_dir, timeout, max_bytes),
+            pool.submit(run_git, log_args, project_dir, timeout, 65536),
+        ]
+        status, numstat, log_result = (f.result() for f in futures)
     if status.returncode != 0:
         return GitSnapshot(project_dir, root=root, warnings=(failed("git status", status) + "; git section skipped",))
     if status.truncated:
@@ -201,11 +224,11 @@ def take_snapshot(
         empty = run_git(["hash-object", "-t", "tree", "--stdin"], project_dir, timeout, 4096)
         base = empty.stdout.strip() or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
         warnings.append(f"git: the repository at {root} has no commits yet; changes are shown against an empty tree")
+        numstat = run_git(numstat_args[:1] + [base] + numstat_args[2:], project_dir, timeout, max_bytes)
     elif branch.get("head") == "(detached)":
         oid = (branch.get("oid") or "")[:7]
         warnings.append(f"git: HEAD is detached at {oid} in {root}; changes are shown against that commit")
 
-    numstat = run_git(["diff", base, "--numstat", "-z", "-M", "--no-ext-diff", "--", "."], project_dir, timeout, max_bytes)
     if numstat.returncode != 0:
         warnings.append(failed(f"git diff {base} --numstat", numstat))
     elif numstat.truncated:
@@ -225,13 +248,7 @@ def take_snapshot(
         else:
             warnings.append(failed(f"git diff {base}", diff))
 
-    log = ""
-    if base == "HEAD" and log_count > 0:
-        result = run_git(
-            ["log", "-n", str(int(log_count)), "--no-decorate", "--date=short", "--format=%h %ad %s"],
-            project_dir, timeout, 65536,
-        )
-        log = result.stdout if result.returncode == 0 else ""
+    log = log_result.stdout if base == "HEAD" and log_count > 0 and log_result.returncode == 0 else ""
     return GitSnapshot(project_dir, True, root, status.stdout, numstat.stdout, patch, log, base, max_lines, tuple(warnings))
 
 

@@ -149,6 +149,11 @@ def phase_key(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(part) for part in match.group(0).split("."))
 
 
+def is_phase_file(name: str) -> bool:
+    """True for a phase folder's ``NN-MM-PLAN.md`` or ``NN-MM-SUMMARY.md`` (decimal NN too)."""
+    return _PLAN_FILE.match(name) is not None
+
+
 def dir_phase_key(name: str) -> tuple[int, ...] | None:
     """The phase number of a phase folder name (``02.1-critical-math-fixes`` -> (2, 1))."""
     match = _PHASE_DIR.match(name)
@@ -186,6 +191,39 @@ def _sections(lines: Sequence[str], start: int = 0) -> list[tuple[int, str, int,
             end -= 1
         out.append((level, title, i, end))
     return out
+
+
+_FM_BLOCK = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+
+
+def _split_fm(text: str) -> tuple[str, str, int]:
+    """(frontmatter text, body, body's first line) without parsing the YAML: PLAN and SUMMARY
+    frontmatter is long (must_haves, key-files) and only a few top-level keys are read."""
+    match = _FM_BLOCK.match(text)
+    if not match:
+        return "", text, 1
+    return match.group(1), text[match.end():], match.group(0).count("\n") + 1
+
+
+def _fm_value(frontmatter: str, key: str) -> str | None:
+    """A top-level key of YAML frontmatter as text: a scalar, a flow list, or a block list joined."""
+    match = re.search(rf"^{re.escape(key)}:[ \t]*(.*)$", frontmatter, re.M)
+    if not match:
+        return None
+    value = match.group(1).strip()
+    if value and value[0] in "\"'" and value[-1] == value[0] and len(value) > 1:
+        return value[1:-1]
+    if value:
+        return value
+    items = []
+    for line in frontmatter[match.end():].split("\n")[1:]:
+        item = re.match(r"^[ \t]+-[ \t]+(.*)$", line)
+        if not item:
+            if line.strip() and not line.startswith((" ", "\t")):
+                break
+            continue
+        items.append(item.group(1).strip().strip("\"'"))
+    return "[" + ", ".join(items) + "]" if items else None
 
 
 def _flat(value: Any) -> str:
@@ -428,10 +466,6 @@ def narrow_roadmap(text: str, milestone: str | None) -> RoadmapView:
         if version:
             blocks.append((first, last, version.group(0), _mention(title)))
 
-    current = [bl for bl in blocks if _same_version(bl[2], milestone)]
-    if not current:
-        return RoadmapView(text.strip("\n"), ((1, n),) if n else (), (), milestone, False)
-
     # The current milestone's phase range, from its block or its mention in a list.
     phase_range = None
     for line in lines:
@@ -441,6 +475,9 @@ def narrow_roadmap(text: str, milestone: str | None) -> RoadmapView:
             if found:
                 phase_range = (phase_key(found.group(1)), phase_key(found.group(2)))
                 break
+    current = [bl for bl in blocks if _same_version(bl[2], milestone)]
+    if not current and phase_range is None:
+        return RoadmapView(text.strip("\n"), ((1, n),) if n else (), (), milestone, False)
 
     drop: set[int] = set()
     replace: dict[int, str] = {}
@@ -527,13 +564,11 @@ _FOLDED_GAP = re.compile(r"(- \(other milestone, folded[^\n]*)\n\n(?=- \(other m
 def summary_one_liner(text: str) -> tuple[str, int]:
     """A SUMMARY's one-liner and its line: frontmatter ``one_liner``, else the first line that
     is bold as a whole after the title, else the title without its "Phase N Plan M" prefix."""
-    try:
-        meta, _, start = split_frontmatter(text)
-    except FrontmatterError:
-        meta, start = {}, 1
+    frontmatter, _, start = _split_fm(text)
     for key in ("one_liner", "one-liner", "oneliner"):
-        if isinstance(meta.get(key), str) and meta[key].strip():
-            return meta[key].strip(), 1
+        value = _fm_value(frontmatter, key)
+        if value:
+            return value, 1
     lines = _lines_of(text)
     title, title_line = None, start
     in_fence = False
@@ -555,8 +590,6 @@ def summary_one_liner(text: str) -> tuple[str, int]:
         bold = _BOLD_LINE.match(line)
         if bold and ":" not in bold.group(1)[-2:]:
             return bold.group(1).strip(), i + 1
-        if line == "---":
-            continue
     if title:
         short = _SUMMARY_TITLE.sub("", title).strip()
         return (short or title), title_line
@@ -564,13 +597,11 @@ def summary_one_liner(text: str) -> tuple[str, int]:
 
 
 def plan_title(text: str) -> str:
-    """A PLAN's title: frontmatter ``title``, else the first line of its objective, else its first heading."""
-    try:
-        meta, body, _ = split_frontmatter(text)
-    except FrontmatterError:
-        meta, body = {}, text
-    if isinstance(meta.get("title"), str) and meta["title"].strip():
-        return meta["title"].strip()
+    """A PLAN's title: frontmatter ``title``, else the first sentence of its objective, else its first heading."""
+    frontmatter, body, _ = _split_fm(text)
+    title = _fm_value(frontmatter, "title")
+    if title:
+        return title
     objective = _OBJECTIVE.search(body)
     if objective:
         for line in objective.group(1).split("\n"):
@@ -587,10 +618,7 @@ def plan_title(text: str) -> str:
 
 def plan_outline(text: str) -> str:
     """A pending PLAN in short: its objective's first paragraph and the names of its tasks."""
-    try:
-        _, body, _ = split_frontmatter(text)
-    except FrontmatterError:
-        body = text
+    _, body, _ = _split_fm(text)
     out = []
     objective = _OBJECTIVE.search(body)
     if objective:
@@ -621,15 +649,14 @@ def plan_outline(text: str) -> str:
 
 
 def plan_body(text: str) -> str:
-    """A PLAN in full for the context: the body without the YAML frontmatter."""
-    try:
-        meta, body, _ = split_frontmatter(text)
-    except FrontmatterError:
-        meta, body = {}, text
+    """A PLAN in full for the context: the body without the YAML frontmatter, after its
+    wave, depends_on and files_modified."""
+    frontmatter, body, _ = _split_fm(text)
     head = []
     for key in ("wave", "depends_on", "files_modified"):
-        if key in meta:
-            head.append(f"{key}: {_flat(meta[key])}")
+        value = _fm_value(frontmatter, key)
+        if value is not None:
+            head.append(f"{key}: {value}")
     return ("\n".join(head) + "\n\n" if head else "") + body.strip("\n")
 
 

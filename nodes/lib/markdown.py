@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
+from .yamlio import YAMLError, load_yaml
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
@@ -29,8 +29,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     if not match:
         return {}, text, 1
     try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
+        data = load_yaml(match.group(1))
+    except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else None
         raise FrontmatterError(f"frontmatter is not valid YAML: {getattr(exc, 'problem', exc)}", line) from None

@@ -265,3 +265,20 @@ def compaction_for(
         f"into the rolling summary, keeping the last {keep} verbatim (about {after} rounds after)"
     )
     return Compaction(True, keep, reason, fold, after)
+
+
+def folded_history(rounds: Sequence[Round], keep_last: int, render_rounds: Callable[[Sequence[Round]], str],
+                   compact: Callable[[Sequence[Round], int], str]) -> tuple[str, int]:
+    """The history text once the older rounds are folded: rolling-summary rounds (no user
+    request) first and verbatim, then the conversation with its last ``keep_last`` rounds
+    verbatim and the older ones as one summary line each (``compact``, the state stage's
+    compact_history). Also returns how many conversation rounds were folded."""
+    summaries = [r for r in rounds if not is_conversation_round(r)]
+    conversation = [r for r in rounds if is_conversation_round(r)]
+    keep = max(0, min(int(keep_last), len(conversation)))
+    parts = []
+    if summaries:
+        parts.append(render_rounds(summaries))
+    if conversation:
+        parts.append(compact(conversation, keep))
+    return "\n\n".join(parts), len(conversation) - keep

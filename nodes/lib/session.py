@@ -184,7 +184,7 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
             moved[target].append(message)
             for call in message.tool_calls:
                 owner.setdefault(call["id"], gi)
-    # Warn about results without a call, once per id.
+    # Warn about each result whose call is nowhere in the log.
     for group in moved:
         for message in group:
             if message.role == "tool" and message.call_id is not None and message.call_id not in owner:
@@ -432,15 +432,18 @@ def _first_sentence(text: str) -> str:
     return sentences[-1] if sentences else ""
 
 
-def find_paths(text: str) -> list[str]:
-    """File paths mentioned in ``text`` (``src/x.py``, ``setup.py``), in order, without repeats."""
+def find_paths(text: str, limit: int = 64) -> list[str]:
+    """File paths mentioned in ``text`` (``src/x.py``, ``setup.py``), in order, without repeats;
+    at most ``limit`` of them."""
     seen: dict[str, None] = {}
     text = text[:_MAX_SCAN]
     for match in _EXTENSION.finditer(text):
+        if len(seen) >= limit:
+            break
         dot = match.start()
         if dot == 0:
             continue
-        back = text[max(0, dot - 160) : dot][::-1]
+        back = text[max(0, dot - 120) : dot][::-1]
         width = _PATH_CHARS_BACK.match(back).end()
         if width == 0:
             continue
@@ -486,15 +489,18 @@ def _files_in(round_: Round) -> list[str]:
         for call in message.tool_calls:
             for path in find_paths(str(call.get("arguments", ""))):
                 first.setdefault(path, None)
-        for path in find_paths(content):
-            later.setdefault(path, None)
+        if len(later) < 64:
+            for path in find_paths(content, 64 - len(later)):
+                later.setdefault(path, None)
     for path in later:
         first.setdefault(path, None)
     paths = [p for p in first if p][:64]
     relative = [p for p in paths if not p.startswith(("/", "~"))]
+    # an absolute path or a bare name that repeats a relative path already listed says nothing new
     return [
         p for p in paths
-        if not p.startswith(("/", "~")) or not any(p.endswith("/" + r) for r in relative)
+        if not (p.startswith(("/", "~")) and any(p.endswith("/" + r) for r in relative))
+        and not ("/" not in p and any(r.endswith("/" + p) for r in relative))
     ]
 
 

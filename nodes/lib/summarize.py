@@ -88,7 +88,9 @@ def as_summarizer(value: "Summarizer | str | None") -> Summarizer:
         return value
     name = value or "extractive"
     if name not in METHODS:
-        raise ConfigError(f"truncation.summarizer: unknown summarizer {name!r}; set it to one of: {', '.join(METHODS)}")
+        raise ConfigError(
+            f"truncation.summarizer: unknown summarizer {name!r}; set it to one of: {', '.join(METHODS)}"
+        )
     return Summarizer(name)
 
 
@@ -339,7 +341,10 @@ _LIST_PREFIX = re.compile(r"^([ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX>~/\-]\]
 _QUOTE_PREFIX = re.compile(r"^([ \t]*>[ \t]?)")
 _INDENT = re.compile(r"^([ \t]*)")
 _TABLE_SEP = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
-_NEW_LINE_START = re.compile(r"^[ \t]*(?:[-*+>|<#\[!]|\*\*|__|\d{1,3}[.)][ \t]|[\w\u4e00-\u9fff .-]{1,40}[:：][ \t])")
+# a line that starts a new logical line: a marker, bold, a list number, or a "Key: " label
+_NEW_LINE_START = re.compile(
+    r"^[ \t]*(?:[-*+>|<#\[!]|\*\*|__|\d{1,3}[.)][ \t]|[\w\u4e00-\u9fff .-]{1,40}[:：][ \t])"
+)
 _TERMINAL = tuple(".!?:;。！？；：")
 
 _CODE_MAX_LINES = 20  # longer code blocks are never chosen as key units
@@ -565,7 +570,8 @@ _IDENT = re.compile(
 # paths (a/b.py, src/lib/) and file names with a known extension
 _PATH = re.compile(
     r"(?:[\w.~-]+/)+[\w.-]+"
-    r"|\b[\w-]+\.(?:py|md|ts|tsx|js|jsx|json|ya?ml|toml|ini|cfg|txt|sh|rs|go|java|kt|swift|c|h|cpp|hpp|rb|php|sql|html|css|lock|log)\b"
+    r"|\b[\w-]+\.(?:py|md|ts|tsx|js|jsx|json|ya?ml|toml|ini|cfg|txt|sh|rs|go|java|kt|swift|c|h|cpp|hpp"
+    r"|rb|php|sql|html|css|lock|log)\b"
 )
 _NUMBER = re.compile(r"\d")
 
@@ -639,7 +645,8 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
         if sec.heading is not None:
             requires[sec.heading] = sec.ancestors
         for block in sec.blocks:
-            header = block.lines[0].units[0] if block.kind == "table" and doc.kinds[block.lines[0].units[0]] == "header" else None
+            first = block.lines[0].units[0]
+            header = first if block.kind == "table" and doc.kinds[first] == "header" else None
             for line in block.lines:
                 for uid in line.units:
                     requires[uid] = own + ((header,) if header is not None and uid != header else ())
@@ -791,7 +798,10 @@ def _fit_tail(text: str, max_tokens: int, counter: TokenCounter) -> str:
 
 _TASK = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])[ \t]+\[([ xX>~/\-])\][ \t]+(.*)$")
 _COUNT_LINE = re.compile(r"^[ \t]*Tasks:[ \t]*\d+[ \t]+done\b")
-_STATUS = {"x": "done", "X": "done", ">": "in progress", "~": "in progress", "/": "in progress", " ": "pending", "-": "cancelled"}
+_STATUS = {
+    "x": "done", "X": "done", ">": "in progress", "~": "in progress", "/": "in progress",
+    " ": "pending", "-": "cancelled",
+}
 
 
 def plan_tasks(text: str) -> list[dict]:
@@ -942,7 +952,12 @@ def diff_file_stats(diff: str) -> tuple[list[str], list[tuple[str, int, int, str
     for i, line in enumerate(lines):
         if line.startswith("diff --git "):
             m = _DIFF_HEADER.match(line)
-            a, b = (m.group(1), m.group(2)) if m and m.group(1) else ((m.group(3), m.group(4)) if m else (line[11:], line[11:]))
+            if m and m.group(1):
+                a, b = m.group(1), m.group(2)
+            elif m:
+                a, b = m.group(3), m.group(4)
+            else:
+                a = b = line[11:]
             cur = [b, 0, 0, "M", a]
             files.append(cur)
             in_hunk = False
@@ -991,7 +1006,9 @@ def diff_file_stats(diff: str) -> tuple[list[str], list[tuple[str, int, int, str
     return preamble, out
 
 
-def _normalise_files(files: Iterable[Any], renames: Mapping[str, str] | None) -> list[tuple[str, int | None, int | None, str]]:
+def _normalise_files(
+    files: Iterable[Any], renames: Mapping[str, str] | None
+) -> list[tuple[str, int | None, int | None, str]]:
     out = []
     for item in files:
         if isinstance(item, Mapping):

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-import yaml
-
 from ..types import BudgetReport
+from .yamlio import load_yaml
 
 FALLBACK_ENCODING = "cl100k_base"
 
@@ -112,4 +111,4 @@ def budget_report_for(total_tokens: int, available: int) -> BudgetReport:
 def model_presets() -> dict:
     """All presets of configs/models.yaml (name -> {window, encoding})."""
     text = resources.files("ctxengine.configs").joinpath("models.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return load_yaml(text)

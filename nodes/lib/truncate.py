@@ -530,11 +530,11 @@ def graded_levels(
     """
     v = _memo(verbatim)
     f = _memo(lambda i: min(first_last(i), v(i)))
-    s = _memo(lambda i: min(summary(i), f(i)))
-    total = sum(v(i) for i in range(count))
+    s = _memo(lambda i: min(summary(i), v(i)))
     levels = [VERBATIM] * count
-    if total <= budget or count == 0:
-        return levels, total
+    whole = _bounded_sum(v, 0, count, budget)  # newest first: stops once over the budget
+    if whole is not None:
+        return levels, whole
     recent, acc = 0, 0
     for i in range(count - 1, -1, -1):
         if acc + v(i) > recent_share * budget and recent >= keep_last:
@@ -578,6 +578,8 @@ def _grade_span(levels, lo, hi, rest, budget, v, f, s, drop_marker) -> tuple[boo
     room = budget - rest
     if lo >= hi:
         return room >= 0, 0
+    if _bounded_sum(s, lo, hi, room) is None:  # even all summary lines are over: sweep 3
+        return _drop_oldest(levels, lo, hi, room, v, s, drop_marker)
     if _bounded_sum(f, lo, hi, room) is not None:  # sweep 1 ends within budget
         total = sum(v(i) for i in range(lo, hi))
         for i in range(lo, hi):
@@ -587,23 +589,26 @@ def _grade_span(levels, lo, hi, rest, budget, v, f, s, drop_marker) -> tuple[boo
                 levels[i] = FIRST_LAST
                 total += f(i) - v(i)
         return True, total
-    if _bounded_sum(s, lo, hi, room) is not None:  # sweep 2 ends within budget
-        for i in range(lo, hi):
-            levels[i] = FIRST_LAST if f(i) < v(i) else VERBATIM
-        total = sum(f(i) for i in range(lo, hi))
-        for i in range(lo, hi):
-            if total <= room:
-                break
-            if s(i) < f(i):
-                levels[i] = SUMMARY
-                total += s(i) - f(i)
-        return True, total
-    kept, total = hi, 0  # sweep 3: the newest summary lines that fit, the rest dropped
+    for i in range(lo, hi):  # sweep 2 ends within budget (all summary lines would fit)
+        levels[i] = FIRST_LAST if f(i) < v(i) else VERBATIM
+    total = sum(f(i) for i in range(lo, hi))
+    for i in range(lo, hi):
+        if total <= room:
+            break
+        if s(i) < f(i):
+            levels[i] = SUMMARY
+            total += s(i) - f(i)
+    return True, total
+
+
+def _drop_oldest(levels, lo, hi, room, v, s, drop_marker) -> tuple[bool, int]:
+    """Sweep 3: the newest summary lines that fit ``room``, the older rounds dropped."""
+    kept, total = hi, 0
     while kept > lo and total + s(kept - 1) + drop_marker <= room:
         kept -= 1
         total += s(kept)
     for i in range(lo, hi):
-        levels[i] = DROPPED if i < kept else (SUMMARY if s(i) < f(i) else FIRST_LAST if f(i) < v(i) else VERBATIM)
+        levels[i] = DROPPED if i < kept else (SUMMARY if s(i) < v(i) else VERBATIM)
     return room >= total + drop_marker, total + drop_marker
 
 
@@ -718,26 +723,38 @@ class _Forms:
         return self.form(i).first_last
 
 
-def render_levels(forms: _Forms, levels: Sequence[int], location: str | None, newest: str | None = None) -> str:
-    """The history text for ``levels``: a note for the dropped rounds, summary lines, then
-    the first-last and verbatim rounds, oldest first (``newest`` replaces the last round)."""
+def history_parts(forms: _Forms, levels: Sequence[int], location: str | None,
+                  newest: str | None = None) -> list[tuple[tuple, str]]:
+    """The history's parts in order as (cache key, text with the separator that follows it):
+    a note for the dropped rounds, summary lines (one a line), then the first-last and
+    verbatim rounds, oldest first, blank lines between groups (``newest`` replaces the last
+    round). Every part starts with a non-space character, so tiktoken never merges tokens
+    across parts and the exact tokens of the whole are the sum of the parts' exact tokens."""
     dropped = [forms.rounds[i] for i, level in enumerate(levels) if level == DROPPED]
-    parts: list[str] = [drop_note(dropped, location)] if dropped else []
-    run: list[str] = []
+    items: list[tuple[tuple, str, bool]] = []  # (key, text, is summary line)
+    if dropped:
+        items.append((("note", len(dropped), dropped[0].index), drop_note(dropped, location), False))
     last = len(levels) - 1
     for i, level in enumerate(levels):
         if level == DROPPED:
             continue
-        if level == SUMMARY:
-            run.append(forms.summary(i))
-            continue
-        if run:
-            parts.append("\n".join(run))
-            run = []
-        parts.append(newest if (i == last and newest is not None) else forms.text(i, level))
-    if run:
-        parts.append("\n".join(run))
-    return "\n\n".join(parts)
+        if i == last and newest is not None:
+            items.append((("newest", len(newest)), newest, False))
+        else:
+            items.append(((i, level), forms.text(i, level), level == SUMMARY))
+    parts = []
+    for n, (key, text, summary) in enumerate(items):
+        if n == len(items) - 1:
+            sep = ""
+        else:
+            sep = "\n" if summary and items[n + 1][2] else "\n\n"
+        parts.append((key + (sep,), text + sep))
+    return parts
+
+
+def render_levels(forms: _Forms, levels: Sequence[int], location: str | None, newest: str | None = None) -> str:
+    """The history text for ``levels`` (see :func:`history_parts`)."""
+    return "".join(text for _, text in history_parts(forms, levels, location, newest))
 
 
 @dataclass(frozen=True)
@@ -750,6 +767,39 @@ class HistoryFit:
     levels: tuple[int, ...]
     rounds: tuple[Round, ...]
     trimmed_newest: bool = False
+
+
+EXACT_PART_CHARS = 48_000  # parts up to this size are counted exactly when asked for; larger ones estimated
+
+
+class _PartTokens:
+    """Tokens of history parts: exact (tiktoken, each part counted once) for parts small
+    enough to be kept or already known, estimated for large ones until they are kept."""
+
+    def __init__(self, forms: _Forms, counter):
+        self.forms = forms
+        self.counter = counter
+        self.exact: dict[tuple, int] = {}
+
+    def count(self, key: tuple, text: str) -> int:
+        if key not in self.exact:
+            self.exact[key] = self.counter.count(text)
+        return self.exact[key]
+
+    def cost(self, i: int, level: int) -> int:
+        """Tokens of round ``i`` at ``level`` with a following separator."""
+        sep = "\n" if level == SUMMARY else "\n\n"
+        key = (i, level, sep)
+        if key in self.exact:
+            return self.exact[key]
+        text = self.forms.text(i, level)
+        if len(text) > EXACT_PART_CHARS:
+            return estimate_tokens(text) + 1
+        return self.count(key, text + sep)
+
+    def total(self, parts: Sequence[tuple[tuple, str]]) -> int:
+        """Exact tokens of the whole text the parts make."""
+        return sum(self.count(key, text) for key, text in parts)
 
 
 def fit_history(
@@ -765,46 +815,39 @@ def fit_history(
 ) -> HistoryFit:
     """The graded tail of a history within ``budget`` exact tokens (see :func:`graded_levels`).
 
+    Each part that may be kept is counted exactly once (parts add up exactly, see
+    :func:`history_parts`); large parts are estimated until they are kept. The whole history
+    is never counted: only what is kept (and the few rounds at the edge of the choice).
     Rounds before ``summarized_before`` are at most summary lines (the state stage already
-    summarised them; truncation never brings back more than was there).
-
-    Levels are chosen on estimates calibrated on the newest round; the chosen text is then
-    counted exactly, and when it is over, the ratio observed on it steers another choice with
-    a slightly smaller budget. Only kept text is counted exactly. When even the newest round
-    alone is over, it keeps its request and as many of its last tool groups and messages as
-    fit (:func:`trim_units`); the request itself is cut last.
+    summarised them; truncation never brings back more than was there). When even the newest
+    round alone is over, it keeps its request and as many of its last tool groups and
+    messages as fit (:func:`trim_units`); the request itself is cut last.
     """
     rounds = tuple(rounds)
     if not rounds:
         return HistoryFit("", 0, (), ())
     forms = _Forms(rounds, render_round, round_summary)
-    ratio = calibrated_ratio(forms.verbatim[-1], counter)
+    tokens_of = _PartTokens(forms, counter)
     marker = counter.count(drop_note(rounds, location)) + 2
-    target = budget
     floor = max(0, min(int(summarized_before), len(rounds) - 1))
 
-    def summary_cost(i: int) -> int:
-        return estimate_tokens(forms.summary(i), ratio) + 1
+    def at_most_summary(level: int) -> Callable[[int], int]:
+        return lambda i: tokens_of.cost(i, SUMMARY if i < floor else level)
 
+    target = budget
     for _ in range(8):
-        levels, total = graded_levels(
-            len(rounds),
-            lambda i: summary_cost(i) if i < floor else estimate_tokens(forms.verbatim[i], ratio) + 1,
-            lambda i: summary_cost(i) if i < floor else estimate_tokens(forms.form(i).first_last, ratio) + 1,
-            summary_cost,
-            target, keep_last, recent_share, marker,
-        )
+        levels, total = graded_levels(len(rounds), at_most_summary(VERBATIM), at_most_summary(FIRST_LAST),
+                                      at_most_summary(SUMMARY), target, keep_last, recent_share, marker)
         levels = [max(level, SUMMARY) if i < floor else level for i, level in enumerate(levels)]
         if total > target:
             break
-        text = render_levels(forms, levels, location)
-        tokens = counter.count(text)
-        if tokens <= budget:
-            return _history_fit(forms, levels, text, tokens)
-        ratio = max(1.0, len(text) / tokens)
-        target = int(target * min(0.99, budget / tokens))
+        parts = history_parts(forms, levels, location)
+        exact = tokens_of.total(parts)
+        if exact <= budget:
+            return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
+        target -= exact - budget + 2
     levels = [DROPPED] * (len(rounds) - 1) + [VERBATIM]
-    return _trim_newest(forms, levels, budget, counter, location, ratio)
+    return _trim_newest(forms, levels, budget, counter, location, DEFAULT_CHARS_PER_TOKEN)
 
 
 def _history_fit(forms: _Forms, levels, text, tokens, newest: Round | None = None) -> HistoryFit:
@@ -832,6 +875,10 @@ def _trim_newest(forms: _Forms, levels, budget, counter, location, ratio) -> His
         if tokens <= budget or room <= 0:
             break
         room -= tokens - budget + 2
+    if tokens > budget:  # not even the request fits: only the note, or nothing
+        note = drop_note(forms.rounds, location)
+        text = note if counter.count(note) <= budget else ""
+        return HistoryFit(text, counter.count(text), tuple(DROPPED for _ in forms.rounds), ())
     return _history_fit(forms, levels, full, tokens, newest=kept)
 
 
@@ -1199,3 +1246,33 @@ def _last_action(state: TruncationState, key: str) -> str | None:
         if entry.section_key == key:
             return entry.action
     return None
+
+
+def cut_more(state: TruncationState, step: str, strategies: Mapping[str, Strategy], counter,
+             min_keep: int) -> TruncationState:
+    """One more round of work anywhere, for an exact count that came out over the target:
+    discardable sections dropped, then summarizable ones cut (or dropped), lowest priority first."""
+    state = drop_discardable(state, "all", step)
+    return cut_summarizable(state, "all", step, strategies, counter, min_keep)
+
+
+@dataclass(frozen=True)
+class FittedContext:
+    """The context as it goes out: the final sections and rendered text with its exact
+    tokens, each section's exact tokens, the truncation state that led there, how many
+    render-count passes it took, the cross-reference notes, and a late trigger ("hard" when
+    only the exact count found the context over the available tokens)."""
+
+    state: TruncationState
+    sections: tuple
+    text: str
+    tokens: int
+    section_tokens: Mapping[str, int]
+    passes: int = 1
+    notes: tuple = ()
+    late_trigger: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Whether any step changed any section."""
+        return bool(self.state.ledger)

@@ -1,0 +1,218 @@
+"""Truncation speed and scaling: the 4.1 MB aider transcript fitted into a 100K-token budget.
+
+    /work/venv/bin/python benchmarks/truncation.py [--repeat N]
+
+Speed. The transcript of ../shared/corpus/sessions/aider-repo__chat-history.md (about 1.18M
+cl100k tokens) is parsed with ctxengine.nodes.lib.session and becomes the session history,
+every round verbatim (a history section of the whole transcript). The truncation and quality
+nodes (budget_report ... final_context, through a real Hamilton driver) fit it into
+maxTokens - reserveTokens = 100,000 tokens. Their time is reported as a ratio to one tiktoken
+pass over the whole transcript in the same process (target <= 0.3: count exactly what is
+kept, estimate the rest), and against langchain-core's ``trim_messages(strategy="last",
+token_counter=<tiktoken counter>, max_tokens=100000)`` on the same messages (target: 10x faster).
+
+Scaling. The same pipeline on the first 10K, 100K and 1M tokens of the transcript: the time
+per input token should stay flat (linear growth).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CTXENGINE_SHARED", REPO.parent / "shared"))
+TRANSCRIPT = SHARED / "corpus" / "sessions" / "aider-repo__chat-history.md"
+AVAILABLE = 100_000
+RESERVE = 25_600
+OUTPUTS = ["final_context", "final_budget_report", "truncation_ledger", "truncation_summary", "budget_pools"]
+
+
+def _median(fn, repeat: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
+def parse_rounds(text: str):
+    """The transcript's rounds (ctxengine.nodes.lib.session), with the parse time."""
+    from ctxengine.nodes.lib import session
+
+    start = time.perf_counter()
+    history = session.parse_session(text, str(TRANSCRIPT), "aider")
+    return history.rounds, time.perf_counter() - start
+
+
+def history_section(rounds, location: str):
+    """The session history as one section: every round verbatim."""
+    from ctxengine.nodes.lib import session
+    from ctxengine.nodes.types import Section, Source
+
+    spans = [r.lines for r in rounds if r.lines]
+    lines = (spans[0][0], spans[-1][1]) if spans else None
+    return Section(
+        key="history", title="Session History", kind="history", content=session.render_rounds(rounds),
+        priority=70, pool="state", sources=(Source("file", location, lines),),
+        data={"rounds": tuple(rounds), "verbatim_from": 0, "format": "aider"},
+    )
+
+
+def truncation_driver():
+    """A Hamilton driver of config, render, budget, summarize, truncation and quality, with
+    the reference and state sections given as inputs."""
+    from hamilton import ad_hoc_utils, driver
+
+    from ctxengine.nodes import budget, config, quality, render, summarize, truncation
+
+    def reference_sections(bench_references: list) -> list:
+        """The benchmark's reference sections."""
+        return list(bench_references)
+
+    def state_sections(bench_state: list) -> list:
+        """The benchmark's state sections."""
+        return list(bench_state)
+
+    fixtures = ad_hoc_utils.create_temporary_module(reference_sections, state_sections)
+    return (driver.Builder().with_modules(config, render, budget, summarize, truncation, quality, fixtures)
+            .with_config({"summarizer_method": "extractive"}).build())
+
+
+def prepared(dr, history, tmp: str, request: str) -> dict:
+    """Inputs and the upstream values (sections, rendered context) computed once, so that the
+    timing covers budget, truncation and quality only."""
+    from ctxengine.nodes.types import Section, Source
+
+    rules = Section("ref:builtin:gsd-rules", "GSD Rules", "rules", "Run the tests before you commit.\n" * 20, 95,
+                    "system", (Source("builtin", "gsd-rules"),))
+    inputs = {
+        "project_dir": tmp, "user_request": request,
+        "overrides": {"budget.maxTokens": AVAILABLE + RESERVE, "budget.reserveTokens": RESERVE},
+        "bench_references": [rules], "bench_state": [history],
+    }
+    upstream = dr.execute(["sections", "rendered_context", "context_config", "context_template", "mode_template"],
+                          inputs=inputs)
+    return {"inputs": inputs, "overrides": upstream}
+
+
+def run_truncation(dr, setup: dict) -> dict:
+    return dr.execute(OUTPUTS, inputs=setup["inputs"], overrides=setup["overrides"])
+
+
+def langchain_messages(rounds):
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    kinds = {"user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}
+    out = []
+    for r in rounds:
+        for m in r.messages:
+            if m.role == "tool":
+                out.append(HumanMessage(content=m.content))  # aider tool output: no call ids
+            else:
+                out.append(kinds.get(m.role, HumanMessage)(content=m.content))
+    return out
+
+
+def langchain_seconds(rounds, counter, repeat: int) -> float | None:
+    try:
+        from langchain_core.messages import trim_messages
+    except ImportError:
+        return None
+    messages = langchain_messages(rounds)
+
+    def count(msgs) -> int:
+        return sum(counter.count(m.content if isinstance(m.content, str) else str(m.content)) + 4 for m in msgs)
+
+    seconds, _ = _median(lambda: trim_messages(messages, strategy="last", token_counter=count, max_tokens=AVAILABLE),
+                         repeat)
+    return seconds
+
+
+def prefix_rounds(rounds, counter, tokens: int):
+    """The first rounds of the transcript holding about ``tokens`` tokens (verbatim)."""
+    from ctxengine.nodes.lib import session
+
+    out, total = [], 0
+    for r in rounds:
+        if total >= tokens:
+            break
+        out.append(r)
+        total += counter.estimate(session.render_round(r)) * 1.14  # ~3.5 chars per token here
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    if not TRANSCRIPT.is_file():
+        sys.exit(f"no transcript at {TRANSCRIPT}")
+    import tempfile
+
+    from ctxengine.nodes.lib.tokens import token_counter_for
+
+    text = TRANSCRIPT.read_text(encoding="utf-8")
+    counter = token_counter_for("cl100k_base")
+    counter.count("warm up")
+    one_pass, tokens = _median(lambda: counter.count(text), args.repeat)
+    rounds, parse_seconds = parse_rounds(text)
+    dr = truncation_driver()
+    with tempfile.TemporaryDirectory() as tmp:
+        history = history_section(rounds, str(TRANSCRIPT))
+        setup = prepared(dr, history, tmp, "Continue with the refactor and keep the tests green.")
+        run_truncation(dr, setup)  # warm-up
+        fit, result = _median(lambda: run_truncation(dr, setup), args.repeat)
+        final = result["final_budget_report"]
+        summary = result["truncation_summary"]
+        print(f"transcript: {len(text):,} chars, {tokens:,} tokens (cl100k), {len(rounds):,} rounds; "
+              f"parse {parse_seconds * 1000:.0f} ms (state stage, not timed below)")
+        print(f"budget: {AVAILABLE:,} available; final {final.total_tokens:,} tokens (exact), "
+              f"reason {summary['reason']}, target {summary['target']:,}, fit passes {summary['fit_passes']}\n")
+        lc = langchain_seconds(rounds, counter, max(1, args.repeat // 2))
+        print(f"{'what':<52} {'ms':>9} {'ratio':>8} {'target':>8}")
+        print(f"{'one tiktoken pass over the transcript':<52} {one_pass * 1000:>9.1f} {1.0:>8.2f}")
+        flag = "ok" if fit / one_pass <= 0.3 else "MISSED"
+        print(f"{'ctxengine budget+truncation+quality nodes':<52} {fit * 1000:>9.1f} {fit / one_pass:>8.2f} "
+              f"{'<= 0.30':>8} {flag}")
+        if lc is not None:
+            flag = "ok" if lc / fit >= 10 else "MISSED"
+            print(f"{'langchain-core trim_messages(last, tiktoken)':<52} {lc * 1000:>9.1f} {lc / one_pass:>8.2f}")
+            print(f"{'  ctxengine speed-up over trim_messages':<52} {'':>9} {lc / fit:>7.1f}x {'>= 10x':>8} {flag}")
+        else:
+            print("langchain-core is not installed: comparison skipped")
+
+        print(f"\nscaling (same nodes, first N tokens of the transcript, fitted into {AVAILABLE:,}):")
+        print(f"{'input tokens':>13} {'rounds':>7} {'ms':>9} {'us/token':>9} {'final':>8}")
+        for size in (10_000, 100_000, 1_000_000):
+            part = prefix_rounds(rounds, counter, size)
+            section = history_section(part, str(TRANSCRIPT))
+            exact = counter.count(section.content)
+            budget = min(AVAILABLE, max(2_000, exact // 10))
+            setup = prepared(dr, section, tmp, "Continue.")
+            setup["inputs"]["overrides"] = {"budget.maxTokens": budget + RESERVE, "budget.reserveTokens": RESERVE}
+            setup = prepared_with(dr, setup)
+            run_truncation(dr, setup)
+            seconds, out = _median(lambda: run_truncation(dr, setup), args.repeat)
+            print(f"{exact:>13,} {len(part):>7,} {seconds * 1000:>9.1f} {seconds / exact * 1e6:>9.3f} "
+                  f"{out['final_budget_report'].total_tokens:>8,}")
+        print("\n(each size is fitted into a tenth of itself, at most 100,000 tokens; linear growth keeps "
+              "us/token flat)")
+
+
+def prepared_with(dr, setup: dict) -> dict:
+    """``setup`` with its upstream values recomputed for its (changed) inputs."""
+    upstream = dr.execute(["sections", "rendered_context", "context_config", "context_template", "mode_template"],
+                          inputs=setup["inputs"])
+    return {"inputs": setup["inputs"], "overrides": upstream}
+
+
+if __name__ == "__main__":
+    main()

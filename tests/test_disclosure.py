@@ -1,0 +1,356 @@
+"""Progressive disclosure through the real Hamilton driver: modes, triggers, @doc URLs, GSD
+phases on the real corpus projects, and the disclosure plan of the JSON output."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+
+import http.server  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from hamilton import driver  # noqa: E402
+
+from ctxengine.nodes import config, disclosure, references, state  # noqa: E402
+from ctxengine.nodes.lib import disclosure as lib  # noqa: E402
+from ctxengine.nodes.types import ConfigError, Source  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CTXENGINE_SHARED", REPO.parent / "shared"))
+CORPUS = SHARED / "corpus" / "planning"
+DEMO = REPO / "examples" / "demo"
+OUTPUTS = ["disclosure_plan", "disclosed_sections", "disclosure_warnings"]
+QUIET = {"state.includeGit": False, "state.includeEnvironment": False}
+
+_DRIVER = driver.Builder().with_modules(config, references, state, disclosure).build()
+
+
+def run(project: Path, request: str = "", **overrides) -> dict:
+    settings = {**QUIET, **{k.replace("__", "."): v for k, v in overrides.items()}}
+    out = _DRIVER.execute(OUTPUTS, inputs={"project_dir": str(project), "overrides": settings, "user_request": request})
+    json.dumps(out["disclosure_plan"])  # the plan goes into the JSON output as it is
+    return out
+
+
+def rows(out: dict) -> dict[str, dict]:
+    return {row["document"]: row for row in out["disclosure_plan"]}
+
+
+def keys(out: dict) -> list[str]:
+    return [s.key for s in out["disclosed_sections"]]
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def demo_copy(tmp_path: Path, plan: str = "# Plan: Docs\n\n## Tasks\n- [>] T1 Write the README\n") -> Path:
+    """The bundled demo's .planning/ with a neutral plan and no session log."""
+    shutil.copytree(DEMO / ".planning", tmp_path / ".planning")
+    (tmp_path / ".planning" / "sessions" / "current" / "session.log").unlink()
+    (tmp_path / ".planning" / "plans" / "current" / "plan.md").write_text(plan, encoding="utf-8")
+    return tmp_path
+
+
+REF = ".planning/references/"
+
+
+# ----------------------------------------------------------------------------- layer 2: modes
+
+
+@pytest.mark.parametrize(
+    "mode, loaded, rule",
+    [
+        ("dev", REF + "coding-standards.md", "frontmatter modes: [dev]"),
+        ("review", REF + "review-checklist.md", "frontmatter modes: [review]"),
+        ("research", ".planning/dreams/ideas.md", "configs/disclosure.yaml modes.research 'sources and notes' (dreams/**/*.md)"),
+    ],
+)
+def test_each_mode_loads_its_documents_and_only_those(tmp_path, mode, loaded, rule):
+    out = run(demo_copy(tmp_path), "Tidy the README", template=mode)
+    plan = rows(out)
+    assert plan[loaded] | {} == {"document": loaded, "layer": 2, "loaded": True, "rule": rule,
+                                 "section": f"ref:{loaded}", "kind": "file"}
+    assert f"ref:{loaded}" in keys(out)
+    others = {REF + "coding-standards.md", REF + "review-checklist.md", ".planning/dreams/ideas.md"} - {loaded}
+    for other in others:
+        assert plan[other]["loaded"] is False and plan[other]["layer"] == 2
+        assert plan[other]["reason"].endswith(f"only; the current mode is {mode}")
+        assert f"ref:{other}" not in keys(out)
+
+
+def test_a_mode_rule_in_config_loads_a_document_without_frontmatter(tmp_path):
+    project = write(demo_copy(tmp_path), {".planning/codebase/CONVENTIONS.md": "# Conventions\n\nSnake case.\n"})
+    dev = rows(run(project, "x", template="dev"))[".planning/codebase/CONVENTIONS.md"]
+    assert dev["loaded"] and dev["layer"] == 2
+    assert dev["rule"] == "configs/disclosure.yaml modes.dev 'coding standards' (codebase/CONVENTIONS.md)"
+    review = rows(run(project, "x", template="review"))[".planning/codebase/CONVENTIONS.md"]
+    assert review == review | {"loaded": False, "layer": 2, "reason": "for mode dev only; the current mode is review"}
+
+
+# ----------------------------------------------------------------------------- layer 3: triggers
+
+
+def test_a_plan_that_mentions_a_database_loads_the_schema(tmp_path):
+    quiet = rows(run(demo_copy(tmp_path), "Tidy the README"))[REF + "database-schema.md"]
+    assert quiet["loaded"] is False and quiet["layer"] == 3
+    assert "trigger 'database' (keywords database, migration, schema, sql) did not fire" in quiet["reason"]
+    project = demo_copy(tmp_path / "b", "# Plan\n\n## Tasks\n- [>] T1 Add an index to the database\n")
+    out = run(project, "Tidy the README")
+    row = rows(out)[REF + "database-schema.md"]
+    assert row["loaded"] and row["layer"] == 3
+    assert row["rule"] == "configs/disclosure.yaml trigger 'database': 'database' in the plan (database-schema.md)"
+    section = next(s for s in out["disclosed_sections"] if s.key == f"ref:{REF}database-schema.md")
+    assert (section.kind, section.pool, section.priority, section.title) == ("reference", "references", 55, "Database schema")
+    assert section.sources == (Source("file", REF + "database-schema.md", (6, 19)),)
+    assert section.content.startswith("# Database schema\n") and "triggers:" not in section.content
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = dict(os.environ, GIT_AUTHOR_DATE="2026-01-02T03:04:05Z", GIT_COMMITTER_DATE="2026-01-02T03:04:05Z")
+    subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
+
+
+def _repo_with_change(project: Path, changed: str) -> Path:
+    _git(project, "-c", "init.defaultBranch=main", "init", "-q")
+    _git(project, "config", "user.name", "Test User")
+    _git(project, "config", "user.email", "test@example.com")
+    _git(project, "config", "commit.gpgsign", "false")
+    write(project, {changed: "def one():\n    return 1\n", "src/app.py": "x = 1\n"})
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "init")
+    write(project, {changed: "def one():\n    return 2\n"})
+    return project
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_diff_that_touches_tests_loads_the_testing_guidelines(tmp_path):
+    project = _repo_with_change(demo_copy(tmp_path), "tests/api/test_auth.py")
+    out = run(project, "Tidy the README", state__includeGit=True)
+    row = rows(out)[REF + "testing-guidelines.md"]
+    assert row["loaded"] and row["layer"] == 3
+    assert row["rule"] == ("configs/disclosure.yaml trigger 'tests': the diff touches tests/api/test_auth.py "
+                           "(tests/**) (testing-guidelines.md)")
+    untouched = _repo_with_change(demo_copy(tmp_path / "b"), "src/helpers.py")
+    assert rows(run(untouched, "Tidy the README", state__includeGit=True))[REF + "testing-guidelines.md"]["loaded"] is False
+
+
+def test_a_request_keyword_from_frontmatter_triggers_loads_the_document(tmp_path):
+    project = write(demo_copy(tmp_path), {".planning/references/payments.md":
+                                          "---\ntriggers: [refund, chargeback]\n---\n# Payments\n\nRefunds are async.\n"})
+    out = run(project, "Handle a chargeback from the bank")
+    row = rows(out)[REF + "payments.md"]
+    assert row["loaded"] and row["layer"] == 3 and row["rule"] == "frontmatter triggers: 'chargeback' in the request"
+    assert rows(run(project, "Tidy the README"))[REF + "payments.md"]["reason"] == (
+        "frontmatter triggers (refund, chargeback) not in the plan, diff or request")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_frontmatter_paths_match_changed_file_globs(tmp_path):
+    project = write(demo_copy(tmp_path), {".planning/references/payments.md":
+                                          "---\npaths: [\"src/payments/**\"]\n---\n# Payments\n"})
+    project = _repo_with_change(project, "src/payments/refund.py")
+    row = rows(run(project, "x", state__includeGit=True))[REF + "payments.md"]
+    assert row["loaded"] and row["rule"] == "frontmatter paths: the diff touches src/payments/refund.py (src/payments/**)"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        if self.path == "/guide.md":
+            body = b"---\ntitle: Remote guide\npriority: 72\n---\n# Guide\n\nUse feature flags.\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/markdown; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.path == "/huge.md":
+            body = b"x" * 4096
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        else:
+            self.send_error(404, "Not Found")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A real http.server on 127.0.0.1, no proxies in the way."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+            patch.delenv(name, raising=False)
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        thread.start()
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_at_doc_in_the_request_fetches_the_url(tmp_path, server):
+    out = run(demo_copy(tmp_path), f"Ship it behind a flag, see @doc {server}/guide.md#flags and @doc {server}/nope.md")
+    plan = rows(out)
+    url = f"{server}/guide.md"
+    assert plan[url] == {"document": url, "layer": 3, "loaded": True, "rule": "request @doc",
+                         "section": f"ref:{url}", "kind": "url"}
+    section = next(s for s in out["disclosed_sections"] if s.key == f"ref:{url}")
+    assert (section.title, section.priority, section.content) == ("Remote guide", 72, "# Guide\n\nUse feature flags.\n")
+    assert section.sources == (Source("url", url, (5, 7)),)
+    missing = plan[f"{server}/nope.md"]
+    assert missing["loaded"] is False and missing["reason"] == "request @doc: HTTP 404 Not Found"
+    assert f"{server}/nope.md: request @doc: HTTP 404 Not Found" in out["disclosure_warnings"]
+
+
+def test_at_doc_respects_the_size_cap_and_refuses_other_schemes(tmp_path, server):
+    out = run(demo_copy(tmp_path), f"@doc {server}/huge.md and @doc file:///etc/passwd", references__urlMaxBytes=1000)
+    plan = rows(out)
+    assert plan[f"{server}/huge.md"]["reason"] == "request @doc: 4096 bytes, over references.urlMaxBytes (1000)"
+    assert plan["file:///etc/passwd"]["reason"] == "request @doc: only http:// and https:// URLs are fetched"
+    assert not [k for k in keys(out) if k.startswith("ref:http") or k.startswith("ref:file")]
+
+
+# ----------------------------------------------------------------------------- layer 1, dedup, plan rows
+
+
+def test_the_plan_lists_core_rows_first_and_every_row_has_a_rule_or_a_reason(tmp_path):
+    out = run(demo_copy(tmp_path), "Tidy the README")
+    plan = out["disclosure_plan"]
+    assert [(r["document"], r["kind"]) for r in plan[:6]] == [
+        (".planning/gsd-rules.md", "rules"),
+        (REF + "security.md", "rules"),  # pulled in by an @ line of the core rules
+        (REF + "architecture.md", "reference"),
+        (REF + "api-conventions.md", "reference"),
+        (".planning/plans/current/plan.md", "plan"),
+        ("user_request", "request"),
+    ]
+    assert plan[1]["rule"] == "core rules: an @ line in .planning/gsd-rules.md"
+    for row in plan:
+        assert row["layer"] in (1, 2, 3) and isinstance(row["loaded"], bool)
+        assert ("rule" in row) == row["loaded"] and ("reason" in row) != row["loaded"]
+    assert len({r["document"] for r in plan}) == len(plan)  # one row per document
+
+
+def test_a_configured_reference_is_never_loaded_twice(tmp_path):
+    project = demo_copy(tmp_path)
+    path = project / ".planning" / "references" / "architecture.md"
+    path.write_text(path.read_text().replace("priority: 70\n", "priority: 70\nmodes: [dev]\n"))
+    out = run(project, "x")
+    assert f"ref:{REF}architecture.md" not in keys(out)
+    row = rows(out)[REF + "architecture.md"]
+    assert row["rule"] == "configured reference: references.project" and row["also"] == "frontmatter modes: [dev]"
+
+
+def test_a_project_rules_file_adds_a_trigger(tmp_path):
+    project = write(demo_copy(tmp_path), {
+        ".planning/disclosure.yaml": "triggers:\n  - name: flags\n    keywords: [flag]\n    load: [\"flags.md\"]\n",
+        ".planning/references/flags.md": "# Flags\n",
+    })
+    out = run(project, "Put it behind a flag", disclosure__rules="disclosure.yaml")
+    assert rows(out)[REF + "flags.md"]["rule"] == (
+        "configs/disclosure.yaml + .planning/disclosure.yaml trigger 'flags': 'flag' in the request (flags.md)")
+    with pytest.raises(ConfigError, match=r"key 'disclosure\.rules' is 'nope\.yaml', but there is no file"):
+        run(project, "x", disclosure__rules="nope.yaml")
+
+
+def test_a_document_over_the_size_cap_stays_out_with_the_reason(tmp_path):
+    row = rows(run(demo_copy(tmp_path), "x", disclosure__maxFileBytes=100))[REF + "coding-standards.md"]
+    assert row["loaded"] is False
+    # too large to read, so its frontmatter is unknown; the config's mode rule still names it
+    assert row["reason"].startswith("configs/disclosure.yaml modes.dev 'coding standards' (coding-standards.md) "
+                                    "selected it, but it is ")
+    assert row["reason"].endswith("bytes, over disclosure.maxFileBytes (100)")
+
+
+# ----------------------------------------------------------------------------- GSD phases
+
+
+def corpus() -> list[Path]:
+    return sorted(p for p in CORPUS.iterdir() if (p / ".planning").is_dir()) if CORPUS.is_dir() else []
+
+
+@pytest.mark.skipif(not corpus(), reason="the corpus is not available")
+@pytest.mark.parametrize("phase", lib.PHASES)
+@pytest.mark.parametrize("project", corpus(), ids=lambda p: p.name)
+def test_every_gsd_phase_on_every_corpus_project(project, phase):
+    out = run(project, "Continue with the current phase", disclosure__phase=phase)
+    rules = lib.parse_rules(__import__("yaml").safe_load(
+        (REPO / "configs" / "disclosure.yaml").read_text()), "configs/disclosure.yaml")
+    planning = project / ".planning"
+    phase_rows = [r for r in out["disclosure_plan"]
+                  if r.get("rule", "").startswith(f"phase {phase}:") or r.get("also", "").startswith(f"phase {phase}:")]
+    # every file a phase rule loaded exists, and is in the context exactly once
+    for row in phase_rows:
+        assert (project / row["document"]).is_file()
+        assert row["loaded"] and row["section"] is not None
+        if row["section"].startswith("ref:"):
+            assert keys(out).count(row["section"]) == 1
+    # a required glob with no file is a warning naming the glob; a required plain file that
+    # exists is loaded
+    for entry in (e for e in rules.phases[phase] if e.required):
+        if "{phase}" in entry.glob:
+            continue
+        if (planning / entry.glob).is_file():
+            assert f".planning/{entry.glob}" in {r["document"] for r in phase_rows}
+        else:
+            assert f".planning/{entry.glob}: required for phase {phase!r} (configs/disclosure.yaml) but no file matches" \
+                in out["disclosure_warnings"]
+    # no state file loads unless a phase rule named it
+    for row in out["disclosure_plan"]:
+        if row["loaded"] and row["section"] == f"ref:{row['document']}" and row["kind"] == "file":
+            rel = row["document"].removeprefix(".planning/")
+            assert lib.first_match(rules.state, rel) is None or row["rule"].startswith(f"phase {phase}:")
+
+
+@pytest.mark.skipif(not corpus(), reason="the corpus is not available")
+def test_execute_on_helix_loads_the_plans_of_the_phase_state_md_names():
+    out = run(CORPUS / "0xLeathery__helix-staking", "Continue", disclosure__phase="execute")
+    folder = ".planning/phases/08.1-game-theory-hardening/"
+    plans = sorted(r["document"] for r in out["disclosure_plan"] if r["document"].startswith(folder))
+    assert plans == [f"{folder}08.1-0{i}-PLAN.md" for i in range(1, 6)]
+    assert all("STATE.md names phase 8.1" in rows(out)[p]["rule"] for p in plans)
+    assert out["disclosure_warnings"] == ()
+
+
+@pytest.mark.skipif(not corpus(), reason="the corpus is not available")
+def test_verify_and_repair_on_kubectl_fields():
+    project = CORPUS / "ahmetb__kubectl-fields"
+    folder = ".planning/phases/04-extended-features/"
+    verify = rows(run(project, "Check the phase", disclosure__phase="verify"))
+    for name in ("04-01-SUMMARY.md", "04-VERIFICATION.md", "04-UAT.md"):
+        assert verify[folder + name]["loaded"] and verify[folder + name]["layer"] == 2
+    assert verify[".planning/ROADMAP.md"]["loaded"]
+    repair = run(project, "Fix the gaps", disclosure__phase="repair")
+    loaded = {r["document"] for r in repair["disclosure_plan"] if r["loaded"] and r["document"].startswith(folder)}
+    assert loaded == {folder + n for n in ("04-01-SUMMARY.md", "04-VERIFICATION.md", "04-UAT.md", "04-CONTEXT.md")}
+    research = rows(run(project, "Research", disclosure__phase="research"))
+    assert research[".planning/research/PITFALLS.md"]["rule"].startswith("phase research: research/**/*.md")
+
+
+@pytest.mark.skipif(not corpus(), reason="the corpus is not available")
+def test_a_missing_required_file_is_a_warning_not_an_error():
+    out = run(CORPUS / "0xCUB3__wBlock", "Talk it through", disclosure__phase="discuss")
+    assert ".planning/PROJECT.md: required for phase 'discuss' (configs/disclosure.yaml) but no file matches" \
+        in out["disclosure_warnings"]
+    assert rows(out)[".planning/ROADMAP.md"]["loaded"]
+
+
+def test_no_phase_loads_no_state_file_and_a_bad_phase_is_a_config_error(tmp_path):
+    project = write(tmp_path, {".planning/STATE.md": "Phase: 1 of 1\n", ".planning/ROADMAP.md": "# Roadmap\n",
+                               ".planning/phases/01-a/01-01-PLAN.md": "# Plan\n"})
+    out = run(project, "x")
+    assert not [r for r in out["disclosure_plan"] if r["kind"] == "file"]
+    with pytest.raises(ConfigError, match=r"key 'disclosure\.phase' is 'deploy'; use one of execute, research, plan"):
+        run(project, "x", disclosure__phase="deploy")
