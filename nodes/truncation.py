@@ -24,6 +24,7 @@ from hamilton.function_modifiers import parameterize, source, tag, value
 from .lib import session as _session
 from .lib import truncate as _t
 from .lib.layout import render_context
+from .lib.summarize import as_summarizer
 from .lib.tokens import TokenCounter, model_presets
 from .types import BudgetExceededError, BudgetReport, LedgerEntry, Section
 
@@ -169,6 +170,8 @@ def head_strategy(context_config: dict) -> _t.Strategy:
 def middle_strategy(summarizer: Any, context_config: dict) -> _t.Strategy:
     """Middle: for mixed content. Summarized by priority (lowest first) with the summarizer,
     then cut keeping both ends; a history keeps its first and newest rounds."""
+    if summarizer is None or isinstance(summarizer, str):  # a method name (driver config) instead of the node
+        summarizer = as_summarizer(summarizer)
     return _t.Strategy("middle", summarizer, render_round=_session.render_round, round_summary=_session.round_summary)
 
 

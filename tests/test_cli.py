@@ -39,7 +39,7 @@ def test_build_json_contract(tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
     assert {"context", "budget", "sections", "warnings"} <= set(data)
-    assert set(data["budget"]) == BUDGET_FIELDS
+    assert BUDGET_FIELDS <= set(data["budget"])
     assert data["budget"]["available_tokens"] == 16000 - 3200  # the demo's config.json
     for section in data["sections"]:
         assert SECTION_FIELDS <= set(section)
