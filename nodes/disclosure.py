@@ -383,23 +383,31 @@ def _fetch(url: str, timeout: float, max_bytes: int) -> FetchedDoc:
                       dict(parsed.metadata), (parsed.body_start, parsed.last_line))
 
 
+def _relative(location: str, project_dir: str) -> str:
+    """A location as the disclosure plan names it: project-relative inside the project (as
+    given or with symlinks resolved), else as it is."""
+    for root in (os.path.realpath(project_dir), os.path.abspath(project_dir)):
+        relative = _dis.project_relative(location, root)
+        if relative != location or not os.path.isabs(location):
+            return relative
+    real = os.path.realpath(location) if os.path.isabs(location) else location
+    return _dis.project_relative(real, os.path.realpath(project_dir))
+
+
 def _already_loaded(
     ordered_references: list[Document], plan_section: Optional[Section], project_dir: str
 ) -> dict[str, tuple[str, str]]:
     """Project-relative path or URL -> (section key, how) of documents other stages loaded."""
-    root = os.path.realpath(project_dir)
     out: dict[str, tuple[str, str]] = {}
     by_key = {doc.key: doc for doc in ordered_references}
     for doc in ordered_references:
-        location = _dis.project_relative(doc.source.location, root)
-        out.setdefault(location, (f"ref:{doc.source.location}", _how(doc, by_key)))
+        out.setdefault(_relative(doc.source.location, project_dir), (f"ref:{doc.source.location}", _how(doc, by_key)))
         if doc.source.kind == "file":
-            out.setdefault(_dis.project_relative(os.path.realpath(doc.key), root),
-                           (f"ref:{doc.source.location}", _how(doc, by_key)))
+            out.setdefault(_relative(doc.key, project_dir), (f"ref:{doc.source.location}", _how(doc, by_key)))
     if plan_section is not None:
         for source in plan_section.sources:
             if source.kind == "file":
-                out.setdefault(_dis.project_relative(source.location, root), (plan_section.key, "the plan section"))
+                out.setdefault(_relative(source.location, project_dir), (plan_section.key, "the plan section"))
     return out
 
 
@@ -420,13 +428,12 @@ def _root_group(doc: Document, by_key: Mapping[str, Document]) -> str:
 def _core_rows(
     ordered_references: list[Document], plan_section: Optional[Section], user_request: str, project_dir: str
 ) -> list[dict]:
-    root = os.path.realpath(project_dir)
     by_key = {doc.key: doc for doc in ordered_references}
     rows = []
     for doc in ordered_references:
         core = _root_group(doc, by_key) == "core"
         rows.append({
-            "document": _dis.project_relative(doc.source.location, root),
+            "document": _relative(doc.source.location, project_dir),
             "layer": 1,
             "loaded": True,
             "rule": ("core rules: " if core else "configured reference: ") + _how(doc, by_key),
@@ -435,7 +442,7 @@ def _core_rows(
         })
     if plan_section is not None:
         files = [s.location for s in plan_section.sources if s.kind == "file"]
-        rows.append({"document": _dis.project_relative(files[0], root) if files else plan_section.key,
+        rows.append({"document": _relative(files[0], project_dir) if files else plan_section.key,
                      "layer": 1, "loaded": True, "rule": "core: plan summary (state.includePlan)",
                      "section": plan_section.key, "kind": "plan"})
     else:

@@ -53,7 +53,6 @@ def fitted_context(
     summarizable_cut: _t.TruncationState,
     truncation_trigger: dict,
     rendered_context: str,
-    budget_report: BudgetReport,
     context_template: str,
     mode_template: str,
     context_config: dict,
@@ -69,8 +68,8 @@ def fitted_context(
     late = None
     passes = 0
     for passes in range(1, int(settings.get("maxFitPasses", 8)) + 1):
-        text, tokens = _rendered(state, sections, rendered_context, budget_report, context_template, mode_template,
-                                 context_config, token_counter)
+        text, tokens = _rendered(state, sections, rendered_context, truncation_trigger, context_template,
+                                 mode_template, context_config, token_counter)
         if tokens <= state.target:
             break
         if not truncation_trigger["triggered"] and not state.ledger and late is None:
@@ -91,12 +90,12 @@ def fitted_context(
     return _t.FittedContext(state, tuple(sections), text, tokens, section_tokens, passes, tuple(notes), late)
 
 
-def _rendered(state, sections, rendered_context, budget_report, context_template, mode_template, context_config,
+def _rendered(state, sections, rendered_context, trigger, context_template, mode_template, context_config,
               counter) -> tuple[str, int]:
     """The prompt and its exact tokens; the rendered context unchanged when no step acted."""
     if not state.ledger:
-        exact = getattr(budget_report, "exact", True)
-        return rendered_context, budget_report.total_tokens if exact else counter.count(rendered_context)
+        exact = trigger["initial_exact"]
+        return rendered_context, trigger["initial_tokens"] if exact else counter.count(rendered_context)
     text = render_context(sections, context_template, mode_template, context_config["escape"])
     return text, counter.count(text)
 

@@ -52,14 +52,17 @@ def instructions_section(context_config: dict) -> Section:
 @tag(stage="render")
 def sections(
     reference_sections: list,
+    disclosed_sections: list,
     state_sections: list,
     request_section: Section,
     instructions_section: Section,
 ) -> list:
-    """Every section in render order: rules, references, state (as given), request, instructions."""
-    assembled = list(reference_sections) + list(state_sections)
+    """Every section in render order: rules, references (configured, then disclosed), state (as
+    given), request, instructions."""
+    loaded = list(reference_sections) + list(disclosed_sections)
+    assembled = loaded + list(state_sections)
     rules = [s for s in assembled if s.kind in _REFERENCE_ORDER]
-    references = [s for s in reference_sections if s.kind not in _REFERENCE_ORDER]
+    references = [s for s in loaded if s.kind not in _REFERENCE_ORDER]
     state = [s for s in state_sections if s.kind not in _REFERENCE_ORDER]
     return rules + references + state + [request_section, instructions_section]
 

@@ -28,6 +28,8 @@ class BuildResult:
     truncation: Mapping[str, Any] = field(default_factory=dict)
     pools: Mapping[str, Any] = field(default_factory=dict)
     initial_budget: BudgetReport | None = None
+    disclosure: tuple[Mapping[str, Any], ...] = ()
+    monitor: Mapping[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict:
         """The JSON document of ``--format json``."""
@@ -39,6 +41,8 @@ class BuildResult:
             "ledger": [entry.as_dict() for entry in self.ledger],
             "truncation": dict(self.truncation),
             "pools": dict(self.pools),
+            "disclosure": [dict(row) for row in self.disclosure],
+            "monitor": dict(self.monitor),
         }
 
     def _section_json(self, section: Section) -> dict:
@@ -72,12 +76,14 @@ def run_warnings(
     config_warnings: tuple,
     reference_warnings: tuple,
     state_warnings: tuple,
+    disclosure_warnings: tuple,
     budget_warnings: tuple,
     truncation_warnings: tuple,
 ) -> tuple:
     """Every warning of the run, stage by stage, without repeats."""
     seen: dict[str, None] = {}
-    for group in (config_warnings, reference_warnings, state_warnings, budget_warnings, truncation_warnings):
+    groups = (config_warnings, reference_warnings, state_warnings, disclosure_warnings, budget_warnings, truncation_warnings)
+    for group in groups:
         for warning in group:
             seen.setdefault(warning, None)
     return tuple(seen)
@@ -94,6 +100,8 @@ def build_result(
     truncation_summary: dict,
     budget_pools: dict,
     budget_report: BudgetReport,
+    disclosure_plan: list,
+    monitor_report: dict,
 ) -> BuildResult:
     """The whole result of one build, as the CLI prints it and the API returns it."""
     return BuildResult(
@@ -106,6 +114,8 @@ def build_result(
         truncation=dict(truncation_summary),
         pools=dict(budget_pools),
         initial_budget=budget_report,
+        disclosure=tuple(disclosure_plan),
+        monitor=dict(monitor_report),
     )
 
 

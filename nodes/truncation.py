@@ -43,12 +43,18 @@ def soft_limit_tokens(context_config: dict, available_tokens: int) -> int:
 
 @tag(stage=STAGE)
 def truncation_trigger(
-    budget_report: BudgetReport, available_tokens: int, soft_limit_tokens: int, context_config: dict
+    budget_report: BudgetReport, rendered_context: str, token_counter: TokenCounter, available_tokens: int,
+    soft_limit_tokens: int, context_config: dict,
 ) -> dict:
     """Whether truncation runs, why, and the token target it cuts to: hard (over the available
     tokens) and soft (over budget.softLimit) cut to the soft limit; requested
-    (truncation.compact) cuts to softLimit times the current size when already under it."""
-    total = budget_report.total_tokens
+    (truncation.compact) cuts to softLimit times the current size when already under it.
+    Decided on an exact count unless the budget report's estimate is far over the budget (a
+    context that may be returned as it is gets counted exactly once, and that count is reused)."""
+    total, exact = budget_report.total_tokens, bool(getattr(budget_report, "exact", True))
+    upper = float(context_config["budget"].get("exactBand", (0.5, 1.5))[1])
+    if not exact and total <= upper * available_tokens:
+        total, exact = token_counter.count(rendered_context), True
     soft = float(context_config["budget"].get("softLimit", 0.85))
     compact = bool(context_config["truncation"].get("compact", False))
     if total > available_tokens:
@@ -60,7 +66,8 @@ def truncation_trigger(
     else:
         reason, target = None, available_tokens
     return {"triggered": reason is not None, "reason": reason, "target": target, "soft_limit": soft,
-            "soft_limit_tokens": soft_limit_tokens, "available": available_tokens, "compact": compact}
+            "soft_limit_tokens": soft_limit_tokens, "available": available_tokens, "compact": compact,
+            "initial_tokens": total, "initial_exact": exact}
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -74,6 +81,19 @@ def template_overhead(
     headings, titles): the prompt rendered with every content emptied."""
     empty = [s.with_content("") for s in sections]
     return token_counter.count(render_context(empty, context_template, mode_template, context_config["escape"]))
+
+
+@tag(stage=STAGE)
+def immutable_context_tokens(
+    sections: list, context_template: str, mode_template: str, context_config: dict, token_counter: TokenCounter,
+    truncation_trigger: dict,
+) -> int:
+    """Exact tokens of the smallest context truncation can reach: the prompt rendered with
+    the immutable sections only (0 when truncation does not run)."""
+    if not truncation_trigger["triggered"]:
+        return 0
+    immutable = [s for s in sections if s.tier == "immutable"]
+    return token_counter.count(render_context(immutable, context_template, mode_template, context_config["escape"]))
 
 
 @tag(stage=STAGE)
@@ -194,6 +214,7 @@ def truncation_start(
     section_strategies: dict,
     available_tokens: int,
     context_config: dict,
+    immutable_context_tokens: int,
 ) -> _t.TruncationState:
     """The state the steps start from. When truncation runs and the immutable sections with
     the template alone do not fit the available tokens, raises BudgetExceededError naming each
@@ -201,16 +222,14 @@ def truncation_start(
     target = truncation_trigger["target"] if truncation_trigger["triggered"] else available_tokens
     state = _t.start_state(sections, section_tallies["tokens"], section_tallies["exact"], template_overhead,
                            target, available_tokens, pool_share_tokens, section_strategies)
-    if truncation_trigger["triggered"]:
-        _check_immutable(sections, section_tallies["tokens"], template_overhead, available_tokens, context_config)
+    if immutable_context_tokens > available_tokens:
+        _raise_immutable(sections, section_tallies["tokens"], immutable_context_tokens, available_tokens, context_config)
     return state
 
 
-def _check_immutable(sections, tokens, overhead, available, context_config) -> None:
+def _raise_immutable(sections, tokens, needed, available, context_config) -> None:
     immutable = [s for s in sections if s.tier == "immutable"]
-    needed = overhead + sum(tokens[s.key] for s in immutable)
-    if needed <= available:
-        return
+    overhead = needed - sum(tokens[s.key] for s in immutable)
     budget = context_config["budget"]
     reserve = int(budget["reserveTokens"])
     listed = "; ".join(f"{s.title} ({s.key}): {tokens[s.key]:,} tokens" for s in immutable)
@@ -218,8 +237,8 @@ def _check_immutable(sections, tokens, overhead, available, context_config) -> N
             if int(p["window"]) - reserve >= needed]
     models = ", ".join(fits) if fits else "none of configs/models.yaml"
     raise BudgetExceededError(
-        f"the immutable sections alone do not fit: they need {needed:,} tokens ({listed}; template "
-        f"{overhead:,} tokens) but only {available:,} are available (budget.maxTokens {int(budget['maxTokens']):,} "
+        f"the immutable sections alone do not fit: rendered alone they need {needed:,} tokens ({listed}; "
+        f"templates and headings {overhead:,} tokens) but only {available:,} are available (budget.maxTokens {int(budget['maxTokens']):,} "
         f"- budget.reserveTokens {reserve:,}), {needed - available:,} short. Models whose window minus the "
         f"reserve would fit: {models}. Raise budget.maxTokens, lower budget.reserveTokens, or shorten these sections."
     )
@@ -344,8 +363,8 @@ def truncation_summary(
         "soft_limit": truncation_trigger["soft_limit"],
         "soft_limit_tokens": truncation_trigger["soft_limit_tokens"],
         "available": truncation_trigger["available"],
-        "initial_tokens": budget_report.total_tokens,
-        "initial_exact": bool(getattr(budget_report, "exact", True)),
+        "initial_tokens": truncation_trigger["initial_tokens"],
+        "initial_exact": truncation_trigger["initial_exact"],
         "final_tokens": fitted_context.tokens,
         "fit_passes": fitted_context.passes,
         "sections_changed": changed,

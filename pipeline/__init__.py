@@ -7,6 +7,7 @@
 
 from .api import build_context, bundled_example, explain_config
 from .nodes.report import BuildResult
+from .session import Session
 from .nodes.types import BudgetExceededError, ConfigError, CtxEngineError, ReferenceLoadError, TemplateError
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "ConfigError",
     "CtxEngineError",
     "ReferenceLoadError",
+    "Session",
     "TemplateError",
     "build_context",
     "bundled_example",

@@ -25,6 +25,7 @@ def build_overrides(
     compact: bool | None = None,
     strategy: str | None = None,
     layout: str | None = None,
+    phase: str | None = None,
 ) -> dict[str, Any]:
     """Overrides as dotted keys: the named options first, then ``overrides`` on top."""
     named = {
@@ -34,6 +35,7 @@ def build_overrides(
         "truncation.compact": compact,
         "truncation.strategy": strategy,
         "state.layout": layout,
+        "disclosure.phase": phase,
     }
     out = {key: value for key, value in named.items() if value is not None}
     out.update(overrides or {})
@@ -50,7 +52,7 @@ def build_context(
     """Assemble the context for ``request`` against ``project_dir`` and make it fit.
 
     ``options`` are the named overrides of :func:`build_overrides` (mode, max_tokens,
-    reserve_tokens, compact, strategy, layout); ``overrides`` takes dotted keys
+    reserve_tokens, compact, strategy, layout, phase); ``overrides`` takes dotted keys
     (``{"budget.maxTokens": 32000}``). Raises a CtxEngineError subclass on bad input.
     """
     project = project_dir if project_dir is not None else bundled_example()

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from .nodes.types import CtxEngineError
 
 MODES = ("dev", "research", "review")
+PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--compact", action="store_true", default=None, help="compact even when the context fits")
     build.add_argument("--strategy", choices=("auto", "tail", "head", "middle"), help="force one truncation strategy")
     build.add_argument("--layout", choices=("auto", "article", "gsd"), help="project layout (state.layout)")
+    build.add_argument("--phase", choices=PHASES, help="GSD phase type: which .planning/ files load (disclosure.phase)")
     _add_set(build)
     build.add_argument("--format", choices=("text", "json"), default="text")
     build.add_argument("-o", "--output", default=None, help="write the result to this file instead of stdout")
@@ -119,6 +121,7 @@ def _build(args: argparse.Namespace) -> int:
         compact=args.compact,
         strategy=args.strategy,
         layout=args.layout,
+        phase=args.phase,
     )
     if args.format == "json":
         text = json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"

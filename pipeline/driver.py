@@ -19,15 +19,29 @@ from typing import Any, Iterable, Mapping  # noqa: E402
 from hamilton import driver as h_driver  # noqa: E402
 
 from .nodes.types import CtxEngineError  # noqa: E402
-from .nodes import budget, config, quality, references, render, report, state, summarize, truncation  # noqa: E402
+from .nodes import (  # noqa: E402
+    budget,
+    config,
+    disclosure,
+    monitor,
+    quality,
+    references,
+    render,
+    report,
+    state,
+    summarize,
+    truncation,
+)
 
 #: The stage modules, in dataflow order.
 NODE_MODULES: tuple[ModuleType, ...] = (
     config,
     references,
     state,
+    disclosure,
     render,
     budget,
+    monitor,
     summarize,
     truncation,
     quality,

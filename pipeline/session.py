@@ -25,7 +25,6 @@ from typing import Any, Mapping
 
 from . import driver
 from .api import build_overrides, bundled_example
-from .nodes.lib.monitor import BudgetMonitor
 from .nodes.lib.session import summarize_rounds
 from .nodes.report import BuildResult
 from .nodes.types import CtxEngineError, Message, Round

@@ -354,3 +354,16 @@ def test_no_phase_loads_no_state_file_and_a_bad_phase_is_a_config_error(tmp_path
     assert not [r for r in out["disclosure_plan"] if r["kind"] == "file"]
     with pytest.raises(ConfigError, match=r"key 'disclosure\.phase' is 'deploy'; use one of execute, research, plan"):
         run(project, "x", disclosure__phase="deploy")
+
+
+def test_a_project_reached_through_a_symlink_names_and_dedups_the_same_documents(tmp_path):
+    real = demo_copy(tmp_path / "real")
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    project = real / ".planning" / "references" / "architecture.md"
+    project.write_text(project.read_text().replace("priority: 70\n", "priority: 70\nmodes: [dev]\n"))
+    out = run(link, "x")
+    plan = rows(out)
+    assert plan[".planning/plans/current/plan.md"]["kind"] == "plan"
+    assert plan[REF + "architecture.md"]["rule"] == "configured reference: references.project"
+    assert keys(out) == [f"ref:{REF}coding-standards.md"]
