@@ -59,7 +59,7 @@ class _UserErrorFilter(logging.Filter):
 logging.getLogger("hamilton.execution.graph_functions").addFilter(_UserErrorFilter())
 
 #: Driver-level config: the keys that pick `@config.when` variants, with their defaults.
-VARIANT_KEYS = {"summarizer": ("truncation", "summarizer")}
+VARIANT_KEYS = {"summarizer_method": ("truncation", "summarizer")}
 
 
 def build_driver(variants: Mapping[str, str] | None = None, modules: Iterable[ModuleType] = NODE_MODULES):
