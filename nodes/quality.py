@@ -70,10 +70,10 @@ def fitted_context(
     for passes in range(1, int(settings.get("maxFitPasses", 8)) + 1):
         text, tokens = _rendered(state, sections, rendered_context, truncation_trigger, context_template,
                                  mode_template, context_config, token_counter)
-        if tokens <= state.target:
+        if tokens <= min(state.target, state.limit):
             break
         if not truncation_trigger["triggered"] and not state.ledger and late is None:
-            late = "hard" if tokens > state.limit else None
+            late = "hard" if tokens > state.limit else "soft" if tokens > truncation_trigger["soft_limit_tokens"] else None
             if late is None:
                 break
             state = replace(state, target=truncation_trigger["soft_limit_tokens"])
@@ -111,11 +111,12 @@ def _mended(state: _t.TruncationState) -> tuple[list[Section], list[str]]:
     except ImportError:  # pragma: no cover - the mender lands separately
         return sections, []
     order = list(state.originals)
-    kept = {s.key: s for s in sections if s.tier == "immutable" or s.kind == "history"}
-    others = [s for s in sections if s.key not in kept]
+    transcripts = {s.key: s for s in sections if s.kind == "history"}
+    others = [s for s in sections if s.key not in transcripts]
     mended, notes = mend_cross_references(others, {k: dict(v) for k, v in state.removed.items()}, order)
     by_key = {s.key: s for s in mended}
-    return [kept.get(s.key) or by_key[s.key] for s in sections], list(notes)
+    originals = {s.key: s for s in sections if s.tier == "immutable"}  # byte-identical, whatever the mender did
+    return [transcripts.get(s.key) or originals.get(s.key) or by_key[s.key] for s in sections], list(notes)
 
 
 def _section_tokens(state: _t.TruncationState, sections, counter: TokenCounter) -> dict[str, int]:

@@ -219,7 +219,10 @@ def truncation_start(
     """The state the steps start from. When truncation runs and the immutable sections with
     the template alone do not fit the available tokens, raises BudgetExceededError naming each
     immutable section with its tokens, the shortfall, and the models that would fit."""
-    target = truncation_trigger["target"] if truncation_trigger["triggered"] else available_tokens
+    tallied = template_overhead + sum(section_tallies["tokens"].values())
+    # Untriggered: no step acts (the exact count of the rendered context said it fits; the
+    # tallies, summed per section, may differ by a few tokens). The exact fit still checks it.
+    target = truncation_trigger["target"] if truncation_trigger["triggered"] else max(available_tokens, tallied)
     state = _t.start_state(sections, section_tallies["tokens"], section_tallies["exact"], template_overhead,
                            target, available_tokens, pool_share_tokens, section_strategies)
     if immutable_context_tokens > available_tokens:

@@ -233,3 +233,18 @@ def test_every_corpus_transcript_parses(path: Path):
     assert len(summary_lines) >= max(0, len(history.rounds) - 5)
     assert summary_lines[: len(history.rounds) - 5] == [S.round_summary(r) for r in history.rounds[:-5]]
     assert compact.count("\n### Round ") >= min(5, len(history.rounds))
+
+
+def test_round_summary_tells_the_outcome_and_the_failure_first():
+    from ctxengine.nodes.lib.session import round_summary
+    from ctxengine.nodes.types import Message, Round
+
+    messages = (
+        Message("user", "Run the tests", 7),
+        Message("assistant", "Running the relevant tests.", 7, tool_calls=({"id": "c1", "name": "bash", "arguments": "pytest"},)),
+        Message("tool", "tests/test_a.py::test_ok PASSED\ntests/test_a.py::test_login FAILED - assert 404 == 401\n1 failed, 1 passed", 7, call_id="c1"),
+        Message("assistant", "The login handler returns 404 for a bad password. I will fix it next.", 7),
+    )
+    summary = round_summary(Round(7, messages))
+    assert "done: The login handler returns 404 for a bad password." in summary
+    assert "test_login FAILED" in summary

@@ -16,10 +16,11 @@ from hamilton import ad_hoc_utils, driver  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ctxengine.nodes import budget, config, quality, render, report, summarize, truncation  # noqa: E402
+from ctxengine.nodes import budget, config, quality, render, summarize, truncation  # noqa: E402
 from ctxengine.nodes.lib import session  # noqa: E402
 from ctxengine.nodes.lib.layout import render_context  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402
+from ctxengine.nodes.report import BuildResult  # noqa: E402
 from ctxengine.nodes.types import BudgetExceededError, Message, Round, Section, Source  # noqa: E402
 
 COUNTER = token_counter_for("cl100k_base")  # the test config uses a cl100k model
@@ -73,6 +74,8 @@ ENV = Section("environment", "Environment", "environment", "python 3.11\nos linu
 
 @lru_cache(maxsize=1)
 def _driver():
+    """The real Hamilton driver over the stages truncation needs (config, render, budget,
+    summarize, truncation, quality), with the reference and state sections given as inputs."""
     def reference_sections(fixture_references: list) -> list:
         """Fixture references."""
         return list(fixture_references)
@@ -81,28 +84,35 @@ def _driver():
         """Fixture state."""
         return list(fixture_state)
 
-    def reference_warnings() -> tuple:
-        """No reference warnings."""
-        return ()
+    def disclosed_sections() -> list:
+        """No disclosed sections."""
+        return []
 
-    def state_warnings() -> tuple:
-        """No state warnings."""
-        return ()
-
-    fixtures = ad_hoc_utils.create_temporary_module(reference_sections, state_sections, reference_warnings,
-                                                    state_warnings)
-    return (driver.Builder().with_modules(config, render, budget, summarize, truncation, quality, report, fixtures)
+    fixtures = ad_hoc_utils.create_temporary_module(reference_sections, state_sections, disclosed_sections)
+    return (driver.Builder().with_modules(config, render, budget, summarize, truncation, quality, fixtures)
             .with_config({"summarizer_method": "extractive"}).build())
+
+
+RESULT_NODES = ["final_context", "final_budget_report", "final_sections", "final_section_tokens", "truncation_warnings",
+                "truncation_ledger", "truncation_summary", "budget_pools", "budget_report"]
 
 
 def run(tmp_path, refs=(RULES,), state=(), request="Add the login endpoint", outputs=("build_result",),
         available=None, reserve=1000, **overrides):
+    """Run the driver; ``build_result`` is assembled from the truncation and quality outputs
+    the way nodes/report.py assembles it."""
     settings_ = {"model": "gpt-4-turbo", **overrides}
     if available is not None:
         settings_.update({"budget.maxTokens": available + reserve, "budget.reserveTokens": reserve})
-    out = _driver().execute(list(outputs), inputs={
+    wanted = RESULT_NODES if outputs == ("build_result",) else list(outputs)
+    out = _driver().execute(wanted, inputs={
         "project_dir": str(tmp_path), "overrides": settings_, "user_request": request,
         "fixture_references": list(refs), "fixture_state": list(state)})
+    if outputs == ("build_result",):
+        return BuildResult(out["final_context"], out["final_budget_report"], tuple(out["final_sections"]),
+                           dict(out["final_section_tokens"]), out["truncation_warnings"],
+                           tuple(out["truncation_ledger"]), dict(out["truncation_summary"]), dict(out["budget_pools"]),
+                           out["budget_report"])
     return out if len(outputs) > 1 else out[outputs[0]]
 
 

@@ -511,15 +511,24 @@ def _line_at(text: str, pos: int) -> str:
 
 
 def _test_lines(text: str, limit: int) -> list[str]:
+    """Up to ``limit`` test-result lines, failures first, then counts ("3 passed"), then the rest."""
     found: list[str] = []
     text = text[:_MAX_SCAN]
     for match in _TEST_KEY.finditer(text):
         line = _one_line(_line_at(text, match.start() + (1 if text[match.start()] == "\n" else 0)).strip(" =-*#>"), 90)
         if line and line not in found:
             found.append(line)
-            if len(found) >= limit:
+            if len(found) >= 4 * limit:
                 break
-    return found
+    return sorted(found, key=_test_line_rank)[:limit]
+
+
+_FAILURE = re.compile(r"FAILED|\bfailed\b|Error|ERROR|Traceback|exit code [1-9]")
+_COUNTS = re.compile(r"\d+ (?:passed|failed)|Ran \d+ test")
+
+
+def _test_line_rank(line: str) -> int:
+    return 0 if _FAILURE.search(line) else 1 if _COUNTS.search(line) else 2
 
 
 def _tests_in(messages: Iterable[Message], skip: set[str]) -> list[str]:
@@ -569,8 +578,8 @@ def round_summary(round_: Round) -> str:
         done = "; ".join(_one_line(c, 100) for c in commits[:2])
         if len(commits) > 2:
             done += f" (+{len(commits) - 2} more commits)"
-    else:
-        for message in round_.messages:
+    else:  # the round's conclusion: the last thing the assistant said
+        for message in reversed(round_.messages):
             if message.role == "assistant" and message.content.strip():
                 done = _one_line(_first_sentence(message.content), 140)
                 break
