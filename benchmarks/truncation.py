@@ -112,7 +112,7 @@ def run_truncation(dr, setup: dict) -> dict:
 
 
 def langchain_messages(rounds):
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
     kinds = {"user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}
     out = []

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from hamilton.function_modifiers import tag
 
-from .lib.truncate import near_threshold
+from .lib.truncate import MemoCounter, near_threshold
 from .lib.tokens import TokenCounter, budget_report_for, model_presets, token_counter_for
 from .types import BudgetReport, ConfigError
 
@@ -29,6 +29,13 @@ def token_counter(model_preset: dict) -> TokenCounter:
 
 
 @tag(stage="budget")
+def run_counter(token_counter: TokenCounter) -> MemoCounter:
+    """The exact counter of this run: the token counter remembering each paragraph it counted,
+    so text that stays (from the assembled context to the final one) is counted once."""
+    return MemoCounter(token_counter)
+
+
+@tag(stage="budget")
 def available_tokens(context_config: dict) -> int:
     """Tokens the context may use: budget.maxTokens minus budget.reserveTokens."""
     budget = context_config["budget"]
@@ -47,16 +54,16 @@ class MeasuredBudgetReport(BudgetReport):
 
 @tag(stage="budget")
 def budget_report(
-    rendered_context: str, token_counter: TokenCounter, available_tokens: int, context_config: dict
+    rendered_context: str, run_counter: MemoCounter, available_tokens: int, context_config: dict
 ) -> BudgetReport:
     """Tokens of the assembled context against the available budget: an exact count when the
     estimate (chars / 4) is near the budget (within budget.exactBand times it, which holds the
     soft limit), the estimate when it is clearly far (a multi-MB context is not counted twice);
     ``exact`` says which."""
-    estimate = token_counter.estimate(rendered_context)
+    estimate = run_counter.estimate(rendered_context)
     band = context_config["budget"].get("exactBand", (0.5, 1.5))
     if near_threshold(estimate, available_tokens, band):
-        return MeasuredBudgetReport(**budget_report_for(token_counter.count(rendered_context), available_tokens).__dict__)
+        return MeasuredBudgetReport(**budget_report_for(run_counter.count(rendered_context), available_tokens).__dict__)
     return MeasuredBudgetReport(**budget_report_for(estimate, available_tokens).__dict__, exact=False)
 
 

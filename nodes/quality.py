@@ -13,7 +13,7 @@ from hamilton.function_modifiers import tag
 
 from .lib import truncate as _t
 from .lib.layout import render_context
-from .lib.tokens import TokenCounter, budget_report_for
+from .lib.tokens import budget_report_for
 from .types import BudgetExceededError, BudgetReport, Section, TemplateError
 
 STAGE = "quality"
@@ -56,7 +56,7 @@ def fitted_context(
     context_template: str,
     mode_template: str,
     context_config: dict,
-    token_counter: TokenCounter,
+    run_counter: _t.MemoCounter,
     truncation_strategies: dict,
 ) -> _t.FittedContext:
     """The final prompt and its exact token count: rendered, counted exactly and, while over
@@ -69,7 +69,7 @@ def fitted_context(
     passes = 0
     for passes in range(1, int(settings.get("maxFitPasses", 8)) + 1):
         text, tokens = _rendered(state, sections, rendered_context, truncation_trigger, context_template,
-                                 mode_template, context_config, token_counter)
+                                 mode_template, context_config, run_counter)
         if tokens <= min(state.target, state.limit):
             break
         if not truncation_trigger["triggered"] and not state.ledger and late is None:
@@ -78,7 +78,7 @@ def fitted_context(
                 break
             state = replace(state, target=truncation_trigger["soft_limit_tokens"])
         state = replace(state, overhead=state.overhead + tokens - state.total)  # the exact count rules
-        more = _t.cut_more(state, FIT_STEP, truncation_strategies, token_counter,
+        more = _t.cut_more(state, FIT_STEP, truncation_strategies, run_counter,
                            int(settings.get("minKeepTokens", 48)))
         if more.ledger == state.ledger:
             if tokens <= state.limit:
@@ -86,7 +86,7 @@ def fitted_context(
             raise BudgetExceededError(_overflow_message(state, tokens))
         state = more
         sections, notes = _mended(state)
-    section_tokens = _section_tokens(state, sections, token_counter)
+    section_tokens = _section_tokens(state, sections, run_counter)
     return _t.FittedContext(state, tuple(sections), text, tokens, section_tokens, passes, tuple(notes), late)
 
 
@@ -119,7 +119,7 @@ def _mended(state: _t.TruncationState) -> tuple[list[Section], list[str]]:
     return [transcripts.get(s.key) or originals.get(s.key) or by_key[s.key] for s in sections], list(notes)
 
 
-def _section_tokens(state: _t.TruncationState, sections, counter: TokenCounter) -> dict[str, int]:
+def _section_tokens(state: _t.TruncationState, sections, counter: _t.MemoCounter) -> dict[str, int]:
     """Exact tokens of each final section: the state's exact counts where its content is the
     one counted, a new count where mending or an estimate leaves none."""
     current = {s.key: s for s in state.sections}

@@ -25,7 +25,7 @@ from .lib import session as _session
 from .lib import truncate as _t
 from .lib.layout import render_context
 from .lib.summarize import as_summarizer
-from .lib.tokens import TokenCounter, model_presets
+from .lib.tokens import model_presets
 from .types import BudgetExceededError, BudgetReport, LedgerEntry, Section
 
 STAGE = "truncation"
@@ -43,7 +43,7 @@ def soft_limit_tokens(context_config: dict, available_tokens: int) -> int:
 
 @tag(stage=STAGE)
 def truncation_trigger(
-    budget_report: BudgetReport, rendered_context: str, token_counter: TokenCounter, available_tokens: int,
+    budget_report: BudgetReport, rendered_context: str, run_counter: _t.MemoCounter, available_tokens: int,
     soft_limit_tokens: int, context_config: dict,
 ) -> dict:
     """Whether truncation runs, why, and the token target it cuts to: hard (over the available
@@ -54,7 +54,7 @@ def truncation_trigger(
     total, exact = budget_report.total_tokens, bool(getattr(budget_report, "exact", True))
     upper = float(context_config["budget"].get("exactBand", (0.5, 1.5))[1])
     if not exact and total <= upper * available_tokens:
-        total, exact = token_counter.count(rendered_context), True
+        total, exact = run_counter.count(rendered_context), True
     soft = float(context_config["budget"].get("softLimit", 0.85))
     compact = bool(context_config["truncation"].get("compact", False))
     if total > available_tokens:
@@ -75,17 +75,17 @@ def truncation_trigger(
 
 @tag(stage=STAGE)
 def template_overhead(
-    sections: list, context_template: str, mode_template: str, context_config: dict, token_counter: TokenCounter
+    sections: list, context_template: str, mode_template: str, context_config: dict, run_counter: _t.MemoCounter
 ) -> int:
     """Exact tokens of the rendered prompt outside the section contents (mode template,
     headings, titles): the prompt rendered with every content emptied."""
     empty = [s.with_content("") for s in sections]
-    return token_counter.count(render_context(empty, context_template, mode_template, context_config["escape"]))
+    return run_counter.count(render_context(empty, context_template, mode_template, context_config["escape"]))
 
 
 @tag(stage=STAGE)
 def immutable_context_tokens(
-    sections: list, context_template: str, mode_template: str, context_config: dict, token_counter: TokenCounter,
+    sections: list, context_template: str, mode_template: str, context_config: dict, run_counter: _t.MemoCounter,
     truncation_trigger: dict,
 ) -> int:
     """Exact tokens of the smallest context truncation can reach: the prompt rendered with
@@ -93,11 +93,11 @@ def immutable_context_tokens(
     if not truncation_trigger["triggered"]:
         return 0
     immutable = [s for s in sections if s.tier == "immutable"]
-    return token_counter.count(render_context(immutable, context_template, mode_template, context_config["escape"]))
+    return run_counter.count(render_context(immutable, context_template, mode_template, context_config["escape"]))
 
 
 @tag(stage=STAGE)
-def section_tallies(sections: list, token_counter: TokenCounter, truncation_trigger: dict) -> dict:
+def section_tallies(sections: list, run_counter: _t.MemoCounter, truncation_trigger: dict) -> dict:
     """Tokens of each section before truncation, {"tokens": {key: n}, "exact": [keys]}:
     counted exactly for immutable sections and for any section that could be kept whole
     (estimate within the target), estimated (chars / 4) for the rest, which must shrink."""
@@ -105,9 +105,9 @@ def section_tallies(sections: list, token_counter: TokenCounter, truncation_trig
     tokens: dict[str, int] = {}
     exact: list[str] = []
     for section in sections:
-        estimate = token_counter.estimate(section.content)
+        estimate = run_counter.estimate(section.content)
         if section.tier == "immutable" or not truncation_trigger["triggered"] or estimate <= target:
-            tokens[section.key] = token_counter.count(section.content)
+            tokens[section.key] = run_counter.count(section.content)
             exact.append(section.key)
         else:
             tokens[section.key] = estimate
@@ -235,7 +235,8 @@ def _raise_immutable(sections, tokens, needed, available, context_config) -> Non
     overhead = needed - sum(tokens[s.key] for s in immutable)
     budget = context_config["budget"]
     reserve = int(budget["reserveTokens"])
-    listed = "; ".join(f"{s.title} ({s.key}): {tokens[s.key]:,} tokens" for s in immutable)
+    listed = "; ".join(f"{s.title} ({s.key}): {tokens[s.key]:,} token{'s' if tokens[s.key] != 1 else ''}"
+                       for s in immutable)
     fits = [name for name, p in sorted(model_presets().items(), key=lambda kv: kv[1]["window"])
             if int(p["window"]) - reserve >= needed]
     models = ", ".join(fits) if fits else "none of configs/models.yaml"
@@ -269,44 +270,44 @@ def discardable_dropped(state: _t.TruncationState, scope: str, step: str) -> _t.
 @tag(stage=STAGE)
 @parameterize(**_pass("pool_discardable_dropped", "discardable_dropped", "deprecated_head_cut"))
 def deprecated_head_cut(
-    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, token_counter: TokenCounter,
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, run_counter: _t.MemoCounter,
     context_config: dict,
 ) -> _t.TruncationState:
     """Deprecated documents (head strategy) cut to keep their beginning, with a marker."""
-    return _t.head_cut_deprecated(state, scope, step, truncation_strategies, token_counter, _min_keep(context_config))
+    return _t.head_cut_deprecated(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
 
 
 @tag(stage=STAGE)
 @parameterize(**_pass("pool_deprecated_head_cut", "deprecated_head_cut", "history_compacted"))
 def history_compacted(
-    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, token_counter: TokenCounter,
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, run_counter: _t.MemoCounter,
     context_config: dict,
 ) -> _t.TruncationState:
     """Session histories compacted by whole rounds (tail: recent rounds verbatim, older ones
     first-last, then summary lines, then dropped oldest first); tool calls keep their results."""
-    return _t.compact_histories(state, scope, step, truncation_strategies, token_counter, _min_keep(context_config))
+    return _t.compact_histories(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
 
 
 @tag(stage=STAGE)
 @parameterize(**_pass("pool_history_compacted", "history_compacted", "summarizable_summarized"))
 def summarizable_summarized(
-    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, token_counter: TokenCounter,
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, run_counter: _t.MemoCounter,
     context_config: dict,
 ) -> _t.TruncationState:
     """Summarizable sections (middle strategy) summarized, lowest priority first, each summary
     capped at what the section may keep."""
-    return _t.summarize_summarizable(state, scope, step, truncation_strategies, token_counter, _min_keep(context_config))
+    return _t.summarize_summarizable(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
 
 
 @tag(stage=STAGE)
 @parameterize(**_pass("pool_summarizable_summarized", "summarizable_summarized", "summarizable_cut"))
 def summarizable_cut(
-    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, token_counter: TokenCounter,
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, run_counter: _t.MemoCounter,
     context_config: dict,
 ) -> _t.TruncationState:
     """Summarizable sections cut at paragraph or line boundaries with a marker naming what was
     cut and where the full text is, lowest priority first; dropped when too little would stay."""
-    return _t.cut_summarizable(state, scope, step, truncation_strategies, token_counter, _min_keep(context_config))
+    return _t.cut_summarizable(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
 
 
 def _min_keep(context_config: dict) -> int:

@@ -53,10 +53,13 @@ class _UserErrorFilter(logging.Filter):
     input at fault, reported once by the caller with its own message, so drop that log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if "Need help with Hamilton?" in str(record.msg):  # the driver's banner on every failure
+            return False
         return not (record.exc_info and isinstance(record.exc_info[1], CtxEngineError))
 
 
-logging.getLogger("hamilton.execution.graph_functions").addFilter(_UserErrorFilter())
+for _name in ("hamilton.execution.graph_functions", "hamilton.driver"):
+    logging.getLogger(_name).addFilter(_UserErrorFilter())
 
 #: Driver-level config: the keys that pick `@config.when` variants, with their defaults.
 VARIANT_KEYS = {"summarizer_method": ("truncation", "summarizer")}

