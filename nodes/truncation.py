@@ -17,6 +17,8 @@ the quality checks are in nodes/quality.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Any
 
 from hamilton.function_modifiers import parameterize, source, tag, value
@@ -44,7 +46,7 @@ def soft_limit_tokens(context_config: dict, available_tokens: int) -> int:
 @tag(stage=STAGE)
 def truncation_trigger(
     budget_report: BudgetReport, rendered_context: str, run_counter: _t.MemoCounter, available_tokens: int,
-    soft_limit_tokens: int, context_config: dict,
+    soft_limit_tokens: int, context_config: dict, preventive_compaction: dict,
 ) -> dict:
     """Whether truncation runs, why, and the token target it cuts to: hard (over the available
     tokens) and soft (over budget.softLimit) cut to the soft limit; requested
@@ -63,6 +65,8 @@ def truncation_trigger(
         reason, target = "soft", soft_limit_tokens
     elif compact:
         reason, target = "requested", min(soft_limit_tokens, int(total * soft))
+    elif preventive_compaction.get("active"):
+        reason, target = "preventive", available_tokens
     else:
         reason, target = None, available_tokens
     return {"triggered": reason is not None, "reason": reason, "target": target, "soft_limit": soft,
@@ -74,37 +78,44 @@ def truncation_trigger(
 
 
 @tag(stage=STAGE)
+def truncation_sections(preventively_compacted_sections: list) -> list:
+    """The sections truncation starts from: as assembled, with the budget monitor's
+    preventive compaction (older history folded) already applied."""
+    return list(preventively_compacted_sections)
+
+
+@tag(stage=STAGE)
 def template_overhead(
-    sections: list, context_template: str, mode_template: str, context_config: dict, run_counter: _t.MemoCounter
+    truncation_sections: list, context_template: str, mode_template: str, context_config: dict, run_counter: _t.MemoCounter
 ) -> int:
     """Exact tokens of the rendered prompt outside the section contents (mode template,
     headings, titles): the prompt rendered with every content emptied."""
-    empty = [s.with_content("") for s in sections]
+    empty = [s.with_content("") for s in truncation_sections]
     return run_counter.count(render_context(empty, context_template, mode_template, context_config["escape"]))
 
 
 @tag(stage=STAGE)
 def immutable_context_tokens(
-    sections: list, context_template: str, mode_template: str, context_config: dict, run_counter: _t.MemoCounter,
+    truncation_sections: list, context_template: str, mode_template: str, context_config: dict, run_counter: _t.MemoCounter,
     truncation_trigger: dict,
 ) -> int:
     """Exact tokens of the smallest context truncation can reach: the prompt rendered with
     the immutable sections only (0 when truncation does not run)."""
     if not truncation_trigger["triggered"]:
         return 0
-    immutable = [s for s in sections if s.tier == "immutable"]
+    immutable = [s for s in truncation_sections if s.tier == "immutable"]
     return run_counter.count(render_context(immutable, context_template, mode_template, context_config["escape"]))
 
 
 @tag(stage=STAGE)
-def section_tallies(sections: list, run_counter: _t.MemoCounter, truncation_trigger: dict) -> dict:
+def section_tallies(truncation_sections: list, run_counter: _t.MemoCounter, truncation_trigger: dict) -> dict:
     """Tokens of each section before truncation, {"tokens": {key: n}, "exact": [keys]}:
     counted exactly for immutable sections and for any section that could be kept whole
     (estimate within the target), estimated (chars / 4) for the rest, which must shrink."""
     target = truncation_trigger["target"]
     tokens: dict[str, int] = {}
     exact: list[str] = []
-    for section in sections:
+    for section in truncation_sections:
         estimate = run_counter.estimate(section.content)
         if section.tier == "immutable" or not truncation_trigger["triggered"] or estimate <= target:
             tokens[section.key] = run_counter.count(section.content)
@@ -131,11 +142,11 @@ def pool_share_tokens(context_config: dict, available_tokens: int) -> dict:
 
 
 @tag(stage=STAGE)
-def pool_accounts(pool_share_tokens: dict, section_tallies: dict, sections: list, template_overhead: int) -> dict:
+def pool_accounts(pool_share_tokens: dict, section_tallies: dict, truncation_sections: list, template_overhead: int) -> dict:
     """Each pool's share, use, loan (unused share given to the buffer) and debt (borrowed from
     the buffer) before truncation, and what the buffer has left (negative: over budget)."""
     use: dict[str, int] = {"system": template_overhead}
-    for section in sections:
+    for section in truncation_sections:
         use[section.pool] = use.get(section.pool, 0) + section_tallies["tokens"][section.key]
     shares = {k: v for k, v in pool_share_tokens.items() if k != _t.RESERVE}
     accounts = _t.pool_accounts(shares, use)
@@ -160,14 +171,14 @@ def strategy_by_kind(context_config: dict) -> dict:
 
 
 @tag(stage=STAGE)
-def section_strategies(sections: list, strategy_by_kind: dict) -> dict:
+def section_strategies(truncation_sections: list, strategy_by_kind: dict) -> dict:
     """The strategy of each section: by its kind, "deprecated" for a deprecated document,
     else the default."""
     def pick(section: Section) -> str:
         if section.deprecated and "deprecated" in strategy_by_kind:
             return strategy_by_kind["deprecated"]
         return strategy_by_kind.get(section.kind, strategy_by_kind.get("default", "middle"))
-    return {s.key: pick(s) for s in sections}
+    return {s.key: pick(s) for s in truncation_sections}
 
 
 @tag(stage=STAGE)
@@ -206,7 +217,7 @@ def truncation_strategies(tail_strategy: _t.Strategy, head_strategy: _t.Strategy
 
 @tag(stage=STAGE)
 def truncation_start(
-    sections: list,
+    truncation_sections: list,
     section_tallies: dict,
     template_overhead: int,
     truncation_trigger: dict,
@@ -215,6 +226,7 @@ def truncation_start(
     available_tokens: int,
     context_config: dict,
     immutable_context_tokens: int,
+    preventive_ledger: list,
 ) -> _t.TruncationState:
     """The state the steps start from. When truncation runs and the immutable sections with
     the template alone do not fit the available tokens, raises BudgetExceededError naming each
@@ -223,10 +235,11 @@ def truncation_start(
     # Untriggered: no step acts (the exact count of the rendered context said it fits; the
     # tallies, summed per section, may differ by a few tokens). The exact fit still checks it.
     target = truncation_trigger["target"] if truncation_trigger["triggered"] else max(available_tokens, tallied)
-    state = _t.start_state(sections, section_tallies["tokens"], section_tallies["exact"], template_overhead,
+    state = _t.start_state(truncation_sections, section_tallies["tokens"], section_tallies["exact"], template_overhead,
                            target, available_tokens, pool_share_tokens, section_strategies)
+    state = replace(state, ledger=tuple(preventive_ledger))  # the monitor's folding comes first
     if immutable_context_tokens > available_tokens:
-        _raise_immutable(sections, section_tallies["tokens"], immutable_context_tokens, available_tokens, context_config)
+        _raise_immutable(truncation_sections, section_tallies["tokens"], immutable_context_tokens, available_tokens, context_config)
     return state
 
 
@@ -318,11 +331,11 @@ def _min_keep(context_config: dict) -> int:
 
 
 @tag(stage=STAGE)
-def truncation_ledger(fitted_context: _t.FittedContext, sections: list) -> list[LedgerEntry]:
+def truncation_ledger(fitted_context: _t.FittedContext, truncation_sections: list) -> list[LedgerEntry]:
     """For every section, what each step did (tokens before and after, action, step, reason);
     a section no step touched has one "kept" entry. Each section's last entry ends at its final
     tokens, so the ledger adds up to the final context's sections."""
-    return _final_ledger(fitted_context, sections)
+    return _final_ledger(fitted_context, truncation_sections)
 
 
 def _final_ledger(fitted, sections) -> list[LedgerEntry]:

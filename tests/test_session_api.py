@@ -101,13 +101,20 @@ def test_the_rolling_summary_carries_over(tmp_path):
     assert "Rolling summary of earlier rounds (1 round, 1-1)" in result.context
     assert "ZETA1" not in result.context  # round 1 is its summary line: the first sentence only
     assert "Edited src/module_1.py as asked" in result.context
-    assert "ZETA2" in result.context and "ZETA3" in result.context  # carried verbatim
+    # the pipeline folds now what the projection calls for: round 2 becomes a summary line in
+    # this very build, round 3 stays verbatim, and the ledger says why
+    assert "ZETA2" not in result.context and "Edited src/module_2.py as asked" in result.context
+    assert "ZETA3" in result.context
+    folds = [e for e in result.ledger if e.step == "preventive_compaction"]
+    assert folds and folds[0].action == "compacted" and "more rounds <= monitor.thresholdRounds" in folds[0].reason
+    assert result.truncation["triggered"] and result.truncation["reason"] in ("preventive", "soft", "hard")
     assert session.folded_rounds == (1, 2) and [r.index for r in session.rounds] == [3]
     session.record(5, "done")
     after = session.next_context("Request number 5")
     assert "Rolling summary of earlier rounds (2 rounds, 1-2):" in after.context
     assert "- Round 2: Request number 2: edit src/module_2.py" in after.context
-    assert "ZETA2" not in after.context and "ZETA3" in after.context
+    assert "ZETA2" not in after.context
+    assert "ZETA3" not in after.context and "Edited src/module_3.py as asked" in after.context  # folded this build
 
 
 # ----------------------------------------------------------------------------- the 30-round simulation
