@@ -131,3 +131,11 @@ def test_nothing_to_fold_with_a_single_round():
     seq = uses(900)
     c = lib.compaction_for(lib.budget_monitor_for(seq, 1000), seq, 2, 3, 10)
     assert c.active is False and "no older round to fold" in c.reason
+
+
+def test_no_preventive_folding_once_the_context_is_over_budget():
+    over = lib.BudgetMonitor(initial_budget=1000, cumulative_used=1300, current_round_used=400, remaining=-300,
+                             projected_rounds=0, growth_per_round=400.0, base_tokens=100, history_tokens=1200,
+                             rounds=3, round_tokens=(400, 400, 400), sources=("measured",) * 3)
+    c = lib.compaction_for(over, uses(400, 400, 400), threshold=2, keep_rounds=3, summary_tokens_per_round=50)
+    assert not c.active and "over budget" in c.reason

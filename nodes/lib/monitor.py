@@ -231,10 +231,13 @@ def compaction_for(
     estimated to lift the projection above the threshold (each folded round leaves about
     ``summary_tokens_per_round`` tokens of summary, an earlier rolling summary round stays);
     when none does, keeps 1. ``fold`` counts the rounds (summary rounds included) before the
-    first kept one. Inactive when
+    first kept one. Inactive when the context is already over budget (the hard cut is due now),
     the projection is above the threshold, unknown (no growth), or nothing is old enough to fold.
     """
     projected = monitor.projected_rounds
+    if monitor.remaining < 0:
+        return Compaction(False, len(uses), f"already {-monitor.remaining} tokens over budget: the truncation "
+                                            "engine cuts now, there is nothing to fold ahead of")
     if projected is None:
         return Compaction(False, len(uses), "no growth measured yet: nothing to project")
     if projected > threshold:
