@@ -20,15 +20,16 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping, Optional
 
-import yaml
 from hamilton.function_modifiers import cache, tag
 
 from .lib import disclosure as _dis
 from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
 from .lib.references import fallback_title, normalise_url, parse_document, priority_for, title_for
+from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError, Document, Section, Source
 
 _LIST_LIMIT = 5000  # files of .planning/ listed at most
@@ -56,13 +57,19 @@ class DisclosureOutcome:
 # ----------------------------------------------------------------------------- loaders
 
 
+@lru_cache(maxsize=1)
+def _bundled_rules() -> dict:
+    """configs/disclosure.yaml, parsed once per process (it ships with the package)."""
+    text = resources.files("ctxengine.configs").joinpath("disclosure.yaml").read_text(encoding="utf-8")
+    return load_yaml(text) or {}
+
+
 @cache(behavior="recompute")
 @tag(stage="disclosure", loader="file")
 def disclosure_rules(context_config: dict, project_dir: str) -> DisclosureRules:
     """The disclosure rules: bundled configs/disclosure.yaml, with the project's YAML file named
     by ``disclosure.rules`` (relative to .planning/) laid over it."""
-    text = resources.files("ctxengine.configs").joinpath("disclosure.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text) or {}
+    data = _bundled_rules()
     source = "configs/disclosure.yaml"
     named = str(_settings(context_config).get("rules") or "").strip()
     if named:
@@ -74,8 +81,8 @@ def disclosure_rules(context_config: dict, project_dir: str) -> DisclosureRules:
                               "give a YAML file relative to .planning/ or remove the key")
         try:
             with open(path, encoding="utf-8") as fh:
-                over = yaml.safe_load(fh.read()) or {}
-        except yaml.YAMLError as exc:
+                over = load_yaml(fh.read()) or {}
+        except YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{path}:{mark.line + 1}" if mark is not None else path
             raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the rules file") from None

@@ -15,8 +15,11 @@ so a 500 KB document costs one parse plus a few counts of a budget-sized string.
 Priority orders:
 
 * extractive: frontmatter (compact), headings (shallow levels first), the first sentence
-  of the first paragraph under each heading, the rest of those first paragraphs (round-robin
-  over the headings), then key sentences by score. The score mixes position, term weight
+  of the first paragraph under each heading, sentences carrying fact-like ids (tickets,
+  versions, hashes) by score, the rest of those first paragraphs (round-robin over the
+  headings), then key sentences by score. When the whole outline does not fit, the top-level
+  headings come first and then the sentences by score (first sentences ranked up by
+  position), deeper headings only as the sentences under them need them. The score mixes position, term weight
   (tf-idf over the document's sentences), identifiers (CamelCase, snake_case, ``code``),
   paths (a/b.py, foo.md) and numbers. When even the top-level headings do not fit, the
   summary is the first lines of the document.
@@ -574,6 +577,17 @@ _PATH = re.compile(
     r"|rb|php|sql|html|css|lock|log)\b"
 )
 _NUMBER = re.compile(r"\d")
+# fact-like tokens: ids that name one thing (ticket and incident ids, versions, hashes, uuids):
+# letters and digits joined by hyphens with at least one digit, or a hex run with letters and digits
+_FACTLIKE = re.compile(
+    r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b"
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b"
+)
+
+
+def fact_tokens(sentence: str) -> int:
+    """How many fact-like tokens (ids with digits: tickets, versions, hashes) ``sentence`` holds."""
+    return len(_FACTLIKE.findall(sentence))
 
 
 def _terms(text: str) -> list[str]:
@@ -595,7 +609,8 @@ def sentence_scores(sentences: Sequence[str], positions: Sequence[float] | None 
     the term in all sentences and idf = log(N / df) treats each sentence as a document,
     divided by sqrt(terms) and scaled to [0, 1]; plus position (``positions``: 1.0 for the
     most prominent place down to 0.0), identifiers (CamelCase, snake_case, `code`), paths and
-    numbers. Sentences of fewer than four words lose half their score.
+    numbers, and most for fact-like ids (ticket and incident ids, versions, hashes: see
+    :func:`fact_tokens`). Sentences of fewer than four words lose half their score.
     """
     bags = [_terms(s) for s in sentences]
     n = len(sentences)
@@ -620,6 +635,7 @@ def sentence_scores(sentences: Sequence[str], positions: Sequence[float] | None 
             score += 0.35 * min(len(_PATH.findall(s)), 2)
         if _NUMBER.search(s):
             score += 0.15
+        score += 0.6 * min(fact_tokens(s), 2)
         if len(s.split()) < 4 and s.isascii():
             score *= 0.5
         scores.append(score)
@@ -665,7 +681,12 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
         (sec.heading for sec in doc.sections if sec.heading is not None),
         key=lambda uid: (doc.sections[doc.where[uid][0]].level, uid),
     )
-    order.extend(heading_ids)
+    # a budget the whole headings outline does not fit: keep the top headings and the best
+    # sentences under them rather than a part of the outline as bare headings
+    squeezed = key_sentences and has_headings and sum(costs[h] for h in heading_ids) > max_tokens
+    top_level = min((doc.sections[doc.where[h][0]].level for h in heading_ids), default=0)
+    deferred = [h for h in heading_ids if doc.sections[doc.where[h][0]].level != top_level] if squeezed else []
+    order.extend(h for h in heading_ids if h not in set(deferred))
     if doc.frontmatter is not None and doc.frontmatter not in order:
         order.append(doc.frontmatter)
 
@@ -679,11 +700,9 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
             if units:
                 firsts.append(units)
             break
-    order.extend(units[0] for units in firsts)  # first sentences
+    if not squeezed:
+        order.extend(units[0] for units in firsts)  # first sentences
     if key_sentences:
-        depth = max((len(u) for u in firsts), default=0)
-        for k in range(1, depth):  # the rest of the first paragraphs, round-robin
-            order.extend(units[k] for units in firsts if k < len(units))
         in_order = set(order)
         # key sentences only matter when the outline and first paragraphs leave room
         outline_cost = sum(costs[u] for u in in_order)
@@ -694,6 +713,8 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
             and kind in ("sentence", "row", "code")
             and (kind != "code" or doc.texts[uid].count("\n") < _CODE_MAX_LINES)
         ]
+        ranked_ids: list[int] = []
+        strong: list[int] = []
         if candidates:
             n_secs = max(1, len(doc.sections) - 1)
             positions = []
@@ -706,7 +727,21 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
                 if doc.kinds[uid] == "code":
                     scores[i] *= 0.6
             ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))
-            order.extend(candidates[i] for i in ranked)
+            ranked_ids = [candidates[i] for i in ranked]
+            # sentences that carry fact-like ids (tickets, versions, hashes) come before the
+            # rest of the first paragraphs
+            strong = [u for u in ranked_ids if doc.kinds[u] == "sentence" and fact_tokens(doc.texts[u])]
+        if squeezed:
+            order.extend(ranked_ids)
+        else:
+            order.extend(strong)
+            depth = max((len(u) for u in firsts), default=0)
+            for k in range(1, depth):  # the rest of the first paragraphs, round-robin
+                order.extend(units[k] for units in firsts if k < len(units))
+            order.extend(ranked_ids)
+    order.extend(deferred)
+    seen_order: set[int] = set()
+    order = [u for u in order if not (u in seen_order or seen_order.add(u))]
 
     problem = _Problem(costs, requires, order, lambda sel: _render_doc(doc, sel))
     solved = _solve(problem, max_tokens, counter)
