@@ -28,6 +28,7 @@ from hamilton.function_modifiers import cache, tag
 
 from .lib import disclosure as _dis
 from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
+from .lib.markdown import nest_under_title
 from .lib.references import fallback_title, normalise_url, parse_document, priority_for, title_for
 from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError, Document, Section, Source
@@ -469,7 +470,7 @@ def _section_of(decision: Decision, title: str, content: str, metadata: Mapping[
         key=decision.section or _dis.section_key(decision.document),
         title=title,
         kind="reference",
-        content=content,
+        content=nest_under_title(content, title),
         priority=priority,
         pool="references",
         sources=(source,),

@@ -319,8 +319,13 @@ def summarizable_cut(
     context_config: dict,
 ) -> _t.TruncationState:
     """Summarizable sections cut at paragraph or line boundaries with a marker naming what was
-    cut and where the full text is, lowest priority first; dropped when too little would stay."""
-    return _t.cut_summarizable(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
+    cut and where the full text is, lowest priority first; dropped when too little would stay.
+    The last step (every pool) then gives the tokens the steps left unused back to the reduced
+    sections, highest priority first (a dropped deprecated document comes back head-cut)."""
+    state = _t.cut_summarizable(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
+    if scope == "all":
+        state = _t.refill_slack(state, step, truncation_strategies, run_counter, _min_keep(context_config))
+    return state
 
 
 def _min_keep(context_config: dict) -> int:

@@ -113,7 +113,8 @@ def test_a_plan_that_mentions_a_database_loads_the_schema(tmp_path):
     section = next(s for s in out["disclosed_sections"] if s.key == f"ref:{REF}database-schema.md")
     assert (section.kind, section.pool, section.priority, section.title) == ("reference", "references", 55, "Database schema")
     assert section.sources == (Source("file", REF + "database-schema.md", (6, 19)),)
-    assert section.content.startswith("# Database schema\n") and "triggers:" not in section.content
+    # the title heading is shown by the template, not repeated in the content
+    assert section.content.startswith("| table | column |") and "triggers:" not in section.content
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -207,7 +208,7 @@ def test_at_doc_in_the_request_fetches_the_url(tmp_path, server):
     assert plan[url] == {"document": url, "layer": 3, "loaded": True, "rule": "request @doc",
                          "section": f"ref:{url}", "kind": "url"}
     section = next(s for s in out["disclosed_sections"] if s.key == f"ref:{url}")
-    assert (section.title, section.priority, section.content) == ("Remote guide", 72, "# Guide\n\nUse feature flags.\n")
+    assert (section.title, section.priority, section.content) == ("Remote guide", 72, "### Guide\n\nUse feature flags.\n")
     assert section.sources == (Source("url", url, (5, 7)),)
     missing = plan[f"{server}/nope.md"]
     assert missing["loaded"] is False and missing["reason"] == "request @doc: HTTP 404 Not Found"

@@ -1332,6 +1332,74 @@ def _last_action(state: TruncationState, key: str) -> str | None:
     return None
 
 
+REFILL_MARGIN = 8  # tokens left unused by a refill, for the exact render count (headings, mending)
+
+
+def refill_slack(state: TruncationState, step: str, strategies: Mapping[str, Strategy], counter,
+                 min_keep: int) -> TruncationState:
+    """The tokens the steps left unused (whole rounds and paragraphs rarely land on the target)
+    given back, highest priority first, to sections a step reduced: a history refitted from its
+    rounds, a summary made again from the original, a cut (or a dropped deprecated document)
+    cut again from the original, each within its tokens now plus what is still unused.
+    Discardable sections stay dropped; nothing grows past its original."""
+    if not state.ledger:
+        return state
+    slack = state.target - state.total - REFILL_MARGIN
+    if slack < min_keep // 2:
+        return state
+    present = {s.key for s in state.sections}
+    reduced = []
+    for key, original in state.originals.items():
+        if original.tier != "summarizable" or key in state.pristine:
+            continue
+        action = _last_action(state, key)
+        if action is None or (key not in present and state.strategies.get(key) != "head"):
+            continue  # only a deprecated (head) document comes back from being dropped
+        reduced.append(original)
+    order = sorted(range(len(reduced)), key=lambda i: (-reduced[i].priority, i))
+    for i in order:
+        original = reduced[i]
+        key = original.key
+        slack = state.target - state.total - REFILL_MARGIN
+        now = state.tokens.get(key, 0)
+        keep = now + slack
+        if slack < min_keep // 2 or keep < min_keep:
+            continue
+        strategy = strategies[state.strategies.get(key, "middle")]
+        action = _last_action(state, key)
+        regrown = None
+        if action == "summarized" and not is_history(original):
+            regrown = strategy.summarize(original, keep, counter)
+        elif state.initial[key] > keep:
+            estimated = key not in state.exact and key in state.pristine
+            regrown = strategy.cut(original, keep, counter, state.initial[key], estimated, True)
+        if regrown is None or regrown.tokens <= now or regrown.tokens > keep:
+            continue
+        state = _regrown(state, original, regrown, step, f"refilled: {slack:,} tokens were left unused under the "
+                                                      f"target of {state.target:,}; priority {original.priority}")
+    return state
+
+
+def _regrown(state: TruncationState, original, reduced: Reduced, step: str, reason: str) -> TruncationState:
+    """``state`` with ``original`` back in its place (render order) with ``reduced``'s content."""
+    key = original.key
+    before = state.tokens.get(key, 0)
+    new = original.with_content(reduced.content, **({"data": reduced.data} if reduced.data is not None else {}))
+    current = {s.key: s for s in state.sections}
+    current[key] = new
+    sections = tuple(current[k] for k in state.originals if k in current)
+    tokens = dict(state.tokens)
+    tokens[key] = reduced.tokens
+    if reduced.note:
+        reason = f"{reason} ({reduced.note})"
+    entry = LedgerEntry(key, step, reduced.action, before, reduced.tokens, reason)
+    removed = dict(state.removed)
+    removed[key] = {"title": original.title, "action": reduced.action if reduced.action != "compacted" else "summarized",
+                    "location": origin_of(original).location or key}
+    return replace(state, sections=sections, tokens=tokens, exact=state.exact | {key}, ledger=state.ledger + (entry,),
+                   removed=removed)
+
+
 def cut_more(state: TruncationState, step: str, strategies: Mapping[str, Strategy], counter,
              min_keep: int) -> TruncationState:
     """One more round of work anywhere, for an exact count that came out over the target:
