@@ -26,8 +26,10 @@ STEP = "preventive_compaction"
 @tag(stage="monitor")
 def round_token_use(session_history: Any, token_counter: TokenCounter) -> tuple:
     """Tokens each round of the session added (RoundUse, oldest first): the usage field where
-    a log line has one, else the exact count of the round as the history renders it."""
-    return _mon.round_uses(_rounds_of(session_history), token_counter.count, _session.render_round)
+    a log line has one, else the count of the round as the history renders it: exact for the
+    rounds the growth is read from, estimated (chars / 4) for older ones."""
+    return _mon.round_uses(_rounds_of(session_history), token_counter.count, _session.render_round,
+                           estimate=token_counter.estimate, exact_last=2 * _mon.GROWTH_WINDOW)
 
 
 @tag(stage="monitor")
@@ -55,8 +57,9 @@ def budget_monitor(
     verbatim_from = 0
     if history_section is not None:
         verbatim_from = int((history_section.data or {}).get("verbatim_from", 0) or 0)
+    # a summarised round occupies its summary line (estimated: there can be thousands of them)
     in_context = [
-        token_counter.count(_session.round_summary(round_)) if position < verbatim_from else use.tokens
+        token_counter.estimate(_session.round_summary(round_)) if position < verbatim_from else use.tokens
         for position, (round_, use) in enumerate(zip(rounds, round_token_use))
     ]
     return _mon.budget_monitor_for(round_token_use, available_tokens, base, in_context)

@@ -139,3 +139,16 @@ def test_no_preventive_folding_once_the_context_is_over_budget():
                              rounds=3, round_tokens=(400, 400, 400), sources=("measured",) * 3)
     c = lib.compaction_for(over, uses(400, 400, 400), threshold=2, keep_rounds=3, summary_tokens_per_round=50)
     assert not c.active and "over budget" in c.reason
+
+
+def test_only_the_recent_rounds_are_counted_exactly():
+    rounds = [Round(i, (Message("user", "word " * 40, i),)) for i in range(1, 11)]
+    calls = []
+
+    def count(text):
+        calls.append(text)
+        return 7
+
+    uses_ = lib.round_uses(rounds, count, estimate=lambda text: 1, exact_last=3)
+    assert [u.tokens for u in uses_] == [1] * 7 + [7] * 3
+    assert len(calls) == 3

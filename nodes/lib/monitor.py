@@ -113,10 +113,20 @@ def round_use(
 
 
 def round_uses(
-    rounds: Iterable[Round], count: Callable[[str], int], render: Callable[[Round], str] | None = None
+    rounds: Iterable[Round],
+    count: Callable[[str], int],
+    render: Callable[[Round], str] | None = None,
+    estimate: Callable[[str], int] | None = None,
+    exact_last: int | None = None,
 ) -> tuple[RoundUse, ...]:
-    """:func:`round_use` of every round, oldest first."""
-    return tuple(round_use(r, count, render) for r in rounds)
+    """:func:`round_use` of every round, oldest first. With ``estimate`` and ``exact_last``,
+    only the last ``exact_last`` rounds (the ones the growth is read from) are counted
+    exactly; older rounds are estimated, so a long transcript costs no full tokenizer pass."""
+    rounds = tuple(rounds)
+    if estimate is None or exact_last is None:
+        return tuple(round_use(r, count, render) for r in rounds)
+    cut = max(0, len(rounds) - exact_last)
+    return tuple(round_use(r, estimate if i < cut else count, render) for i, r in enumerate(rounds))
 
 
 def growth_rate(tokens: Sequence[int], window: int = GROWTH_WINDOW) -> float:

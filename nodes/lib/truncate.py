@@ -1227,11 +1227,37 @@ def _candidates(state: TruncationState, scope: str, wanted: Callable[[Any], bool
 
 def _room(state: TruncationState, section, scope: str) -> int:
     """Tokens this step should take from ``section``: what is still over the target, and in
-    the pools pass no more than its pool is over its share."""
+    the pools pass no more than its pool is over its share, nor more than its pool's part of
+    the cut (see :func:`pool_quotas`) less what its pool has given already."""
     need = state.need
     if scope == "pools":
-        need = min(need, state.pool_debts().get(section.pool, 0))
+        need = min(need, state.pool_debts().get(section.pool, 0), _quota_left(state, section.pool))
     return need
+
+
+def pool_quotas(state: TruncationState) -> dict[str, int]:
+    """Each over-share pool's part of the cut in the pools pass: the tokens the context was over
+    its target before any step, split between the pools that were over their share in
+    proportion to how much each was over (its debt), so that one large pool is not cut to the
+    bone while another over its share keeps everything."""
+    use: dict[str, int] = {"system": state.overhead}
+    for key, section in state.originals.items():
+        use[section.pool] = use.get(section.pool, 0) + state.initial[key]
+    debts = {p: use[p] - s for p, s in state.shares.items()
+             if p in use and use[p] > s and p not in (BUFFER, RESERVE)}
+    total_debt = sum(debts.values())
+    need = state.overhead + sum(state.initial.values()) - state.target
+    if total_debt <= 0 or need <= 0:
+        return {p: 0 for p in debts}
+    return {p: min(d, math.ceil(need * d / total_debt)) for p, d in debts.items()}
+
+
+def _quota_left(state: TruncationState, pool: str) -> int:
+    """What ``pool`` still has to give of its part of the cut in the pools pass."""
+    quota = pool_quotas(state).get(pool, 0)
+    initial = sum(state.initial[k] for k, s in state.originals.items() if s.pool == pool)
+    now = sum(state.tokens[s.key] for s in state.sections if s.pool == pool)
+    return quota - (initial - now)
 
 
 def _why(state: TruncationState, section, scope: str, what: str) -> str:
