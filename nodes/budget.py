@@ -36,10 +36,19 @@ def run_counter(token_counter: TokenCounter) -> MemoCounter:
 
 
 @tag(stage="budget")
-def available_tokens(context_config: dict) -> int:
-    """Tokens the context may use: budget.maxTokens minus budget.reserveTokens."""
+def available_tokens(context_config: dict, model_preset: dict) -> int:
+    """Tokens the context may use: budget.maxTokens (never more than the model's window)
+    minus budget.reserveTokens."""
     budget = context_config["budget"]
-    return int(budget["maxTokens"]) - int(budget["reserveTokens"])
+    window = min(int(budget["maxTokens"]), int(model_preset["window"]))
+    available = window - int(budget["reserveTokens"])
+    if available <= 0:
+        raise ConfigError(
+            f"key 'budget.reserveTokens' ({budget['reserveTokens']}) leaves nothing of the {window}-token window "
+            f"(budget.maxTokens {budget['maxTokens']}, model {model_preset['name']!r} window {model_preset['window']}); "
+            "lower budget.reserveTokens or choose a model with a larger window"
+        )
+    return available
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,11 @@ def budget_report(
 
 
 @tag(stage="budget")
-def budget_warnings(token_counter: TokenCounter) -> tuple:
-    """Warnings of this stage: a tokenizer that had to fall back."""
-    return (token_counter.warning,) if token_counter.warning else ()
+def budget_warnings(token_counter: TokenCounter, model_preset: dict, context_config: dict) -> tuple:
+    """Warnings of this stage: a tokenizer that had to fall back, a budget larger than the model's window."""
+    warnings = [token_counter.warning] if token_counter.warning else []
+    max_tokens = int(context_config["budget"]["maxTokens"])
+    if max_tokens > int(model_preset["window"]):
+        warnings.append(f"budget.maxTokens {max_tokens} is larger than model {model_preset['name']!r}'s window "
+                        f"of {model_preset['window']} tokens; the window is used")
+    return tuple(warnings)

@@ -15,9 +15,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping
 
-from hamilton.function_modifiers import tag
+from hamilton.function_modifiers import cache, tag
 
-from .lib.yamlio import YAMLError, load_yaml
+from .lib.textio import read_config_text
+from .lib.yamlio import load_yaml
 from .types import ConfigError
 
 DEFAULTS_ORIGIN = "defaults (configs/defaults.yaml)"
@@ -50,13 +51,13 @@ def defaults() -> dict:
 
 
 @tag(stage="config", loader="file")
+@cache(behavior="recompute")
 def project_config(project_dir: str) -> dict:
     """The project's .planning/config.json as parsed JSON ({} when there is none)."""
     path = os.path.join(project_dir, ".planning", "config.json")
     if not os.path.isfile(path):
         return {}
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
+    text = read_config_text(path)
     try:
         data = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
@@ -109,6 +110,12 @@ def context_config(resolved_config: ResolvedConfig) -> dict:
 def config_provenance(resolved_config: ResolvedConfig) -> dict:
     """Dotted key -> where its effective value came from (defaults, config.json, override)."""
     return dict(resolved_config.provenance)
+
+
+@tag(stage="config")
+def config_warnings(resolved_config: ResolvedConfig) -> tuple:
+    """Warnings met while resolving the configuration (near-miss keys)."""
+    return tuple(resolved_config.warnings)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -244,31 +251,40 @@ def _check_ranges(values: Mapping, provenance: Mapping[str, str]) -> None:
         )
     if not 0 < budget["softLimit"] <= 1:
         raise ConfigError(f"{provenance['budget.softLimit']}: key 'budget.softLimit' must be in (0, 1]")
-    for key in ("template", "escape", "state.layout", "truncation.strategy", "truncation.summarizer"):
-        allowed = _CHOICES[key]
+    for key, allowed in _CHOICES.items():
         value = _lookup(values, key)
-        if value not in allowed:
+        if value is not _MISSING and value not in allowed:
             raise ConfigError(
-                f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} is {value!r}; use one of {', '.join(allowed)}"
+                f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} is {value!r}; "
+                f"use one of {', '.join(str(choice) for choice in allowed if choice)}"
             )
+    for kind, strategy in values["truncation"]["strategies"].items():
+        if strategy not in _STRATEGIES:
+            key = f"truncation.strategies.{kind}"
+            raise ConfigError(f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} is {strategy!r}; "
+                              f"use one of {', '.join(_STRATEGIES)}")
+    band = budget.get("exactBand")
+    if not (isinstance(band, list) and len(band) == 2 and all(_is_number(x) for x in band) and band[0] <= band[1]):
+        raise ConfigError(f"{provenance.get('budget.exactBand', DEFAULTS_ORIGIN)}: key 'budget.exactBand' must be "
+                          f"two numbers [low, high] with low <= high, like [0.5, 1.5]; got {band!r}")
+    for kind, priority in values["priorities"].items():
+        if not (_is_number(priority) and 0 <= priority <= 100):
+            key = f"priorities.{kind}"
+            raise ConfigError(f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} must be a number from 0 to 100")
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_STRATEGIES = ("tail", "head", "middle")
 _CHOICES = {
     "template": ("dev", "research", "review"),
     "escape": ("none", "html"),
     "state.layout": ("auto", "article", "gsd"),
-    "truncation.strategy": ("auto", "tail", "head", "middle"),
+    "state.sessionFormat": ("auto", "jsonl", "aider"),
+    "state.gsdPendingPlans": ("outline", "full"),
+    "truncation.strategy": ("auto",) + _STRATEGIES,
     "truncation.summarizer": ("extractive", "headings"),
+    "disclosure.phase": ("", None, "execute", "research", "plan", "verify", "repair", "discuss"),
 }
-
-
-def parse_override(text: str) -> tuple[str, Any]:
-    """``key=value`` from the CLI: the value is read as a YAML scalar (32000 -> int, true -> bool)."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(f"--set {text!r}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
-    try:
-        value = load_yaml(raw) if raw.strip() else ""
-    except YAMLError:
-        value = raw
-    return key.strip(), value

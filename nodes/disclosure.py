@@ -30,6 +30,7 @@ from .lib import disclosure as _dis
 from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
 from .lib.markdown import nest_under_title
 from .lib.references import fallback_title, normalise_url, parse_document, priority_for, title_for
+from .lib.textio import read_config_text
 from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError, Document, Section, Source
 
@@ -81,8 +82,7 @@ def disclosure_rules(context_config: dict, project_dir: str) -> DisclosureRules:
             raise ConfigError(f"key 'disclosure.rules' is {named!r}, but there is no file {path}; "
                               "give a YAML file relative to .planning/ or remove the key")
         try:
-            with open(path, encoding="utf-8") as fh:
-                over = load_yaml(fh.read()) or {}
+            over = load_yaml(read_config_text(path)) or {}
         except YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{path}:{mark.line + 1}" if mark is not None else path

@@ -15,6 +15,7 @@ from importlib import resources
 from hamilton.function_modifiers import cache, tag
 
 from .lib.layout import render_context
+from .lib.textio import read_config_text
 from .types import ConfigError, Section, Source
 
 _PACKAGE = "ctxengine.configs"
@@ -81,8 +82,7 @@ def context_template(context_config: dict, project_dir: str) -> str:
             f"contextTemplate {value!r}: no file {path}; give a path relative to .planning/ "
             f"or one of the built-in names: {', '.join(_builtin_names('templates'))}"
         )
-    with open(path, encoding="utf-8") as fh:
-        return fh.read()
+    return read_config_text(path)
 
 
 @tag(stage="render", loader="file")

@@ -7,7 +7,6 @@ from typing import Any, Mapping
 
 from hamilton.function_modifiers import tag
 
-from .config import ResolvedConfig
 from .types import BudgetReport, LedgerEntry, Section
 
 
@@ -63,12 +62,6 @@ class BuildResult:
 
         columns = ["section_key", "step", "action", "tokens_before", "tokens_after", "reason"]
         return pd.DataFrame([entry.as_dict() for entry in self.ledger], columns=columns)
-
-
-@tag(stage="report")
-def config_warnings(resolved_config: ResolvedConfig) -> tuple:
-    """Warnings met while resolving the configuration (near-miss keys)."""
-    return tuple(resolved_config.warnings)
 
 
 @tag(stage="report")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hamilton.function_modifiers import config, tag
 
-from .lib.summarize import METHODS, Summarizer, as_summarizer
+from .lib.summarize import Summarizer
 
 
 @tag(stage="summarize")
@@ -32,15 +32,3 @@ def summarizer__headings() -> Summarizer:
     """The headings-outline summarizer: YAML frontmatter (compact), every heading and the first
     sentence under each, nothing else."""
     return Summarizer("headings")
-
-
-@tag(stage="summarize")
-@config.when_not_in(summarizer_method=list(METHODS))
-def summarizer__configured(context_config: dict | None = None, summarizer_method: str | None = None) -> Summarizer:
-    """The summarizer named by the driver config ``summarizer_method`` or, when the driver was
-    built without it, by ``truncation.summarizer`` of the effective configuration (extractive
-    when neither is there); an unknown name is a configuration error."""
-    name = summarizer_method
-    if name is None and context_config is not None:
-        name = (context_config.get("truncation") or {}).get("summarizer")
-    return as_summarizer(name or "extractive")

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .nodes.types import CtxEngineError
+from .nodes.lib.yamlio import YAMLError, load_yaml
+from .nodes.types import ConfigError, CtxEngineError
 
 MODES = ("dev", "research", "review")
 PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
@@ -81,9 +82,19 @@ def _add_set(parser: argparse.ArgumentParser) -> None:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    from .nodes.config import parse_override
-
     return dict(parse_override(text) for text in args.sets)
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``key=value`` from the CLI: the value is read as a YAML scalar (32000 -> int, true -> bool)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {text!r}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
+    try:
+        value = load_yaml(raw) if raw.strip() else ""
+    except YAMLError:
+        value = raw
+    return key.strip(), value
 
 
 def _project(args: argparse.Namespace) -> Path:
@@ -106,6 +117,8 @@ def _request_text(args: argparse.Namespace) -> str:
         return Path(args.request_file).read_text(encoding="utf-8")
     except OSError as exc:
         raise CtxEngineError(f"--request-file {args.request_file!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CtxEngineError(f"--request-file {args.request_file!r}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -177,8 +190,11 @@ def _dag(args: argparse.Namespace) -> int:
 def _write(text: str, output: str | None) -> None:
     if output is None:
         sys.stdout.write(text)
-    else:
+        return
+    try:
         Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CtxEngineError(f"-o {output!r}: cannot write ({exc.strerror}); give a file path in an existing folder") from None
 
 
 if __name__ == "__main__":  # pragma: no cover

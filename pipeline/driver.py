@@ -93,6 +93,8 @@ def execute(
     ``node_overrides`` replaces node values (Hamilton overrides), e.g. an in-memory
     ``session_history`` from :class:`ctxengine.Session`.
     """
+    if not os.path.isdir(project_dir):
+        raise CtxEngineError(f"project folder {os.fspath(project_dir)!r} does not exist or is not a folder")
     inputs = {
         "project_dir": os.path.abspath(os.fspath(project_dir)),
         "overrides": dict(overrides or {}),

@@ -6,7 +6,7 @@ import pytest
 
 from ctxengine import ConfigError, explain_config
 from ctxengine.driver import execute
-from ctxengine.nodes.config import parse_override
+from ctxengine.cli import parse_override
 
 
 def _config(project_dir, overrides=None):

@@ -428,16 +428,6 @@ def test_the_two_variants_differ_on_the_same_section():
     assert "CacheStore" not in outline_only.summarize(section(DOC), budget, COUNTER)
 
 
-def test_driver_without_variant_reads_the_effective_config():
-    dr = _driver({})
-    got = dr.execute(["summarizer"], inputs={"context_config": {"truncation": {"summarizer": "headings"}}})
-    assert got["summarizer"].method == "headings"
-    with pytest.raises(ConfigError, match="truncation.summarizer"):
-        dr.execute(["summarizer"], inputs={"context_config": {"truncation": {"summarizer": "lsa"}}})
-    with pytest.raises(ConfigError, match="'lsa'"):
-        _driver({"summarizer_method": "lsa"}).execute(["summarizer"])
-
-
 def test_summarize_nodes_are_tagged():
     dr = _driver({"summarizer_method": "extractive"})
     tags = {v.name: v.tags for v in dr.list_available_variables()}

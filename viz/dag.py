@@ -16,6 +16,7 @@ STAGE_COLOURS = {
     "disclosure": "#f3dcf5",
     "render": "#e4e0fb",
     "budget": "#fbe0e0",
+    "monitor": "#fff3b0",
     "summarize": "#e0f4f4",
     "truncation": "#f9d6c4",
     "quality": "#e8f5c8",

@@ -14,12 +14,13 @@ so a 500 KB document costs one parse plus a few counts of a budget-sized string.
 
 Priority orders:
 
-* extractive: frontmatter (compact), headings (shallow levels first), the first sentence
-  of the first paragraph under each heading, sentences carrying fact-like ids (tickets,
-  versions, hashes) by score, the rest of those first paragraphs (round-robin over the
+* extractive: frontmatter (compact), headings (shallow levels first), the sentences of
+  first paragraphs that carry fact-like ids (tickets, versions, hashes), the first sentence
+  of the first paragraph under each heading, other sentences carrying such ids by score, the rest of those first paragraphs (round-robin over the
   headings), then key sentences by score. When the whole outline does not fit, the top-level
   headings come first and then the sentences by score (first sentences ranked up by
-  position), deeper headings only as the sentences under them need them. The score mixes position, term weight
+  position), deeper headings only as the sentences under them need them: when the outline
+  would take more than half of the budget. The score mixes position, term weight
   (tf-idf over the document's sentences), identifiers (CamelCase, snake_case, ``code``),
   paths (a/b.py, foo.md) and numbers. When even the top-level headings do not fit, the
   summary is the first lines of the document.
@@ -681,11 +682,14 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
         (sec.heading for sec in doc.sections if sec.heading is not None),
         key=lambda uid: (doc.sections[doc.where[uid][0]].level, uid),
     )
-    # a budget the whole headings outline does not fit: keep the top headings and the best
-    # sentences under them rather than a part of the outline as bare headings
-    squeezed = key_sentences and has_headings and sum(costs[h] for h in heading_ids) > max_tokens
+    # a budget the headings outline would fill (more than half of it): keep the top headings
+    # and the best sentences under them rather than bare headings
+    squeezed = key_sentences and has_headings and sum(costs[h] for h in heading_ids) > 0.5 * max_tokens
     top_level = min((doc.sections[doc.where[h][0]].level for h in heading_ids), default=0)
-    deferred = [h for h in heading_ids if doc.sections[doc.where[h][0]].level != top_level] if squeezed else []
+    tops = [h for h in heading_ids if doc.sections[doc.where[h][0]].level == top_level]
+    # squeezed: a lone top heading (the document's title) stays first; the others come with
+    # the sentences under them
+    deferred = [h for h in heading_ids if len(tops) > 1 or h not in tops] if squeezed else []
     order.extend(h for h in heading_ids if h not in set(deferred))
     if doc.frontmatter is not None and doc.frontmatter not in order:
         order.append(doc.frontmatter)
@@ -700,6 +704,9 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
             if units:
                 firsts.append(units)
             break
+    if not squeezed and key_sentences:  # sentences of first paragraphs that carry ids come first
+        order.extend(u for units in firsts for u in units[1:]
+                     if doc.kinds[u] == "sentence" and fact_tokens(doc.texts[u]))
     if not squeezed:
         order.extend(units[0] for units in firsts)  # first sentences
     if key_sentences:
@@ -739,7 +746,7 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
             for k in range(1, depth):  # the rest of the first paragraphs, round-robin
                 order.extend(units[k] for units in firsts if k < len(units))
             order.extend(ranked_ids)
-    order.extend(deferred)
+    # squeezed: deferred headings come only with a sentence under them (a bare heading says little)
     seen_order: set[int] = set()
     order = [u for u in order if not (u in seen_order or seen_order.add(u))]
 
@@ -747,7 +754,10 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
     solved = _solve(problem, max_tokens, counter)
     if solved is not None:
         out, selected = solved
-        if has_headings:
+        if has_headings and squeezed:
+            if out:
+                return out
+        elif has_headings:
             top = min(sec.level for sec in doc.sections if sec.heading is not None)
             tops = [sec.heading for sec in doc.sections if sec.heading is not None and sec.level == top]
             if all(h in selected for h in tops):

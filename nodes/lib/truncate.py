@@ -1312,13 +1312,33 @@ def summarize_summarizable(state: TruncationState, scope: str, step: str, strate
         return (s.tier == "summarizable" and not is_history(s) and state.strategies.get(s.key) == "middle"
                 and s.key in state.pristine)
 
+    parts = summary_parts(state, _candidates(state, scope, wanted), scope)
+
     def act(st, section, room):
-        keep = max(min_keep, st.tokens[section.key] - room)
+        keep = max(min_keep, st.tokens[section.key] - min(room, parts.get(section.key, room)))
         reduced = strategies["middle"].summarize(section, keep, counter)
         if reduced is None or reduced.tokens >= st.tokens[section.key]:
             return st
         return _with_change(st, section, reduced, step, _why(st, section, scope, "summarized"))
     return _step(state, scope, wanted, act)
+
+
+def summary_parts(state: TruncationState, candidates: Sequence, scope: str) -> dict[str, int]:
+    """How many tokens each section to summarize gives: the room of the step (per pool in the
+    pools pass) split in proportion to each section's tokens times (100 - its priority), so
+    lower priorities give more but no section is summarized to nothing while another of
+    nearly the same priority stays whole (a summary keeps most where it is short)."""
+    groups: dict[str, list] = {}
+    for section in candidates:
+        groups.setdefault(section.pool if scope == "pools" else "", []).append(section)
+    parts: dict[str, int] = {}
+    for sections in groups.values():
+        room = _room(state, sections[0], scope)
+        weights = [state.tokens[s.key] * max(1, 100 - int(s.priority)) for s in sections]
+        total = sum(weights)
+        for section, weight in zip(sections, weights):
+            parts[section.key] = math.ceil(room * weight / total) if total > 0 else room
+    return parts
 
 
 def cut_summarizable(state: TruncationState, scope: str, step: str, strategies: Mapping[str, Strategy],
@@ -1371,7 +1391,7 @@ def refill_slack(state: TruncationState, step: str, strategies: Mapping[str, Str
     if not state.ledger:
         return state
     slack = state.target - state.total - REFILL_MARGIN
-    if slack < min_keep // 2:
+    if slack < min_keep:
         return state
     present = {s.key for s in state.sections}
     reduced = []
@@ -1389,8 +1409,8 @@ def refill_slack(state: TruncationState, step: str, strategies: Mapping[str, Str
         slack = state.target - state.total - REFILL_MARGIN
         now = state.tokens.get(key, 0)
         keep = now + slack
-        if slack < min_keep // 2 or keep < min_keep:
-            continue
+        if slack < max(min_keep, now // 100) or keep < min_keep:
+            continue  # too little to buy anything (a history grows by whole rounds)
         strategy = strategies[state.strategies.get(key, "middle")]
         action = _last_action(state, key)
         regrown = None
