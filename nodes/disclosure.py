@@ -14,11 +14,7 @@ URLs). Everything after them is pure and lives in nodes/lib/disclosure.py.
 
 from __future__ import annotations
 
-import http.client
 import os
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -30,12 +26,11 @@ from .lib import disclosure as _dis
 from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
 from .lib.markdown import nest_under_title
 from .lib.references import fallback_title, normalise_url, parse_document, priority_for, title_for
-from .lib.textio import read_config_text
+from .lib.textio import TextUnavailable, fetch_url_text, read_config_text, read_text_file
 from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError, Document, Section, Source
 
 _LIST_LIMIT = 5000  # files of .planning/ listed at most
-_BINARY_PROBE = 8192
 
 
 @dataclass(frozen=True)
@@ -319,16 +314,9 @@ def _listing(base: str) -> list[str]:
 def _read_text(path: str, max_bytes: int) -> tuple[str | None, str | None]:
     """(text, None) or (None, why it was not read)."""
     try:
-        size = os.path.getsize(path)
-        if size > max_bytes:
-            return None, f"it is {size} bytes, over disclosure.maxFileBytes ({max_bytes})"
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        return None, f"it cannot be read ({exc.strerror or exc})"
-    if b"\0" in data[:_BINARY_PROBE]:
-        return None, "it is binary, not a text document"
-    return data.decode("utf-8", errors="replace"), None
+        return read_text_file(path, max_bytes, "disclosure.maxFileBytes"), None
+    except TextUnavailable as exc:
+        return None, str(exc)
 
 
 def _candidate(base: str, path: str, max_bytes: int, warnings: list[str]) -> Candidate:
@@ -346,46 +334,10 @@ def _candidate(base: str, path: str, max_bytes: int, warnings: list[str]) -> Can
 
 
 def _fetch(url: str, timeout: float, max_bytes: int) -> FetchedDoc:
-    if not url.lower().startswith(("http://", "https://")):
-        return FetchedDoc(url, problem="only http:// and https:// URLs are fetched")
-    request = urllib.request.Request(url, headers={
-        "User-Agent": "ctxengine", "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"})
-    deadline = time.monotonic() + timeout
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            length = response.headers.get("Content-Length", "")
-            if length.isdigit() and int(length) > max_bytes:
-                return FetchedDoc(url, problem=f"{length} bytes, over references.urlMaxBytes ({max_bytes})")
-            read_some = getattr(response, "read1", response.read)
-            chunks, size = [], 0
-            while True:
-                chunk = read_some(min(65536, max_bytes + 1 - size))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > max_bytes:
-                    return FetchedDoc(url, problem=f"more than {max_bytes} bytes, over references.urlMaxBytes")
-                if time.monotonic() > deadline:
-                    return FetchedDoc(url, problem=f"no complete answer within references.urlTimeout ({timeout:g} s)")
-            charset = response.headers.get_content_charset() or "utf-8"
-    except urllib.error.HTTPError as exc:
-        return FetchedDoc(url, problem=f"HTTP {exc.code} {exc.reason}")
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            return FetchedDoc(url, problem=f"no answer within references.urlTimeout ({timeout:g} s)")
-        return FetchedDoc(url, problem=f"cannot fetch: {exc.reason}")
-    except TimeoutError:
-        return FetchedDoc(url, problem=f"no answer within references.urlTimeout ({timeout:g} s)")
-    except (OSError, ValueError, http.client.HTTPException) as exc:
-        return FetchedDoc(url, problem=f"cannot fetch: {exc}")
-    data = b"".join(chunks)
-    if b"\0" in data[:_BINARY_PROBE]:
-        return FetchedDoc(url, problem="the answer is binary, not a text document")
-    try:
-        text = data.decode(charset, errors="replace")
-    except LookupError:
-        text = data.decode("utf-8", errors="replace")
+        text = fetch_url_text(url, timeout, max_bytes)
+    except TextUnavailable as exc:
+        return FetchedDoc(url, problem=str(exc))
     parsed = parse_document(text, url)
     return FetchedDoc(url, title_for(parsed.metadata, parsed.body, fallback_title(url)), parsed.body,
                       dict(parsed.metadata), (parsed.body_start, parsed.last_line))

@@ -7,11 +7,7 @@ everything after the loader is pure.
 
 from __future__ import annotations
 
-import http.client
 import os
-import time
-import urllib.error
-import urllib.request
 from importlib import resources
 
 from hamilton.function_modifiers import cache, tag
@@ -19,10 +15,10 @@ from hamilton.function_modifiers import cache, tag
 from .lib import references as _refs
 from .lib.markdown import nest_under_title
 from .lib.references import ReferenceProblem, ReferenceSet, Target
+from .lib.textio import DEFAULT_MAX_FILE_BYTES, fetch_url_text, read_text_file
 from .types import Document, Section
 
 _PLANNING_LIST_LIMIT = 5000  # files under .planning/ considered for "did you mean"
-_BINARY_PROBE = 8192
 
 
 @tag(stage="references")
@@ -40,7 +36,8 @@ def reference_documents(project_dir: str, reference_specs: list, context_config:
     settings = context_config.get("references", {})
     root = os.path.realpath(project_dir)
     locate = _locator(root)
-    read = _reader(float(settings.get("urlTimeout", 5.0)), int(settings.get("urlMaxBytes", 1 << 20)))
+    read = _reader(float(settings.get("urlTimeout", 5.0)), int(settings.get("urlMaxBytes", 1 << 20)),
+                   int(settings.get("maxFileBytes", DEFAULT_MAX_FILE_BYTES)))
     priorities = _refs.group_priorities(context_config.get("priorities", {}))
     return _refs.walk_references(reference_specs, locate, read, int(settings.get("maxDepth", 8)), priorities)
 
@@ -168,83 +165,15 @@ def _builtin_names() -> frozenset[str]:
     return frozenset(item.name[:-3] for item in folder.iterdir() if item.name.endswith(".md"))
 
 
-def _reader(timeout: float, max_bytes: int):
+def _reader(timeout: float, max_url_bytes: int, max_file_bytes: int):
     """read(target) -> text for files, URLs and built-ins, or ReferenceProblem."""
 
     def read(target: Target) -> str:
         if target.kind == "url":
-            return _read_url(target.key, timeout, max_bytes)
+            return fetch_url_text(target.key, timeout, max_url_bytes)
         if target.kind == "builtin":
             name = target.key[len("builtin:"):]
             return _builtin_folder().joinpath(f"{name}.md").read_text(encoding="utf-8")
-        return _read_file(target.key)
+        return read_text_file(target.key, max_file_bytes, "references.maxFileBytes")
 
     return read
-
-
-def _read_file(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise ReferenceProblem(f"cannot read {path}: {exc.strerror or exc}") from None
-    return _text(data, path)
-
-
-def _text(data: bytes, where: str, charset: str = "utf-8") -> str:
-    if b"\0" in data[:_BINARY_PROBE]:
-        raise ReferenceProblem(f"{where} is binary, not a text document")
-    try:
-        return data.decode(charset, errors="replace")
-    except LookupError:
-        return data.decode("utf-8", errors="replace")
-
-
-def _read_url(url: str, timeout: float, max_bytes: int) -> str:
-    """The body of an http(s) URL: refused past ``max_bytes`` or ``timeout`` seconds in all."""
-    request = urllib.request.Request(url, headers={
-        "User-Agent": "ctxengine", "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"})
-    deadline = time.monotonic() + timeout
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            length = response.headers.get("Content-Length", "")
-            if length.isdigit() and int(length) > max_bytes:
-                raise ReferenceProblem(_too_large(url, f"{length} bytes", max_bytes))
-            data = _read_capped(response, url, max_bytes, deadline, timeout)
-            charset = response.headers.get_content_charset() or "utf-8"
-    except urllib.error.HTTPError as exc:
-        raise ReferenceProblem(f"{url} answered HTTP {exc.code} {exc.reason}") from None
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            raise ReferenceProblem(_timed_out(url, timeout)) from None
-        raise ReferenceProblem(f"cannot fetch {url}: {exc.reason}") from None
-    except TimeoutError:
-        raise ReferenceProblem(_timed_out(url, timeout)) from None
-    except (OSError, ValueError, http.client.HTTPException) as exc:
-        raise ReferenceProblem(f"cannot fetch {url}: {exc}") from None
-    return _text(data, url, charset)
-
-
-def _read_capped(response, url: str, max_bytes: int, deadline: float, timeout: float) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    read_some = getattr(response, "read1", response.read)  # read1: whatever has arrived, so the deadline holds
-    while True:
-        chunk = read_some(min(65536, max_bytes + 1 - size))
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > max_bytes:
-            raise ReferenceProblem(_too_large(url, f"more than {max_bytes} bytes", max_bytes))
-        if time.monotonic() > deadline:
-            raise ReferenceProblem(_timed_out(url, timeout))
-
-
-def _too_large(url: str, size: str, max_bytes: int) -> str:
-    return (f"{url} is {size}, over references.urlMaxBytes ({max_bytes}); not loaded "
-            "(raise references.urlMaxBytes to read it)")
-
-
-def _timed_out(url: str, timeout: float) -> str:
-    return f"{url} did not answer within references.urlTimeout ({timeout:g} s); not loaded"

@@ -211,15 +211,19 @@ def test_at_doc_in_the_request_fetches_the_url(tmp_path, server):
     assert (section.title, section.priority, section.content) == ("Remote guide", 72, "### Guide\n\nUse feature flags.\n")
     assert section.sources == (Source("url", url, (5, 7)),)
     missing = plan[f"{server}/nope.md"]
-    assert missing["loaded"] is False and missing["reason"] == "request @doc: HTTP 404 Not Found"
-    assert f"{server}/nope.md: request @doc: HTTP 404 Not Found" in out["disclosure_warnings"]
+    assert missing["loaded"] is False
+    assert missing["reason"] == f"request @doc: {server}/nope.md answered HTTP 404 Not Found"
+    assert f"{server}/nope.md: request @doc: {server}/nope.md answered HTTP 404 Not Found" in out["disclosure_warnings"]
 
 
 def test_at_doc_respects_the_size_cap_and_refuses_other_schemes(tmp_path, server):
     out = run(demo_copy(tmp_path), f"@doc {server}/huge.md and @doc file:///etc/passwd", references__urlMaxBytes=1000)
     plan = rows(out)
-    assert plan[f"{server}/huge.md"]["reason"] == "request @doc: 4096 bytes, over references.urlMaxBytes (1000)"
-    assert plan["file:///etc/passwd"]["reason"] == "request @doc: only http:// and https:// URLs are fetched"
+    assert plan[f"{server}/huge.md"]["reason"] == (f"request @doc: {server}/huge.md is 4096 bytes, over "
+                                                   "references.urlMaxBytes (1000); not loaded (raise "
+                                                   "references.urlMaxBytes to read it)")
+    assert plan["file:///etc/passwd"]["reason"] == ("request @doc: file:///etc/passwd: only http:// and https:// "
+                                                    "URLs are fetched")
     assert not [k for k in keys(out) if k.startswith("ref:http") or k.startswith("ref:file")]
 
 
@@ -271,8 +275,8 @@ def test_a_document_over_the_size_cap_stays_out_with_the_reason(tmp_path):
     assert row["loaded"] is False
     # too large to read, so its frontmatter is unknown; the config's mode rule still names it
     assert row["reason"].startswith("configs/disclosure.yaml modes.dev 'coding standards' (coding-standards.md) "
-                                    "selected it, but it is ")
-    assert row["reason"].endswith("bytes, over disclosure.maxFileBytes (100)")
+                                    "selected it, but ")
+    assert row["reason"].endswith("coding-standards.md is 301 bytes, over disclosure.maxFileBytes (100); not loaded")
 
 
 # ----------------------------------------------------------------------------- GSD phases

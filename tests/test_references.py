@@ -560,3 +560,12 @@ def test_document_headings_nest_under_their_title():
     assert "# not a heading" in nested and "### not" not in nested
     # a document whose first heading is not its title keeps it, pushed below the title level
     assert nest_under_title("# Other\n\ntext", "Title").startswith("### Other")
+
+
+def test_a_reference_file_over_the_size_cap_is_refused_with_the_key_to_raise(tmp_path):
+    from ctxengine.driver import execute
+
+    (tmp_path / ".planning").mkdir()
+    (tmp_path / ".planning" / "big.md").write_text("x" * 5000)
+    with pytest.raises(ReferenceLoadError, match=r"over references\.maxFileBytes \(1000\)"):
+        execute(["reference_sections"], tmp_path, {"references.project": ["big.md"], "references.maxFileBytes": 1000})

@@ -17,6 +17,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..types import ConfigError, Document, ReferenceLoadError, Source
 from .markdown import FrontmatterError, first_heading, split_frontmatter
+from .textio import TextUnavailable
 
 GROUPS = ("core", "project", "session")
 INLINE = "inline"
@@ -36,7 +37,7 @@ _FENCE = re.compile(r"\A {0,3}(```|~~~)")
 _FRONTMATTER_BLOCK = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 
 
-class ReferenceProblem(Exception):
+class ReferenceProblem(TextUnavailable):
     """A reference that cannot be located or read; the walk makes it an error or a warning."""
 
 
@@ -363,7 +364,7 @@ def walk_references(
     for spec, target in roots:
         try:
             text = read(target)
-        except ReferenceProblem as exc:
+        except TextUnavailable as exc:
             raise ReferenceLoadError(f"{spec.where} {spec.target!r}: {exc}") from None
         walk.visit(walk.add(target, text, spec.group, spec.group, None), spec.group)
     documents = tuple(
@@ -380,7 +381,7 @@ def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list
     for spec in specs:
         try:
             target = locate(spec.target, None)
-        except ReferenceProblem as exc:
+        except TextUnavailable as exc:
             raise ReferenceLoadError(f"{spec.where} {spec.target!r}: {exc}") from None
         if target.key in seen:
             first = seen[target.key]
@@ -429,7 +430,7 @@ class _Walk:
         where = f"{parent.target.display}:{line}"
         try:
             target = self.locate(token, parent.target)
-        except ReferenceProblem as exc:
+        except TextUnavailable as exc:
             return self._skip(frame, line, token, None, "missing", f"{where}: @{token}: {exc}")
         if target.key in frame.chain:
             cycle = " -> ".join(self._displays(frame.chain[frame.chain.index(target.key):]) + [target.display])
@@ -445,7 +446,7 @@ class _Walk:
                               f"reached ({chain})")
         try:
             text = self.read(target)
-        except ReferenceProblem as exc:
+        except TextUnavailable as exc:
             return self._skip(frame, line, token, target.key, "unreadable", f"{where}: @{token}: {exc}")
         self._link(frame, line, token, target.key, "loaded")
         return self.add(target, text, INLINE, frame.root_group, frame.key)

@@ -1,0 +1,93 @@
+"""How truncation spreads its cut (nodes/lib/truncate.py): the pools pass split between the
+pools over their share in proportion to their debt, the summarize step's room split between
+sections by size and priority, and the tokens the steps leave unused given back."""
+
+from __future__ import annotations
+
+from ctxengine.nodes.lib import truncate as t
+from ctxengine.nodes.lib.summarize import Summarizer
+from ctxengine.nodes.lib.tokens import token_counter_for
+from ctxengine.nodes.types import Section, Source
+
+COUNTER = t.MemoCounter(token_counter_for("cl100k_base"))
+STRATEGIES = {"head": t.Strategy("head"), "middle": t.Strategy("middle", Summarizer("extractive")),
+              "tail": t.Strategy("tail")}
+
+
+def _doc(title: str, paragraphs: int, tag: str) -> str:
+    body = "\n\n".join(
+        f"## Part {i}\n\nParagraph {i} of {title} explains how the {tag} layer handles batch {i}. "
+        f"The ticket for it is {tag.upper()}-{100 + i}-a{i}f{i}c9 and the code lives in `src/{tag}/part_{i}.py`. "
+        f"Nothing else about it is worth noting here." for i in range(paragraphs))
+    return f"# {title}\n\n{body}\n"
+
+
+def _ref(key: str, priority: int, paragraphs: int, pool: str = "references", deprecated: bool = False) -> Section:
+    return Section(f"ref:{key}.md", key.title(), "reference", _doc(key.title(), paragraphs, key), priority, pool,
+                   (Source("file", f".planning/references/{key}.md"),), deprecated=deprecated)
+
+
+def _state(sections, target: int, shares: dict) -> t.TruncationState:
+    tokens = {s.key: COUNTER.count(s.content) for s in sections}
+    strategies = {s.key: "head" if s.deprecated else "middle" for s in sections}
+    return t.start_state(sections, tokens, list(tokens), 0, target, target, shares, strategies)
+
+
+def test_pool_quotas_split_the_need_in_proportion_to_the_debts():
+    a = _ref("alpha", 60, 30, pool="references")
+    b = _ref("beta", 70, 10, pool="state")
+    state = _state([a, b], 0, {"references": 100, "state": 100, "buffer": 0})
+    ta, tb = state.tokens[a.key], state.tokens[b.key]
+    state = t.replace(state, target=(ta + tb) // 2)
+    quotas = t.pool_quotas(state)
+    need = ta + tb - state.target
+    da, db = ta - 100, tb - 100
+    assert abs(quotas["references"] - need * da / (da + db)) <= 1
+    assert abs(quotas["state"] - need * db / (da + db)) <= 1
+    # the pools pass leaves each pool the rest of its part: the larger pool is not cut to the bone
+    after = t.summarize_summarizable(state, "pools", "pool_summarizable_summarized", STRATEGIES, COUNTER, 48)
+    assert after.tokens[b.key] < tb  # the smaller pool over its share gives its part too
+    assert after.tokens[a.key] >= 0.9 * (ta - quotas["references"])  # a summary lands at or a little under its cap
+
+
+def test_summary_parts_spread_the_room_by_size_and_priority():
+    low, high = _ref("low", 60, 20), _ref("high", 70, 20)
+    state = _state([low, high], 0, {"references": 10, "buffer": 0})
+    state = t.replace(state, target=state.total - 1000)
+    parts = t.summary_parts(state, [low, high], "all")
+    assert sum(parts.values()) >= 1000
+    # same size: the lower priority gives (100 - 60) / (100 - 70) times as much
+    assert abs(parts[low.key] / parts[high.key] - 40 / 30) < 0.05
+    after = t.summarize_summarizable(state, "all", "summarizable_summarized", STRATEGIES, COUNTER, 48)
+    assert 48 < after.tokens[low.key] < after.tokens[high.key] < state.tokens[high.key]
+
+
+def test_refill_gives_unused_tokens_back_to_a_dropped_deprecated_document():
+    old = _ref("old", 55, 20, deprecated=True)
+    notes = Section("ref:notes.md", "Notes", "reference", _doc("Notes", 10, "notes"), 40, "references",
+                    (Source("file", ".planning/references/notes.md"),))
+    state = _state([old, notes], 0, {"references": 10, "buffer": 0})
+    state = t.replace(state, target=state.tokens[old.key] // 2)
+    state = t.drop_discardable(state, "all", "discardable_dropped")
+    state = t._with_change(state, old, None, "deprecated_head_cut", "dropped for the test")
+    assert state.need < 0
+    refilled = t.refill_slack(state, "summarizable_cut", STRATEGIES, COUNTER, 48)
+    assert old.key in refilled.tokens and notes.key not in refilled.tokens  # discardable stays dropped
+    assert 0 < refilled.tokens[old.key] <= state.target - t.REFILL_MARGIN
+    kept = next(s for s in refilled.sections if s.key == old.key)
+    assert kept.content.startswith("# Old") and "tokens cut" in kept.content  # head kept, with a marker
+    assert refilled.tokens[old.key] == COUNTER.count(kept.content)
+    entry = refilled.ledger[-1]
+    assert entry.step == "summarizable_cut" and entry.tokens_before == 0 and "refilled" in entry.reason
+    assert refilled.total <= refilled.target
+
+
+def test_refill_does_nothing_without_room_or_without_a_change():
+    old = _ref("old", 55, 20, deprecated=True)
+    state = _state([old], 0, {"references": 10, "buffer": 0})
+    state = t.replace(state, target=state.total + 500)
+    assert t.refill_slack(state, "summarizable_cut", STRATEGIES, COUNTER, 48) is state  # nothing was reduced
+    cut = t.head_cut_deprecated(t.replace(state, target=state.total - 300), "all", "deprecated_head_cut", STRATEGIES,
+                                COUNTER, 48)
+    tight = t.replace(cut, target=cut.total + 20)
+    assert t.refill_slack(tight, "summarizable_cut", STRATEGIES, COUNTER, 48) is tight  # under min_keep left
