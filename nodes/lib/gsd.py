@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..types import Source
-from .markdown import FrontmatterError, split_frontmatter
-from .plan import PlanView, demote_headings
+from .markdown import FrontmatterError, demote_headings, frontmatter_block, split_frontmatter
+from .plan import PlanView
 
 DONE = "done"
 IN_PROGRESS = "in_progress"
@@ -193,16 +193,11 @@ def _sections(lines: Sequence[str], start: int = 0) -> list[tuple[int, str, int,
     return out
 
 
-_FM_BLOCK = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
-
-
 def _split_fm(text: str) -> tuple[str, str, int]:
     """(frontmatter text, body, body's first line) without parsing the YAML: PLAN and SUMMARY
     frontmatter is long (must_haves, key-files) and only a few top-level keys are read."""
-    match = _FM_BLOCK.match(text)
-    if not match:
-        return "", text, 1
-    return match.group(1), text[match.end():], match.group(0).count("\n") + 1
+    raw, body, start = frontmatter_block(text)
+    return raw or "", body, start
 
 
 def _fm_value(frontmatter: str, key: str) -> str | None:

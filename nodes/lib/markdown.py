@@ -9,6 +9,8 @@ from .yamlio import YAMLError, load_yaml
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+_FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)")
+_HEADING_LINE = re.compile(r"^( {0,3})(#{1,6})([ \t].*|)$")
 
 
 class FrontmatterError(ValueError):
@@ -19,17 +21,25 @@ class FrontmatterError(ValueError):
         self.line = line
 
 
+def frontmatter_block(text: str) -> tuple[str | None, str, int]:
+    """(raw frontmatter or None, body, body_start_line), without parsing the YAML."""
+    match = _FRONTMATTER.match(text)
+    if not match:
+        return None, text, 1
+    return match.group(1), text[match.end():], match.group(0).count("\n") + 1
+
+
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     """(metadata, body, body_start_line): YAML frontmatter between leading ``---`` lines.
 
     Text without frontmatter gives ({}, text, 1). Frontmatter that is not a mapping raises
     FrontmatterError with the line where YAML failed.
     """
-    match = _FRONTMATTER.match(text)
-    if not match:
+    raw, body, start = frontmatter_block(text)
+    if raw is None:
         return {}, text, 1
     try:
-        data = load_yaml(match.group(1))
+        data = load_yaml(raw)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else None
@@ -38,8 +48,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
         data = {}
     if not isinstance(data, dict):
         raise FrontmatterError("frontmatter must be a YAML mapping (key: value lines)", 2)
-    body = text[match.end():]
-    return data, body, match.group(0).count("\n") + 1
+    return data, body, start
 
 
 def headings(text: str) -> list[tuple[int, str, int]]:
@@ -69,6 +78,26 @@ def slugify(title: str) -> str:
     return slug.replace(" ", "-")
 
 
+def demote_headings(text: str, levels: int) -> str:
+    """Markdown headings pushed ``levels`` deeper (at most ``######``), code fences left alone,
+    so a file's own ``# Title`` nests under the section heading the template writes."""
+    if levels <= 0:
+        return text
+    out = []
+    in_fence = False
+    for line in text.split("\n"):
+        if _FENCE_LINE.match(line):
+            in_fence = not in_fence
+        elif not in_fence:
+            match = _HEADING_LINE.match(line)
+            if match:
+                level = min(6, len(match.group(2)) + levels)
+                line = match.group(1) + "#" * level + match.group(3)
+        out.append(line)
+    return "\n".join(out)
+
+
+
 def nest_under_title(text: str, title: str, level: int = 2) -> str:
     """``text`` shaped to sit under a heading of ``level`` that already shows ``title``.
 
@@ -82,11 +111,7 @@ def nest_under_title(text: str, title: str, level: int = 2) -> str:
         lines = lines[found[0][2]:]
         found = [(lvl, t, n - found[0][2]) for lvl, t, n in found[1:]]
     shift = (level + 1) - min((lvl for lvl, _, _ in found), default=level + 1)
-    if shift > 0:
-        for lvl, _, number in found:
-            line = lines[number - 1]
-            lines[number - 1] = "#" * min(6, lvl + shift) + line[lvl:]
-    return "".join(lines).lstrip("\n")
+    return demote_headings("".join(lines), shift).lstrip("\n")
 
 
 def _only_blank_before(lines: list[str], number: int) -> bool:

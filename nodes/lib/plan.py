@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..types import Source
+from .markdown import demote_headings
 
 DONE = "done"
 IN_PROGRESS = "in_progress"
@@ -55,28 +56,6 @@ class ArticlePlan:
     @property
     def count_line(self) -> str:
         return count_line(self.counts)
-
-
-def demote_headings(text: str, levels: int) -> str:
-    """Markdown headings pushed ``levels`` deeper (at most ``######``), code fences left alone,
-    so a file's own ``# Title`` nests under the section heading the template writes."""
-    if levels <= 0:
-        return text
-    out = []
-    in_fence = False
-    for line in text.split("\n"):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        elif not in_fence:
-            match = _HEADING_LINE.match(line)
-            if match:
-                level = min(6, len(match.group(2)) + levels)
-                line = match.group(1) + "#" * level + match.group(3)
-        out.append(line)
-    return "\n".join(out)
-
-
-_HEADING_LINE = re.compile(r"^( {0,3})(#{1,6})([ \t].*|)$")
 
 
 def count_line(counts: Mapping[str, int]) -> str:

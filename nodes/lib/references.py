@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..types import ConfigError, Document, ReferenceLoadError, Source
-from .markdown import FrontmatterError, first_heading, split_frontmatter
+from .markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
 from .textio import TextUnavailable
 
 GROUPS = ("core", "project", "session")
@@ -34,7 +34,6 @@ _PATH_CHARS = re.compile(r"\A[\w.~/\\:+\-]+\Z")
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}\Z")
 _BUILTIN_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
 _FENCE = re.compile(r"\A {0,3}(```|~~~)")
-_FRONTMATTER_BLOCK = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 
 
 class ReferenceProblem(TextUnavailable):
@@ -288,8 +287,7 @@ def parse_document(text: str, display: str) -> ParsedDocument:
         return ParsedDocument(dict(metadata), body, start, max(last_line, start))
     except FrontmatterError as exc:
         where = f"{display}:{exc.line}" if exc.line else display
-        block = _FRONTMATTER_BLOCK.match(text)
-        body, start = (text[block.end():], block.group(0).count("\n") + 1) if block else (text, 1)
+        _, body, start = frontmatter_block(text)
         warning = f"{where}: {exc}; the document is used without metadata"
         return ParsedDocument({}, body, start, max(last_line, start), warning)
 
