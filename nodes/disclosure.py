@@ -25,7 +25,7 @@ from hamilton.function_modifiers import cache, tag
 from .lib import disclosure as _dis
 from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
 from .lib.markdown import nest_under_title
-from .lib.references import fallback_title, normalise_url, parse_document, priority_for, title_for
+from .lib.references import fallback_title, root_group, normalise_url, parse_document, priority_for, title_for
 from .lib.textio import TextUnavailable, fetch_url_text, read_config_text, read_text_file
 from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError, Document, Section, Source
@@ -377,21 +377,13 @@ def _how(doc: Document, by_key: Mapping[str, Document]) -> str:
     return f"references.{doc.group}"
 
 
-def _root_group(doc: Document, by_key: Mapping[str, Document]) -> str:
-    seen: set[str] = set()
-    while doc.group == "inline" and doc.parent in by_key and doc.parent not in seen:
-        seen.add(doc.parent)
-        doc = by_key[doc.parent]
-    return doc.group
-
-
 def _core_rows(
     ordered_references: list[Document], plan_section: Optional[Section], user_request: str, project_dir: str
 ) -> list[dict]:
     by_key = {doc.key: doc for doc in ordered_references}
     rows = []
     for doc in ordered_references:
-        core = _root_group(doc, by_key) == "core"
+        core = root_group(doc, by_key) == "core"
         rows.append({
             "document": _relative(doc.source.location, project_dir),
             "layer": 1,

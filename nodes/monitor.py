@@ -28,7 +28,7 @@ def round_token_use(session_history: Any, token_counter: TokenCounter) -> tuple:
     """Tokens each round of the session added (RoundUse, oldest first): the usage field where
     a log line has one, else the count of the round as the history renders it: exact for the
     rounds the growth is read from, estimated (chars / 4) for older ones."""
-    return _mon.round_uses(_rounds_of(session_history), token_counter.count, _session.render_round,
+    return _mon.round_uses(_session.rounds_of(session_history), token_counter.count, _session.render_round,
                            estimate=token_counter.estimate, exact_last=2 * _mon.GROWTH_WINDOW)
 
 
@@ -46,7 +46,7 @@ def budget_monitor(
     history section summarises their summary line), current_round_used, remaining, and
     projected_rounds: floor(remaining / mean tokens of the last three rounds), None when
     nothing grows."""
-    rounds = _rounds_of(session_history)
+    rounds = _session.rounds_of(session_history)
     history = 0
     if history_section is not None:
         # measured like the report: exactly, or by the same estimate when the report is one
@@ -130,11 +130,3 @@ def _compacted(section: Section, keep_last: int) -> Section:
     first_kept = len(rounds) - min(keep_last, len(conversation))
     data = {**dict(section.data), "verbatim_from": first_kept, "preventive": True}
     return section.with_content(head + "\n\n" + text, data=data)
-
-
-def _rounds_of(session_history: Any) -> tuple[Round, ...]:
-    """The rounds of a SessionHistory (``.rounds``), or of a plain sequence of rounds; () for None."""
-    if session_history is None:
-        return ()
-    rounds = getattr(session_history, "rounds", session_history)
-    return tuple(r for r in rounds if isinstance(r, Round))

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 from . import driver
 from .api import build_overrides, bundled_example
-from .nodes.lib.session import summarize_rounds
+from .nodes.lib.session import rounds_of, summarize_rounds
 from .nodes.report import BuildResult
 from .nodes.types import CtxEngineError, Message, Round
 
@@ -105,7 +105,7 @@ class Session:
         self._pending = None
         self._template = seeded["session_history"]
         if seed_history:
-            self.rounds = list(_rounds_of(self._template))
+            self.rounds = list(rounds_of(self._template))
             if len(self.rounds) > keep:
                 self._fold(keep)
 
@@ -219,9 +219,3 @@ class Session:
         self.summary_lines.extend(summarize_rounds(older).split("\n"))
         self.folded_rounds = self.folded_rounds + tuple(r.index for r in older)
         return len(older)
-
-
-def _rounds_of(value: Any) -> tuple[Round, ...]:
-    if value is None:
-        return ()
-    return tuple(getattr(value, "rounds", value))

@@ -629,3 +629,11 @@ def compact_history(rounds: Sequence[Round], keep_last: int) -> str:
     if recent:
         parts.append(f"Recent rounds ({len(recent)}, verbatim):\n\n" + render_rounds(recent))
     return "\n\n".join(parts)
+
+
+def rounds_of(session_history: Any) -> tuple[Round, ...]:
+    """The rounds of a SessionHistory (``.rounds``), or of a plain sequence of rounds; () for None."""
+    if session_history is None:
+        return ()
+    rounds = getattr(session_history, "rounds", session_history)
+    return tuple(r for r in rounds if isinstance(r, Round))
