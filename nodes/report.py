@@ -127,3 +127,43 @@ def run_record(build_result: BuildResult, project_dir: str) -> dict:
         "warnings": len(build_result.warnings),
         "error": None,
     }
+
+
+@tag(stage="report")
+def context_lineage(sections: list, truncation_ledger: list, final_sections: list) -> Any:
+    """Which sources fed which sections, what each truncation step did to them, and which
+    reached the final context: a networkx DiGraph source -> section -> step -> output."""
+    import networkx as nx  # here, not at the top: it costs ~0.4 s of every CLI start
+
+    graph = nx.DiGraph()
+    graph.add_node("output:final_context", kind="output", label="final context")
+    graph.add_node("output:dropped", kind="output", label="dropped")
+    final = {s.key for s in final_sections}
+    steps_of: dict[str, list[LedgerEntry]] = {}
+    for entry in truncation_ledger:
+        steps_of.setdefault(entry.section_key, []).append(entry)
+    for section in sections:
+        node = f"section:{section.key}"
+        graph.add_node(node, kind="section", label=section.title, tier=section.tier, priority=section.priority)
+        for source in section.sources:
+            source_node = f"source:{source.location}"
+            graph.add_node(source_node, kind="source", label=_source_label(source))
+            graph.add_edge(source_node, node)
+        previous = node
+        for entry in steps_of.get(section.key, []):
+            if entry.action == "kept":
+                continue
+            step_node = f"step:{entry.step}:{section.key}"
+            graph.add_node(step_node, kind="step", label=f"{entry.step}\n{entry.action} "
+                           f"{entry.tokens_before}->{entry.tokens_after}", reason=entry.reason)
+            graph.add_edge(previous, step_node)
+            previous = step_node
+        graph.add_edge(previous, "output:final_context" if section.key in final else "output:dropped")
+    return graph
+
+
+def _source_label(source) -> str:
+    where = source.location
+    if source.lines:
+        where += f":{source.lines[0]}-{source.lines[1]}"
+    return f"{source.kind}: {where}"

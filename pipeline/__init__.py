@@ -5,7 +5,7 @@
     >>> result.budget.total_tokens, result.context[:80]
 """
 
-from .api import build_context, bundled_example, explain_config
+from .api import build_context, bundled_example, explain_config, run_nodes
 from .nodes.report import BuildResult
 from .session import Session
 from .nodes.types import BudgetExceededError, ConfigError, CtxEngineError, ReferenceLoadError, TemplateError
@@ -21,4 +21,5 @@ __all__ = [
     "build_context",
     "bundled_example",
     "explain_config",
+    "run_nodes",
 ]

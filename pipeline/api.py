@@ -55,9 +55,21 @@ def build_context(
     reserve_tokens, compact, strategy, layout, phase); ``overrides`` takes dotted keys
     (``{"budget.maxTokens": 32000}``). Raises a CtxEngineError subclass on bad input.
     """
+    return run_nodes(["build_result"], project_dir, request, overrides=overrides, **options)["build_result"]
+
+
+def run_nodes(
+    outputs: list[str],
+    project_dir: str | os.PathLike | None = None,
+    request: str = "",
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Any nodes of the dataflow by name (a partial run computes only what they need), e.g.
+    ``run_nodes(["budget_report"], project)`` or ``run_nodes(["build_result", "context_lineage"], ...)``."""
     project = project_dir if project_dir is not None else bundled_example()
-    result = driver.execute(["build_result"], project, build_overrides(overrides, **options), request)
-    return result["build_result"]
+    return driver.execute(list(outputs), project, build_overrides(overrides, **options), request)
 
 
 def explain_config(

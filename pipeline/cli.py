@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_set(build)
     build.add_argument("--format", choices=("text", "json"), default="text")
     build.add_argument("-o", "--output", default=None, help="write the result to this file instead of stdout")
+    build.add_argument("--lineage", default=None, metavar="FILE",
+                       help="also draw which sources fed which sections and what truncation did (.svg, .png, .dot)")
     build.set_defaults(handler=_build)
 
     config = sub.add_parser("config", help="show the effective configuration")
@@ -122,9 +124,11 @@ def _request_text(args: argparse.Namespace) -> str:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .api import build_context
+    from .api import run_nodes
 
-    result = build_context(
+    outputs = ["build_result"] + (["context_lineage"] if args.lineage else [])
+    out = run_nodes(
+        outputs,
         _project(args),
         _request_text(args),
         overrides=_overrides(args),
@@ -136,6 +140,7 @@ def _build(args: argparse.Namespace) -> int:
         layout=args.layout,
         phase=args.phase,
     )
+    result = out["build_result"]
     if args.format == "json":
         text = json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"
     else:
@@ -149,6 +154,11 @@ def _build(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     _write(text, args.output)
+    if args.lineage:
+        from .viz.lineage import write_lineage
+
+        written, note = write_lineage(out["context_lineage"], args.lineage)
+        print(f"ctxengine: wrote {written}" + (f" ({note})" if note else ""), file=sys.stderr)
     return 0
 
 

@@ -38,3 +38,32 @@ def test_every_corpus_project_builds(project):
     assert result.budget.total_tokens <= result.budget.available_tokens
     assert "# User Request" in result.context
     assert any(section.kind == "plan" for section in result.sections)
+
+
+def test_lineage_follows_each_section_from_its_sources_to_the_output():
+    out = ctxengine.run_nodes(["build_result", "context_lineage"], DEMO, "Fix the login endpoint",
+                              max_tokens=2200, reserve_tokens=400)
+    graph, result = out["context_lineage"], out["build_result"]
+    final = {s.key for s in result.sections}
+    dropped = [e.section_key for e in result.ledger if e.action == "dropped"]
+    assert dropped, "the budget is small enough that something is dropped"
+    import networkx as nx
+
+    for key in dropped:
+        assert nx.has_path(graph, f"section:{key}", "output:dropped")
+        assert not nx.has_path(graph, f"section:{key}", "output:final_context")
+    for key in final:
+        assert nx.has_path(graph, f"section:{key}", "output:final_context")
+    rules = next(s for s in result.sections if s.kind == "rules")
+    source = rules.sources[0]
+    assert graph.has_edge(f"source:{source.location}", f"section:{rules.key}")
+
+
+def test_build_draws_the_lineage_on_request(tmp_path):
+    from test_cli import run_cli
+
+    target = tmp_path / "lineage.dot"
+    done = run_cli("build", "--request", "x", "--lineage", str(target))
+    assert done.returncode == 0, done.stderr
+    text = target.read_text()
+    assert "digraph lineage" in text and "final context" in text and "Project rules" in text

@@ -6,8 +6,9 @@ installed and writes the DOT text otherwise.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+
+from .output import write_digraph
 
 STAGE_COLOURS = {
     "config": "#d9e8fb",
@@ -38,18 +39,5 @@ def dag_digraph(dr):
 
 
 def write_dag(dr, output: str | Path) -> tuple[Path, str | None]:
-    """Write the diagram of ``dr`` to ``output`` (format from its suffix); (path written, note).
-
-    Without the ``dot`` program, or for a ``.dot`` suffix, the DOT text is written instead.
-    """
-    output = Path(output)
-    graph = dag_digraph(dr)
-    fmt = output.suffix.lstrip(".").lower() or "svg"
-    if fmt in ("dot", "gv") or shutil.which("dot") is None:
-        target = output if fmt in ("dot", "gv") else output.with_suffix(".dot")
-        target.write_text(graph.source, encoding="utf-8")
-        note = None if fmt in ("dot", "gv") else "graphviz 'dot' is not installed; wrote the DOT text instead"
-        return target, note
-    graph.format = fmt
-    rendered = graph.render(outfile=str(output), cleanup=True)
-    return Path(rendered), None
+    """Write the diagram of ``dr`` to ``output`` (format from its suffix); (path written, note)."""
+    return write_digraph(dag_digraph(dr), output)
