@@ -18,6 +18,7 @@ import os
 import platform
 import shutil
 import subprocess
+from dataclasses import replace
 
 from hamilton.function_modifiers import cache, tag
 
@@ -412,14 +413,24 @@ def state_sections(
     file_tree_section: Section | None,
     environment_section: Section | None,
     context_config: dict,
+    project_dir: str,
 ) -> list[Section]:
     """The state sections in order plan, history, git, tree, environment, skipping None and
-    those switched off."""
+    those switched off; their file sources named relative to the project, like references."""
     out = []
     for section in (plan_section, history_section, git_section, file_tree_section, environment_section):
         if section is not None and _on(context_config, section.kind):
-            out.append(section)
+            out.append(replace(section, sources=tuple(_project_relative(s, project_dir) for s in section.sources)))
     return out
+
+
+def _project_relative(source: Source, project_dir: str) -> Source:
+    if source.kind not in ("file", "git") or not os.path.isabs(source.location):
+        return source
+    relative = os.path.relpath(source.location, project_dir)
+    if relative.startswith(".."):
+        return source
+    return replace(source, location=relative)
 
 
 @tag(stage=STAGE)
