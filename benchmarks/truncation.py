@@ -85,7 +85,22 @@ def truncation_driver():
         """No disclosed sections."""
         return []
 
-    fixtures = ad_hoc_utils.create_temporary_module(reference_sections, state_sections, disclosed_sections)
+    def preventive_compaction() -> dict:
+        """The budget monitor stays out of the benchmark: no preventive compaction."""
+        return {"active": False}
+
+    def preventively_compacted_sections(sections: list) -> list:
+        """The sections as assembled."""
+        return list(sections)
+
+    def preventive_ledger() -> list:
+        """Nothing folded in advance."""
+        return []
+
+    fixtures = ad_hoc_utils.create_temporary_module(
+        reference_sections, state_sections, disclosed_sections, preventive_compaction,
+        preventively_compacted_sections, preventive_ledger,
+    )
     return (driver.Builder().with_modules(config, render, budget, summarize, truncation, quality, fixtures)
             .with_config({"summarizer_method": "extractive"}).build())
 

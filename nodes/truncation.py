@@ -4,10 +4,15 @@ The trigger decides whether and to what target (hard: over the available tokens;
 ``budget.softLimit``; requested: ``truncation.compact``). Budget pools (shares of maxTokens)
 decide where the work starts: a pool under its share lends the rest to the buffer, a pool over
 it borrows, and when the buffer is spent the pools over their share are cut first
-(``pool_*`` steps), then everything else (the same steps again). Each step is a node and acts
-only while the context is still over its target, least loss first:
+(``pool_*`` steps), each by its part of the cut (in proportion to its debt), then everything
+else (the same steps again). Each step is a node and acts only while the context is still over
+its target, least loss first:
 
     drop discardable -> head-cut deprecated -> compact history -> summarize -> cut
+
+The summarize step splits its room between the sections it summarizes (by size, lower
+priority giving more) rather than summarizing the lowest priority to nothing first; the last
+step gives the tokens left unused back to the reduced sections, highest priority first.
 
 Strategies are nodes too (``tail_strategy``, ``head_strategy``, ``middle_strategy``), picked
 per section by content kind (``truncation.strategies``) unless ``truncation.strategy`` forces
@@ -184,11 +189,12 @@ def section_strategies(truncation_sections: list, strategy_by_kind: dict) -> dic
 @tag(stage=STAGE)
 def tail_strategy(context_config: dict) -> _t.Strategy:
     """Tail: keep the end. A session history keeps its recent rounds verbatim; older rounds
-    keep their first and last message with a summary between, then become summary lines,
-    then are dropped oldest first. Other text is cut from its beginning."""
+    keep their first and last message with a summary between, then become summary lines (with
+    the sentences that carry ids, few files), then are dropped oldest first. Other text is cut
+    from its beginning."""
     settings = context_config["truncation"]
     return _t.Strategy("tail", None, int(settings.get("keepRecentRounds", 1)), float(settings.get("recentShare", 0.75)),
-                       _session.render_round, _session.round_summary)
+                       _session.render_round, _t.round_summary_with_ids(_session.round_summary))
 
 
 @tag(stage=STAGE)

@@ -91,3 +91,36 @@ def test_refill_does_nothing_without_room_or_without_a_change():
                                 COUNTER, 48)
     tight = t.replace(cut, target=cut.total + 20)
     assert t.refill_slack(tight, "summarizable_cut", STRATEGIES, COUNTER, 48) is tight  # under min_keep left
+
+
+def _ids_round() -> "t.Round":
+    from ctxengine.nodes.types import Message, Round
+    files = ", ".join(f"src/app/module_{i}.py" for i in range(6))
+    return Round(4, (
+        Message("user", f"Fix the login bug in {files}. The branch is fix/LOGIN-2041-b7 as agreed.", 4),
+        Message("assistant", "", 4, tool_calls=({"id": "c1", "name": "bash", "arguments": "pytest -q"},)),
+        Message("tool", "collected 3 items\nE AssertionError: expected tag REC-77-9f1c, got None\n3 failed", 4,
+                call_id="c1"),
+        Message("assistant", "Done: the login works again. I noted the decision as DEC-5-a1b2 in the plan.", 4),
+    ))
+
+
+def test_round_summary_with_ids_keeps_ids_and_names_fewer_files():
+    from ctxengine.nodes.lib import session
+
+    rnd = _ids_round()
+    base = session.round_summary(rnd)
+    line = t.round_summary_with_ids(session.round_summary)(rnd)
+    assert line.startswith(base.split("; files: ")[0].split(" — ")[0])
+    for ident in ("LOGIN-2041-b7", "REC-77-9f1c", "DEC-5-a1b2"):
+        assert line.count(ident) == 1  # each id once, whether the base line had it or not
+    assert "noted: " in line and "\n" not in line
+    assert "files: src/app/module_0.py, src/app/module_1.py, src/app/module_2.py" in base
+    assert "files: src/app/module_0.py, src/app/module_1.py (+4 more);" in line
+    summary = t.round_summary_with_ids(session.round_summary)
+    assert summary(rnd) == summary(rnd) == line  # deterministic, remembered
+
+
+def test_id_spans_find_hyphenated_ids_with_digits_only():
+    text = "see JIRA-204, the -5 offset, release-2024-06, a well-known x-y pair and sha 3f9a2c1d"
+    assert [text[a:b] for a, b in t._id_spans(text)] == ["JIRA-204", "release-2024-06"]

@@ -591,6 +591,11 @@ def fact_tokens(sentence: str) -> int:
     return len(_FACTLIKE.findall(sentence))
 
 
+def fact_ids(text: str) -> list[str]:
+    """The fact-like tokens of ``text`` in order (see :func:`fact_tokens`)."""
+    return _FACTLIKE.findall(text)
+
+
 def _terms(text: str) -> list[str]:
     out = []
     for word in _WORD.findall(text):
