@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from hamilton.function_modifiers import tag
 
@@ -51,16 +50,6 @@ def available_tokens(context_config: dict, model_preset: dict) -> int:
     return available
 
 
-@dataclass(frozen=True)
-class MeasuredBudgetReport(BudgetReport):
-    """A budget report that says whether its total is an exact count or an estimate."""
-
-    exact: bool = True
-
-    def as_dict(self) -> dict:
-        return {**super().as_dict(), "exact": self.exact}
-
-
 @tag(stage="budget")
 def budget_report(
     rendered_context: str, run_counter: MemoCounter, available_tokens: int, context_config: dict
@@ -72,8 +61,8 @@ def budget_report(
     estimate = run_counter.estimate(rendered_context)
     band = context_config["budget"].get("exactBand", (0.5, 1.5))
     if near_threshold(estimate, available_tokens, band):
-        return MeasuredBudgetReport(**budget_report_for(run_counter.count(rendered_context), available_tokens).__dict__)
-    return MeasuredBudgetReport(**budget_report_for(estimate, available_tokens).__dict__, exact=False)
+        return budget_report_for(run_counter.count(rendered_context), available_tokens)
+    return budget_report_for(estimate, available_tokens, exact=False)
 
 
 @tag(stage="budget")

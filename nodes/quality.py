@@ -7,27 +7,18 @@ reported from the exact count.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from hamilton.function_modifiers import tag
 
 from .lib import truncate as _t
+from .lib.crossref import mend_cross_references
 from .lib.layout import render_context
 from .lib.tokens import budget_report_for
 from .types import BudgetExceededError, BudgetReport, Section, TemplateError
 
 STAGE = "quality"
 FIT_STEP = "fitted_context"
-
-
-@dataclass(frozen=True)
-class FinalBudgetReport(BudgetReport):
-    """A budget report that says whether its total is an exact count (always, for the final one)."""
-
-    exact: bool = True
-
-    def as_dict(self) -> dict:
-        return {**super().as_dict(), "exact": self.exact}
 
 
 @tag(stage=STAGE)
@@ -101,14 +92,10 @@ def _rendered(state, sections, rendered_context, trigger, context_template, mode
 
 
 def _mended(state: _t.TruncationState) -> tuple[list[Section], list[str]]:
-    """The state's sections with cross-references mended (nodes/lib/crossref.py, when it is
-    there), immutable sections restored byte for byte whatever the mender did."""
+    """The state's sections with cross-references mended (nodes/lib/crossref.py), immutable
+    sections restored byte for byte whatever the mender did."""
     sections = list(state.sections)
     if not state.removed:
-        return sections, []
-    try:
-        from .lib.crossref import mend_cross_references
-    except ImportError:  # pragma: no cover - the mender lands separately
         return sections, []
     order = list(state.originals)
     transcripts = {s.key: s for s in sections if s.kind == "history"}
@@ -181,5 +168,4 @@ def final_section_tokens(fitted_context: _t.FittedContext) -> dict:
 @tag(stage=STAGE)
 def final_budget_report(fitted_context: _t.FittedContext, available_tokens: int) -> BudgetReport:
     """The budget of the final context, from its exact token count."""
-    base = budget_report_for(fitted_context.tokens, available_tokens)
-    return FinalBudgetReport(**base.__dict__, exact=True)
+    return budget_report_for(fitted_context.tokens, available_tokens)

@@ -144,6 +144,7 @@ class BudgetReport:
     is_over_budget: bool
     over_budget_amount: int
     utilization_rate: float
+    exact: bool = True  # False when total_tokens is the chars/4 estimate, not a tiktoken count
 
     def as_dict(self) -> dict:
         return {
@@ -152,6 +153,7 @@ class BudgetReport:
             "is_over_budget": self.is_over_budget,
             "over_budget_amount": self.over_budget_amount,
             "utilization_rate": self.utilization_rate,
+            "exact": self.exact,
         }
 
 

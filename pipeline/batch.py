@@ -28,7 +28,10 @@ def build_many(projects: Iterable[str | os.PathLike], request: str = "", overrid
     """A pandas DataFrame with one run record per project (the ``error`` column is None on success)."""
     import pandas as pd
 
-    return pd.DataFrame([build_record(p, request, overrides) for p in projects])
+    frame = pd.DataFrame([build_record(p, request, overrides) for p in projects])
+    # integer columns stay integers (nullable) when a failed project leaves them empty
+    counts = ["total_tokens", "available_tokens", "sections", "warnings"]
+    return frame.astype({c: "Int64" for c in counts if c in frame.columns})
 
 
 def _error_row(project_dir: str | os.PathLike, message: str) -> dict:

@@ -134,8 +134,8 @@ def _write_atomically(path: str, data: bytes) -> None:
     os.replace(temp, path)
 
 
-def budget_report_for(total_tokens: int, available: int) -> BudgetReport:
-    """The five budget fields for ``total_tokens`` used out of ``available``."""
+def budget_report_for(total_tokens: int, available: int, exact: bool = True) -> BudgetReport:
+    """The budget fields for ``total_tokens`` used out of ``available`` (``exact``: counted, not estimated)."""
     over = max(0, total_tokens - available)
     return BudgetReport(
         total_tokens=total_tokens,
@@ -143,6 +143,7 @@ def budget_report_for(total_tokens: int, available: int) -> BudgetReport:
         is_over_budget=over > 0,
         over_budget_amount=over,
         utilization_rate=round(total_tokens / available, 4) if available else float("inf"),
+        exact=exact,
     )
 
 
