@@ -363,10 +363,7 @@ def _version_of(program: str, path: str | None = None) -> str | None:
 @cache(behavior="recompute")
 def environment_facts() -> dict:
     """Python, OS, git and ctxengine versions, and node's where it is installed."""
-    try:
-        ours = importlib.metadata.version("ctxengine")
-    except importlib.metadata.PackageNotFoundError:
-        ours = "unknown"
+    ours = _ctxengine_version()
     path = os.environ.get("PATH")
     git = _version_of("git", path)
     facts = {
@@ -443,3 +440,12 @@ def state_warnings(
     """Every warning of the state stage: plan problems (missing GSD files, unknown task boxes),
     malformed session lines with their line numbers, git problems, file-tree problems."""
     return tuple(plan_state.warnings) + session_history.warnings + git_state.warnings + file_listing.warnings
+
+
+@functools.lru_cache(maxsize=1)
+def _ctxengine_version() -> str:
+    """The installed ctxengine version (read once per process: metadata lookups cost ~2 ms)."""
+    try:
+        return importlib.metadata.version("ctxengine")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

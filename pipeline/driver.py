@@ -100,12 +100,13 @@ def execute(
         "overrides": dict(overrides or {}),
         "user_request": user_request,
     }
-    dr = default_driver()
-    context_config = dr.execute(["context_config"], inputs=inputs)["context_config"]
-    variants = _variants_of(context_config)
-    if variants != _default_variants():
-        dr = driver_for(variants)
-    return dr.execute(list(outputs), inputs=inputs, overrides={"context_config": context_config, **(node_overrides or {})})
+    wanted = list(dict.fromkeys([*outputs, "context_config"]))
+    out = default_driver().execute(wanted, inputs=inputs, overrides=dict(node_overrides or {}))
+    variants = _variants_of(out["context_config"])
+    if variants != _default_variants():  # the project picks another variant: run again with its driver
+        overrides = {"context_config": out["context_config"], **(node_overrides or {})}
+        out = driver_for(variants).execute(wanted, inputs=inputs, overrides=overrides)
+    return {name: out[name] for name in outputs}
 
 
 def _variants_of(context_config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

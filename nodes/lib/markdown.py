@@ -51,24 +51,27 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
     return data, body, start
 
 
-def headings(text: str) -> list[tuple[int, str, int]]:
-    """(level, title, 1-based line) of each ATX heading outside fenced code blocks."""
+def headings(text: str, limit: int | None = None) -> list[tuple[int, str, int]]:
+    """(level, title, 1-based line) of each ATX heading outside fenced code blocks (the first
+    ``limit`` of them when given)."""
     out = []
     in_fence = False
     for number, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith(("```", "~~~")):
             in_fence = not in_fence
             continue
-        if not in_fence:
+        if not in_fence and line.startswith("#"):
             match = _HEADING.match(line)
             if match:
                 out.append((len(match.group(1)), match.group(2).strip(), number))
+                if limit is not None and len(out) >= limit:
+                    break
     return out
 
 
 def first_heading(text: str) -> str | None:
     """The title of the first heading, or None."""
-    found = headings(text)
+    found = headings(text, limit=1)
     return found[0][1] if found else None
 
 
