@@ -67,45 +67,14 @@ def history_section(rounds, location: str):
 
 
 def truncation_driver():
-    """A Hamilton driver of config, render, budget, summarize, truncation and quality, with
-    the reference and state sections given as inputs."""
-    from hamilton import ad_hoc_utils, driver
+    """The shared ctxengine driver: the benchmark hands it the sections and times the nodes
+    from the budget report on (budget, monitor, truncation, quality)."""
+    from ctxengine.driver import default_driver
 
-    from ctxengine.nodes import budget, config, quality, render, summarize, truncation
-
-    def reference_sections(bench_references: list) -> list:
-        """The benchmark's reference sections."""
-        return list(bench_references)
-
-    def state_sections(bench_state: list) -> list:
-        """The benchmark's state sections."""
-        return list(bench_state)
-
-    def disclosed_sections() -> list:
-        """No disclosed sections."""
-        return []
-
-    def preventive_compaction() -> dict:
-        """The budget monitor stays out of the benchmark: no preventive compaction."""
-        return {"active": False}
-
-    def preventively_compacted_sections(sections: list) -> list:
-        """The sections as assembled."""
-        return list(sections)
-
-    def preventive_ledger() -> list:
-        """Nothing folded in advance."""
-        return []
-
-    fixtures = ad_hoc_utils.create_temporary_module(
-        reference_sections, state_sections, disclosed_sections, preventive_compaction,
-        preventively_compacted_sections, preventive_ledger,
-    )
-    return (driver.Builder().with_modules(config, render, budget, summarize, truncation, quality, fixtures)
-            .with_config({"summarizer_method": "extractive"}).build())
+    return default_driver()
 
 
-def prepared(dr, history, tmp: str, request: str) -> dict:
+def prepared(dr, history, tmp: str, request: str, available: int = AVAILABLE) -> dict:
     """Inputs and the upstream values (sections, rendered context) computed once, so that the
     timing covers budget, truncation and quality only."""
     from ctxengine.nodes.types import Section, Source
@@ -114,12 +83,12 @@ def prepared(dr, history, tmp: str, request: str) -> dict:
                     "system", (Source("builtin", "gsd-rules"),))
     inputs = {
         "project_dir": tmp, "user_request": request,
-        "overrides": {"budget.maxTokens": AVAILABLE + RESERVE, "budget.reserveTokens": RESERVE},
-        "bench_references": [rules], "bench_state": [history],
+        "overrides": {"budget.maxTokens": available + RESERVE, "budget.reserveTokens": RESERVE},
     }
+    given = {"reference_sections": [rules], "state_sections": [history], "disclosed_sections": []}
     upstream = dr.execute(["sections", "rendered_context", "context_config", "context_template", "mode_template"],
-                          inputs=inputs)
-    return {"inputs": inputs, "overrides": upstream}
+                          inputs=inputs, overrides=given)
+    return {"inputs": inputs, "overrides": {**given, **upstream}}
 
 
 def run_truncation(dr, setup: dict) -> dict:
@@ -230,22 +199,13 @@ def main() -> None:
             section = history_section(part, str(TRANSCRIPT))
             exact = counter.count(section.content)
             budget = min(AVAILABLE, max(2_000, exact // 10))
-            setup = prepared(dr, section, tmp, "Continue.")
-            setup["inputs"]["overrides"] = {"budget.maxTokens": budget + RESERVE, "budget.reserveTokens": RESERVE}
-            setup = prepared_with(dr, setup)
+            setup = prepared(dr, section, tmp, "Continue.", budget)
             run_truncation(dr, setup)
             seconds, out = _median(lambda: run_truncation(dr, setup), args.repeat)
             print(f"{exact:>13,} {len(part):>7,} {seconds * 1000:>9.1f} {seconds / exact * 1e6:>9.3f} "
                   f"{out['final_budget_report'].total_tokens:>8,}")
         print("\n(each size is fitted into a tenth of itself, at most 100,000 tokens; linear growth keeps "
               "us/token flat)")
-
-
-def prepared_with(dr, setup: dict) -> dict:
-    """``setup`` with its upstream values recomputed for its (changed) inputs."""
-    upstream = dr.execute(["sections", "rendered_context", "context_config", "context_template", "mode_template"],
-                          inputs=setup["inputs"])
-    return {"inputs": setup["inputs"], "overrides": upstream}
 
 
 if __name__ == "__main__":
