@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from hamilton.function_modifiers import cache, tag
 
 from .lib.textio import read_config_text
+from .lib.tokens import model_presets
 from .lib.yamlio import load_yaml
 from .types import ConfigError
 
@@ -258,6 +259,9 @@ def _check_ranges(values: Mapping, provenance: Mapping[str, str]) -> None:
                 f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} is {value!r}; "
                 f"use one of {', '.join(str(choice) for choice in allowed if choice)}"
             )
+    if values["model"] not in model_presets():
+        raise ConfigError(f"{provenance.get('model', DEFAULTS_ORIGIN)}: key 'model' is {values['model']!r}, which "
+                          f"configs/models.yaml does not know; use one of {', '.join(sorted(model_presets()))}")
     for kind, strategy in values["truncation"]["strategies"].items():
         if strategy not in _STRATEGIES:
             key = f"truncation.strategies.{kind}"

@@ -407,10 +407,13 @@ def truncation_warnings(fitted_context: _t.FittedContext, truncation_trigger: di
     warnings = []
     state = fitted_context.state
     if fitted_context.tokens > state.target:
+        target = {"requested": f"the --compact target ({state.target:,} tokens)",
+                  "preventive": f"the preventive compaction target ({state.target:,} tokens)"}.get(
+            truncation_trigger["reason"],
+            f"the soft limit ({truncation_trigger['soft_limit']:.0%} = {state.target:,} tokens)")
         warnings.append(
-            f"truncation: the soft limit ({truncation_trigger['soft_limit']:.0%} = {state.target:,} tokens) "
-            f"cannot be reached: the immutable sections and the template alone need more; the context "
-            f"uses {fitted_context.tokens:,} of {state.limit:,} available tokens"
+            f"truncation: {target} cannot be reached: the immutable sections and the template alone need "
+            f"more; the context uses {fitted_context.tokens:,} of {state.limit:,} available tokens"
         )
     warnings.extend(f"truncation: {note}" for note in fitted_context.notes if "immutable section" in note)
     return tuple(warnings)

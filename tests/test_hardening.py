@@ -70,3 +70,9 @@ def test_every_node_carries_a_stage_tag():
     untagged = [v.name for v in default_driver().list_available_variables()
                 if not v.is_external_input and "stage" not in v.tags]
     assert untagged == []
+
+
+def test_an_unknown_model_names_the_file_it_came_from(project):
+    root = project({".planning/config.json": {"model": "gpt-17"}})
+    with pytest.raises(ConfigError, match=r"config\.json: key 'model' is 'gpt-17'.*gpt-4o"):
+        execute(["context_config"], root)
