@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+# the tokenizer cache of this run, not the developer's ~/.cache
+os.environ.setdefault("CTXENGINE_CACHE_DIR", tempfile.mkdtemp(prefix="ctxengine-test-cache-"))
+# git in the tests' repositories sees neither the developer's config nor an enclosing repository
+os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
+os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+os.environ.setdefault("GIT_CEILING_DIRECTORIES", tempfile.gettempdir())
 
 import pytest  # noqa: E402
 

@@ -8,6 +8,8 @@ import ctxengine
 from ctxengine import driver
 from conftest import DEMO, corpus_projects
 
+QUIET = {"state.includeGit": False, "state.includeEnvironment": False}  # no machine or repo state in the output
+
 
 def test_demo_builds_with_every_stage():
     result = ctxengine.build_context(DEMO, "Make a bad password return 401")
@@ -19,16 +21,20 @@ def test_demo_builds_with_every_stage():
     assert result.budget.available_tokens == 16000 - 3200
 
 
-def test_the_driver_is_built_once_and_reused():
-    ctxengine.build_context(DEMO, "one")
-    first = driver.default_driver()
-    ctxengine.build_context(DEMO, "two", mode="review")
-    assert driver.default_driver() is first
+def test_the_driver_is_built_once_and_reused(monkeypatch):
+    builds = []
+    real = driver.build_driver
+    monkeypatch.setattr(driver, "build_driver", lambda *a, **k: builds.append(a) or real(*a, **k))
+    driver.driver_for.cache_clear()
+    ctxengine.build_context(DEMO, "one", overrides=QUIET)
+    ctxengine.build_context(DEMO, "two", mode="review", overrides=QUIET)
+    ctxengine.build_context(DEMO, "three", max_tokens=9000, overrides=QUIET)
+    assert len(builds) == 1  # the CLI, the API and batch all reuse it
 
 
 def test_same_input_same_output():
-    a = ctxengine.build_context(DEMO, "Same request")
-    b = ctxengine.build_context(DEMO, "Same request")
+    a = ctxengine.build_context(DEMO, "Same request", overrides=QUIET)
+    b = ctxengine.build_context(DEMO, "Same request", overrides=QUIET)
     assert a.context == b.context and a.as_json() == b.as_json()
 
 

@@ -450,7 +450,7 @@ def test_a_slow_url_times_out_after_url_timeout(tmp_path, server):
     write(tmp_path, {".planning/main.md": f"# Main\n@{server}/slow.md\n"})
     started = time.monotonic()
     _, _, sections, warnings = run(tmp_path, refs(project=["main.md"], urlTimeout=0.2))
-    assert time.monotonic() - started < 0.9
+    assert time.monotonic() - started < 0.95  # the slow route answers after 1 s
     assert len(sections) == 1
     assert warnings == (f".planning/main.md:2: @{server}/slow.md: {server}/slow.md did not answer within "
                         "references.urlTimeout (0.2 s); not loaded",)
@@ -460,7 +460,7 @@ def test_url_timeout_bounds_the_whole_download_not_just_each_read(tmp_path, serv
     started = time.monotonic()
     with pytest.raises(ReferenceLoadError, match=r"did not answer within references.urlTimeout \(0.3 s\)"):
         run(tmp_path, refs(project=[f"{server}/drip.md"], urlTimeout=0.3))
-    assert time.monotonic() - started < 0.8  # the drip takes 1 s in all
+    assert time.monotonic() - started < 0.95  # the drip takes 1 s in all
     _, _, sections, _ = run(tmp_path, refs(project=[f"{server}/drip.md"], urlTimeout=3))
     assert sections[0].content == "z" * 200
 
