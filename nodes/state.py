@@ -27,7 +27,8 @@ from .lib import git as _git
 from .lib import gsd as _gsd
 from .lib import plan as _plan
 from .lib import session as _session
-from .types import ConfigError, Section, Source
+from .lib.textio import TextUnavailable, read_text_file
+from .types import ConfigError, CtxEngineError, Section, Source
 
 STAGE = "state"
 POOL = "state"
@@ -56,9 +57,16 @@ def _priority(context_config: dict, kind: str, default: int) -> int:
     return int(context_config.get("priorities", {}).get(kind, default))
 
 
+_MAX_STATE_FILE_BYTES = 64 << 20  # a session transcript can be large; anything past this is not a state file
+
+
 def _read(path: str) -> str:
-    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        return fh.read().replace("\r\n", "\n")
+    """A plan or session file as text (CRLF as LF); a binary or oversized one is an error naming it."""
+    try:
+        text = read_text_file(path, _MAX_STATE_FILE_BYTES, "the state file cap")
+    except TextUnavailable as exc:
+        raise CtxEngineError(f"{exc}; a plan or session file must be text") from None
+    return text.replace("\r\n", "\n")
 
 
 def _choice(context_config: dict, key: str, allowed: tuple[str, ...]) -> str:

@@ -76,3 +76,11 @@ def test_an_unknown_model_names_the_file_it_came_from(project):
     root = project({".planning/config.json": {"model": "gpt-17"}})
     with pytest.raises(ConfigError, match=r"config\.json: key 'model' is 'gpt-17'.*gpt-4o"):
         execute(["context_config"], root)
+
+
+def test_a_binary_plan_file_is_an_error_naming_it(tmp_path):
+    plan = tmp_path / ".planning" / "plans" / "current" / "plan.md"
+    plan.parent.mkdir(parents=True)
+    plan.write_bytes(b"# Plan\n\x00\x01\x02 binary junk")
+    with pytest.raises(CtxEngineError, match=r"plan\.md is binary"):
+        ctxengine.build_context(tmp_path, "x")
