@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
@@ -23,6 +26,23 @@ CORPUS_PLANNING = SHARED / "corpus" / "planning"
 CORPUS_SESSIONS = SHARED / "corpus" / "sessions"
 SUITES = SHARED / "suites"
 DEMO = REPO / "examples" / "demo"
+
+
+@contextlib.contextmanager
+def local_http_server(handler):
+    """A real ThreadingHTTPServer on 127.0.0.1 (any free port) serving ``handler``, with no
+    proxy in the way; yields its base URL."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+            patch.delenv(name, raising=False)
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{httpd.server_address[1]}"
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
 
 
 def corpus_projects() -> list[Path]:

@@ -11,11 +11,12 @@ import http.server  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
-import threading  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 from hamilton import driver  # noqa: E402
+
+from conftest import local_http_server  # noqa: E402
 
 from ctxengine.nodes import config, disclosure, references, state  # noqa: E402
 from ctxengine.nodes.lib import disclosure as lib  # noqa: E402
@@ -190,15 +191,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def server():
     """A real http.server on 127.0.0.1, no proxies in the way."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-            patch.delenv(name, raising=False)
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        thread.start()
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-        httpd.shutdown()
-        httpd.server_close()
+    with local_http_server(_Handler) as url:
+        yield url
 
 
 def test_at_doc_in_the_request_fetches_the_url(tmp_path, server):

@@ -8,12 +8,13 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
 import http.server  # noqa: E402
 import json  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 from hamilton import driver  # noqa: E402
+
+from conftest import local_http_server  # noqa: E402
 
 import ctxengine.nodes.config as config_nodes  # noqa: E402
 import ctxengine.nodes.references as ref_nodes  # noqa: E402
@@ -406,15 +407,8 @@ def server():
         "/big-stream.md": (0, b"y" * 5000, False),
         "/drip.md": (0, b"z" * 200, True),
     }
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-            patch.delenv(name, raising=False)
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        thread.start()
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-        httpd.shutdown()
-        httpd.server_close()
+    with local_http_server(_Handler) as url:
+        yield url
 
 
 def test_a_configured_url_loads_and_its_relative_at_lines_stay_remote(tmp_path, server):
