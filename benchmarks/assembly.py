@@ -11,23 +11,15 @@ and the overhead (build - tiktoken pass; target: within 30 ms). Then the cold
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from timing import median_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
-
-def _median_seconds(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def warm_rows(projects: list[Path], repeat: int) -> list[tuple[str, int, float, float]]:
@@ -40,8 +32,8 @@ def warm_rows(projects: list[Path], repeat: int) -> list[tuple[str, int, float, 
     for project in projects:
         result = ctxengine.build_context(project, request)  # warm-up: driver built, encoding loaded
         counter = token_counter_for("cl100k_base")
-        build = _median_seconds(lambda: ctxengine.build_context(project, request), repeat)
-        one_pass = _median_seconds(lambda: counter.count(result.context), repeat)
+        build = median_seconds(lambda: ctxengine.build_context(project, request), repeat)
+        one_pass = median_seconds(lambda: counter.count(result.context), repeat)
         rows.append((project.name, result.budget.total_tokens, build, one_pass))
     return rows
 
@@ -49,7 +41,7 @@ def warm_rows(projects: list[Path], repeat: int) -> list[tuple[str, int, float, 
 def cold_cli_seconds(repeat: int) -> float:
     """Median wall time of ``ctxengine build`` on the demo in a fresh interpreter."""
     cmd = [sys.executable, "-m", "ctxengine.cli", "build", "--request", "Fix the login endpoint"]
-    return _median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), repeat)
+    return median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), repeat)
 
 
 def main() -> None:

@@ -14,23 +14,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
+
+from timing import median_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CTXENGINE_SHARED", REPO.parent / "shared"))
 TARGET = 0.5
 
-
-def _median_seconds(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def measure(path: Path, repeat: int, keep: int) -> dict:
@@ -43,9 +35,9 @@ def measure(path: Path, repeat: int, keep: int) -> dict:
     history = session.parse_session(text, str(path))  # warm-up, and the rounds to compact
     compacted = session.compact_history(history.rounds, keep)
     tokens = counter.count(text)
-    parse = _median_seconds(lambda: session.parse_session(text, str(path)), repeat)
-    compact = _median_seconds(lambda: session.compact_history(history.rounds, keep), repeat)
-    tiktoken = _median_seconds(lambda: counter.count(text), repeat)
+    parse = median_seconds(lambda: session.parse_session(text, str(path)), repeat)
+    compact = median_seconds(lambda: session.compact_history(history.rounds, keep), repeat)
+    tiktoken = median_seconds(lambda: counter.count(text), repeat)
     return {
         "name": path.name,
         "bytes": len(text.encode("utf-8")),
