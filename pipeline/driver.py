@@ -18,7 +18,6 @@ from typing import Any, Iterable, Mapping  # noqa: E402
 
 from hamilton import driver as h_driver  # noqa: E402
 
-from .nodes.types import CtxEngineError  # noqa: E402
 from .nodes import (  # noqa: E402
     budget,
     config,
@@ -32,6 +31,7 @@ from .nodes import (  # noqa: E402
     summarize,
     truncation,
 )
+from .nodes.types import CtxEngineError  # noqa: E402
 
 #: The stage modules, in dataflow order.
 NODE_MODULES: tuple[ModuleType, ...] = (
@@ -47,6 +47,7 @@ NODE_MODULES: tuple[ModuleType, ...] = (
     quality,
     report,
 )
+
 
 class _UserErrorFilter(logging.Filter):
     """Hamilton logs every node failure with a traceback; a CtxEngineError is the user's
