@@ -3,8 +3,9 @@ layer, and by which rule (runs before assembly).
 
 Layer 1 (core) is loaded by the other stages: the rules documents, the plan summary and the
 request; they are reported here. Layer 2 loads on demand by mode (``template``) and by GSD
-phase (``disclosure.phase``, CLI ``--phase``); layer 3 loads on triggers found in the plan,
-the diff or the request, and ``@doc URL`` in the request. The rules live in
+phase (``disclosure.phase``, CLI ``--phase``); layer 3 loads on triggers found in the current
+work (the plan section without the roadmap, the phase's CONTEXT, the diff, the request), the
+documents the request names (``see FIX-PLAN.md``), and ``@doc URL`` in the request. The rules live in
 configs/disclosure.yaml (and a project file named by ``disclosure.rules``), never in code.
 
 Three loader nodes read: ``disclosure_rules`` (the YAML rules), ``planning_files`` (the
@@ -41,6 +42,7 @@ class PlanningFiles:
     documents: Mapping[str, Candidate] = field(default_factory=dict)  # path -> document read
     state_text: str | None = None  # STATE.md, read to find the current GSD phase
     warnings: tuple[str, ...] = ()
+    named: Mapping[str, str] = field(default_factory=dict)  # path the request names -> the name as written
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,15 @@ def disclosure_rules(context_config: dict, project_dir: str) -> DisclosureRules:
 @cache(behavior="recompute")
 @tag(stage="disclosure", loader="file")
 def planning_files(
-    project_dir: str, context_config: dict, disclosure_rules: DisclosureRules, disclosure_phase: Optional[str]
+    project_dir: str,
+    context_config: dict,
+    disclosure_rules: DisclosureRules,
+    disclosure_phase: Optional[str],
+    requested_names: tuple,
 ) -> PlanningFiles:
     """The files under .planning/ (hidden ones skipped), with every disclosure candidate read:
-    the markdown documents that are not state, and the files the current phase's rules name."""
+    the markdown documents that are not state, the files the current phase's rules name, and
+    the regular files inside the project that the request names."""
     base = os.path.join(os.path.realpath(project_dir), ".planning")
     if not os.path.isdir(base):
         return PlanningFiles()
@@ -109,12 +116,15 @@ def planning_files(
         folder, note = _dis.current_phase_folder(listing, state_text)
         selection = _dis.phase_selection(disclosure_rules, disclosure_phase, listing, folder, note)
         wanted += [p for p in selection.files if p not in wanted]
+    resolved = _dis.resolve_named(requested_names, listing)
+    warnings: list[str] = list(resolved.warnings)
+    named = _regular_inside(base, os.path.realpath(project_dir), resolved.files, warnings)
+    wanted += [p for p in named if p not in wanted]
     max_bytes = int(_settings(context_config).get("maxFileBytes", 262144))
     documents: dict[str, Candidate] = {}
-    warnings: list[str] = []
     for path in wanted:
         documents[path] = _candidate(base, path, max_bytes, warnings)
-    return PlanningFiles(tuple(listing), documents, state_text, tuple(warnings))
+    return PlanningFiles(tuple(listing), documents, state_text, tuple(warnings), named)
 
 
 @cache(behavior="recompute")
@@ -154,9 +164,24 @@ def requested_doc_urls(user_request: str) -> tuple:
 
 
 @tag(stage="disclosure")
-def disclosure_signals(user_request: str, plan_section: Optional[Section], git_section: Optional[Section]) -> Signals:
-    """What the layer-3 triggers look at: the request, the plan text and the diff (changed
-    files from the git section's data, and its text)."""
+def requested_names(user_request: str) -> tuple:
+    """The file names and relative paths the user request names (``see FIX-PLAN.md``), in
+    order, once each; URLs, ``@doc`` targets and fenced code blocks name nothing."""
+    return _dis.request_names(user_request)
+
+
+@tag(stage="disclosure")
+def disclosure_signals(
+    user_request: str,
+    plan_section: Optional[Section],
+    git_section: Optional[Section],
+    disclosure_phase_files: PhaseSelection,
+    planning_files: PlanningFiles,
+) -> Signals:
+    """What the layer-3 triggers look at: the current work. The request; "the plan": the plan
+    section without the roadmap (which names every phase) and the current phase's CONTEXT
+    (when the phase rules select it); the diff (changed files from the git section's data, and
+    its text)."""
     changed: list[str] = []
     diff = ""
     if git_section is not None:
@@ -165,8 +190,10 @@ def disclosure_signals(user_request: str, plan_section: Optional[Section], git_s
             path = entry[0] if isinstance(entry, (tuple, list)) else entry.get("path") if isinstance(entry, dict) else entry
             if path:
                 changed.append(str(path).replace("\\", "/"))
-    plan = plan_section.content if plan_section is not None else ""
-    return Signals(user_request or "", plan or "", diff, tuple(changed))
+    contexts = [planning_files.documents[path].content for path in disclosure_phase_files.files
+                if path.endswith("-CONTEXT.md") and path in planning_files.documents]
+    plan = _dis.plan_signal_text(plan_section.content if plan_section is not None else "", contexts)
+    return Signals(user_request or "", plan, diff, tuple(changed))
 
 
 @tag(stage="disclosure")
@@ -206,6 +233,7 @@ def disclosure_decisions(
         disclosure_phase_files.files,
         disclosure_signals,
         already,
+        planning_files.named,
     )
     rows += _dis.url_decisions(requested_documents, already)
     return DisclosureOutcome(tuple(rows), tuple(warnings))
@@ -270,12 +298,15 @@ def disclosure_warnings(
     context_config: dict,
 ) -> tuple[str, ...]:
     """Warnings of the disclosure stage: a required phase file missing, bad frontmatter, an
-    @doc URL that could not be fetched, a disclosed document with a bad priority."""
+    @doc URL that could not be fetched, a document the request names that matches several
+    files or could not be loaded, a disclosed document with a bad priority."""
     seen: dict[str, None] = {}
     for warning in (*planning_files.warnings, *disclosure_phase_files.warnings, *disclosure_decisions.warnings):
         seen.setdefault(warning, None)
     for decision in disclosure_decisions.decisions:
         if decision.kind == "url" and not decision.loaded:
+            seen.setdefault(f"{decision.document}: {decision.reason}", None)
+        elif not decision.loaded and (decision.reason or "").startswith(_dis.NAMED):
             seen.setdefault(f"{decision.document}: {decision.reason}", None)
     default = int(context_config.get("priorities", {}).get("reference", 60))
     for section in disclosed_sections:
@@ -309,6 +340,21 @@ def _listing(base: str) -> list[str]:
         if len(names) >= _LIST_LIMIT:
             break
     return names[:_LIST_LIMIT]
+
+
+def _regular_inside(base: str, root: str, named: Mapping[str, str], warnings: list[str]) -> dict[str, str]:
+    """The named paths (relative to .planning/) that are regular files inside the project;
+    each other one is a warning naming it."""
+    out: dict[str, str] = {}
+    for path, name in named.items():
+        full = os.path.join(base, *path.split("/"))
+        real = os.path.realpath(full)
+        if not real.startswith(root + os.sep) or not os.path.isfile(real):
+            warnings.append(f".planning/{path}: the request names it ({name!r}), but it is not a regular file "
+                            "inside the project; not loaded (copy the document into the project to load it)")
+            continue
+        out[path] = name
+    return out
 
 
 def _read_text(path: str, max_bytes: int) -> tuple[str | None, str | None]:

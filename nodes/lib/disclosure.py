@@ -13,9 +13,15 @@ which document loads in which layer and by which rule:
   mention one of its keywords or the diff touches one of its path globs (``triggers:``, or
   frontmatter ``triggers: [...]`` / ``paths: [...]``), and ``@doc URL`` in the request.
 
-Globs are relative to ``.planning/`` (or to the repository for changed files): a glob
-without ``/`` matches the file name at any depth, ``**`` spans folders, ``*`` and ``?``
-stay inside one path segment.
+Globs of documents (``load``, ``state``, phase globs) are relative to ``.planning/``: a glob
+without ``/`` matches that name at the top of ``.planning/`` only (``**/NAME`` finds it at
+any depth). Globs of changed files (``paths``, relative to the repository) match a name
+without ``/`` at any depth, as .gitignore does. ``**`` spans folders, ``*`` and ``?`` stay
+inside one path segment; matching ignores case.
+
+Layer 3 also loads the documents the request names (``see FIX-PLAN.md``,
+``.planning/v1.0-MILESTONE-AUDIT.md``): :func:`request_names` finds the names,
+:func:`resolve_named` finds the files under ``.planning/`` they name.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from ..types import ConfigError
 PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
 #: Where a trigger looks by default.
 SIGNALS = ("plan", "diff", "request")
-PICKS = ("all", "first", "last")
+PICKS = ("all", "first", "last", "open")
 
 _DOC = re.compile(r"(?<!\S)@doc[ \t]+(\S+)", re.I)
 _PHASE_LINE = re.compile(r"^[ \t>*_-]*(?:current[ \t]+)?phase[*_]*[ \t]*:[*_]*[ \t]*(\S[^\n]*)$", re.I | re.M)
@@ -44,10 +50,11 @@ _PHASE_DIR = re.compile(r"\A(\d+(?:\.\d+)*)(?:-|\Z)")
 
 
 @lru_cache(maxsize=1024)
-def glob_regex(pattern: str) -> re.Pattern:
-    """The regular expression of a glob (see the module docstring for the dialect)."""
+def glob_regex(pattern: str, anywhere: bool = False) -> re.Pattern:
+    """The regular expression of a glob (see the module docstring for the dialect). A glob
+    without "/" matches at the top only, or at any depth when ``anywhere`` (changed files)."""
     pattern = pattern.strip().replace("\\", "/").removeprefix("./")
-    anchored = "/" in pattern.rstrip("/")
+    anchored = "/" in pattern.rstrip("/") or not anywhere
     if pattern.endswith("/"):
         pattern += "**"
     pattern = pattern.lstrip("/")
@@ -86,15 +93,16 @@ def glob_regex(pattern: str) -> re.Pattern:
     return re.compile(rf"\A{prefix}{body}\Z", re.I)
 
 
-def glob_match(pattern: str, path: str) -> bool:
-    """Whether ``path`` (relative, ``/``-separated) matches ``pattern``."""
-    return bool(glob_regex(pattern).match(path.replace("\\", "/").removeprefix("./")))
+def glob_match(pattern: str, path: str, anywhere: bool = False) -> bool:
+    """Whether ``path`` (relative, ``/``-separated) matches ``pattern``; a glob without "/"
+    matches a name at the top only, or at any depth when ``anywhere``."""
+    return bool(glob_regex(pattern, anywhere).match(path.replace("\\", "/").removeprefix("./")))
 
 
-def first_match(patterns: Iterable[str], path: str) -> str | None:
+def first_match(patterns: Iterable[str], path: str, anywhere: bool = False) -> str | None:
     """The first pattern that matches ``path``, or None."""
     for pattern in patterns:
-        if glob_match(pattern, path):
+        if glob_match(pattern, path, anywhere):
             return pattern
     return None
 
@@ -122,6 +130,59 @@ def request_urls(request: str) -> list[str]:
     return list(seen)
 
 
+_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.M | re.S)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|(?<!\S)@doc[ \t]+\S+", re.I)
+_NAME = re.compile(r"(?<![\w./@:\\-])((?:\./)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/\\-])")
+
+
+def request_names(request: str) -> tuple[str, ...]:
+    """File names and relative paths the request names (``see FIX-PLAN.md``,
+    ``.planning/v1.0-MILESTONE-AUDIT.md``, in a `code span` too), in order, once each.
+    URLs, ``@doc`` targets and fenced code blocks (pasted code or logs) name nothing."""
+    text = _URL.sub(" ", _FENCE.sub(" ", request or ""))
+    seen: dict[str, None] = {}
+    for match in _NAME.finditer(text):
+        seen.setdefault(match.group(1).removeprefix("./"), None)
+    return tuple(seen)
+
+
+@dataclass(frozen=True)
+class NamedFiles:
+    """The files under .planning/ the request names, and the names that stayed ambiguous."""
+
+    files: Mapping[str, str] = field(default_factory=dict)  # path (relative to .planning/) -> name as written
+    warnings: tuple[str, ...] = ()
+
+
+def resolve_named(names: Sequence[str], listing: Sequence[str]) -> NamedFiles:
+    """The file each name of the request names under .planning/ (``listing``, relative paths).
+
+    A name matches a file of that name, a path matches the file at that path or ending with
+    it (``.planning/`` in front is dropped), ignoring case. When several match, the one at the
+    top of .planning/ (or at exactly that path) wins, then the one spelled with the same case;
+    a name still ambiguous loads nothing and is a warning listing the files. A name that
+    matches no file names nothing (it may be a source file, or a file to create).
+    """
+    files: dict[str, str] = {}
+    warnings: list[str] = []
+    lowered = [(path, path.lower()) for path in listing]
+    for name in names:
+        wanted = name.removeprefix(".planning/") if name.lower().startswith(".planning/") else name
+        key = wanted.lower()
+        matches = [path for path, low in lowered if low == key or low.endswith("/" + key)]
+        if not matches:
+            continue
+        exact = [path for path in matches if path.lower() == key] or matches
+        chosen = [path for path in exact if path == wanted or path.endswith("/" + wanted)] if len(exact) > 1 else exact
+        if len(chosen) == 1:
+            files.setdefault(chosen[0], name)
+            continue
+        shown = ", ".join(f".planning/{path}" for path in sorted(chosen or exact, key=_natural)[:5])
+        warnings.append(f"the request names {name!r}, which matches several files ({shown}); none loaded: "
+                        f"name it by its path (e.g. {'.planning/' + sorted(chosen or exact, key=_natural)[0]})")
+    return NamedFiles(files, tuple(warnings))
+
+
 # ----------------------------------------------------------------------------- signals
 
 
@@ -140,6 +201,21 @@ class Signals:
         return getattr(self, where, "")
 
 
+_LEVEL2 = re.compile(r"^## ", re.M)
+
+
+def plan_signal_text(plan: str, contexts: Sequence[str] = ()) -> str:
+    """What triggers read as "the plan": the plan section without any roadmap block (a
+    ``## `` block whose heading names the roadmap), then the current phase's CONTEXT texts.
+    The roadmap lists every phase of the project, so its words say nothing of the current work."""
+    starts = [m.start() for m in _LEVEL2.finditer(plan or "")]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    blocks = [(plan or "")[a:b] for a, b in zip(starts, [*starts[1:], len(plan or "")])]
+    kept = [b for b in blocks if not (b.startswith("## ") and "roadmap" in b.split("\n", 1)[0].lower())]
+    return "\n\n".join(part.strip("\n") for part in ["".join(kept), *contexts] if part and part.strip())
+
+
 def keyword_hit(keywords: Sequence[str], signals: Signals, where: Sequence[str]) -> tuple[str, str] | None:
     """(keyword, signal) of the first keyword found, looking in ``where`` in order; or None."""
     for place in where:
@@ -151,9 +227,10 @@ def keyword_hit(keywords: Sequence[str], signals: Signals, where: Sequence[str])
 
 
 def path_hit(globs: Sequence[str], changed_files: Sequence[str]) -> tuple[str, str] | None:
-    """(glob, changed file) of the first changed file a glob matches; or None."""
+    """(glob, changed file) of the first changed file a glob matches (a glob without "/"
+    matches the name at any depth); or None."""
     for path in changed_files:
-        pattern = first_match(globs, path)
+        pattern = first_match(globs, path, anywhere=True)
         if pattern is not None:
             return pattern, path
     return None
@@ -338,6 +415,11 @@ def _open_plans(folder: str, names: set[str]) -> list[str]:
     return [p for p in plans if p[: -len("-PLAN.md")] + "-SUMMARY.md" not in names]
 
 
+def _open_plans_in(paths: Sequence[str], names: set[str]) -> list[str]:
+    """The PLAN files among ``paths`` that have no SUMMARY beside them, in the order given."""
+    return [p for p in paths if p.endswith("-PLAN.md") and p[: -len("-PLAN.md")] + "-SUMMARY.md" not in names]
+
+
 def _natural(path: str) -> list:
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", path)]
 
@@ -374,6 +456,8 @@ def phase_selection(
             matched = matched[:1]
         elif entry.pick == "last":
             matched = matched[-1:]
+        elif entry.pick == "open":
+            matched = (_open_plans_in(matched, set(files)) or matched[-1:])[:1]
         if not matched and entry.required:
             warnings.append(f".planning/{pattern}: required for phase {phase!r} ({rules.source}) but no file matches")
         for path in matched:
@@ -474,17 +558,19 @@ def decide(
     phase_files: Mapping[str, str],
     signals: Signals,
     already: Mapping[str, tuple[str, str]],
+    named: Mapping[str, str] | None = None,
 ) -> tuple[list[Decision], list[str]]:
     """The decision for every candidate document, and the warnings met (bad frontmatter).
 
-    ``already`` maps a project-relative path to (section key, rule) for documents another
+    ``named`` holds the paths the request names (:func:`resolve_named`): layer 3, rule
+    "named in the request", even for a state file. ``already`` maps a project-relative path to (section key, rule) for documents another
     stage already put in the context (configured references, the plan): they are reported
     as loaded there and never loaded twice.
     """
     decisions: list[Decision] = []
     warnings: list[str] = []
     for doc in candidates:
-        decisions.append(_decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings))
+        decisions.append(_decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings, named or {}))
     return decisions, warnings
 
 
@@ -492,7 +578,10 @@ def section_key(display: str) -> str:
     return f"ref:{display}"
 
 
-def _decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings) -> Decision:
+NAMED = "named in the request"
+
+
+def _decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings, named) -> Decision:
     display = doc.display
     fm_modes = frontmatter_list(doc.metadata, "modes", display, warnings)
     fm_phases = frontmatter_list(doc.metadata, "phases", display, warnings)
@@ -515,6 +604,8 @@ def _decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings
             if pattern is not None:
                 loaded_by = (2, f"{rules.source} modes.{mode} '{rule.name}' ({pattern})")
                 break
+    if loaded_by is None and doc.path in named:
+        loaded_by = (3, NAMED)
     if loaded_by is None:
         loaded_by = _trigger(doc, rules, signals, fm_triggers, fm_paths)
 
