@@ -66,6 +66,10 @@ def demo_copy(tmp_path: Path, plan: str = "# Plan: Docs\n\n## Tasks\n- [>] T1 Wr
 REF = ".planning/references/"
 
 
+def corpus() -> list[Path]:
+    return sorted(p for p in CORPUS.iterdir() if (p / ".planning").is_dir()) if CORPUS.is_dir() else []
+
+
 # ----------------------------------------------------------------------------- layer 2: modes
 
 
@@ -110,7 +114,8 @@ def test_a_plan_that_mentions_a_database_loads_the_schema(tmp_path):
     out = run(project, "Tidy the README")
     row = rows(out)[REF + "database-schema.md"]
     assert row["loaded"] and row["layer"] == 3
-    assert row["rule"] == "configs/disclosure.yaml trigger 'database': 'database' in the plan (database-schema.md)"
+    assert row["rule"] == ("configs/disclosure.yaml trigger 'database': 'database' in the plan "
+                           "(references/database-schema.md)")
     section = next(s for s in out["disclosed_sections"] if s.key == f"ref:{REF}database-schema.md")
     assert (section.kind, section.pool, section.priority, section.title) == ("reference", "references", 55, "Database schema")
     assert section.sources == (Source("file", REF + "database-schema.md", (6, 19)),)
@@ -142,7 +147,7 @@ def test_a_diff_that_touches_tests_loads_the_testing_guidelines(tmp_path):
     row = rows(out)[REF + "testing-guidelines.md"]
     assert row["loaded"] and row["layer"] == 3
     assert row["rule"] == ("configs/disclosure.yaml trigger 'tests': the diff touches tests/api/test_auth.py "
-                           "(tests/**) (testing-guidelines.md)")
+                           "(tests/**) (references/testing-guidelines.md)")
     untouched = _repo_with_change(demo_copy(tmp_path / "b"), "src/helpers.py")
     assert rows(run(untouched, "Tidy the README", state__includeGit=True))[REF + "testing-guidelines.md"]["loaded"] is False
 
@@ -164,6 +169,139 @@ def test_frontmatter_paths_match_changed_file_globs(tmp_path):
     project = _repo_with_change(project, "src/payments/refund.py")
     row = rows(run(project, "x", state__includeGit=True))[REF + "payments.md"]
     assert row["loaded"] and row["rule"] == "frontmatter paths: the diff touches src/payments/refund.py (src/payments/**)"
+
+
+# ----------------------------------------------------------------------------- triggers read the current work
+
+ROADMAP_OF_KEYWORDS = """# Roadmap
+
+## Milestone v1.0
+
+### Phase 1: Buttons
+The toolbar buttons.
+
+### Phase 2: Database
+Schema migration, SQL indexes, the API endpoint and route, security and password hashing,
+tests with pytest and coverage, an architecture refactor, dependency upgrades.
+"""
+
+TOP_DOCS = {
+    ".planning/database-schema.md": "# Schema\n",
+    ".planning/security.md": "# Security\n",
+    ".planning/testing.md": "# Testing\n",
+    ".planning/architecture.md": "# Architecture\n",
+    ".planning/api-conventions.md": "# API\n",
+    ".planning/codebase/STACK.md": "# Stack\n",
+}
+
+
+def gsd_project(root: Path, plan: str, context: str | None = None) -> Path:
+    files = {
+        ".planning/STATE.md": "# State\n\n## Current Position\n\nPhase: 1 of 2 (Buttons)\nPlan: 1 of 1\n",
+        ".planning/ROADMAP.md": ROADMAP_OF_KEYWORDS,
+        ".planning/phases/01-buttons/01-01-PLAN.md": plan,
+        **TOP_DOCS,
+    }
+    if context is not None:
+        files[".planning/phases/01-buttons/01-CONTEXT.md"] = context
+    return write(root, files)
+
+
+def test_a_roadmap_full_of_keywords_fires_no_trigger_when_the_plan_has_none(tmp_path):
+    project = gsd_project(tmp_path, "# Plan 01-01: Buttons\n\n## Tasks\n- Draw the toolbar buttons\n")
+    out = run(project, "Carry on")
+    plan = rows(out)
+    for doc in TOP_DOCS:
+        assert plan[doc]["loaded"] is False and "did not fire" in plan[doc]["reason"], plan[doc]
+    assert keys(out) == []
+    # the same project, with a plan that does speak of the database
+    fired = run(gsd_project(tmp_path / "b", "# Plan 01-01\n\n## Tasks\n- Add a database column\n"), "Carry on")
+    assert rows(fired)[".planning/database-schema.md"]["rule"] == (
+        "configs/disclosure.yaml trigger 'database': 'database' in the plan (database-schema.md)")
+    assert keys(fired) == ["ref:.planning/database-schema.md"]
+
+
+def test_the_phase_context_is_part_of_the_current_work(tmp_path):
+    project = gsd_project(tmp_path, "# Plan 01-01\n\n- Draw the buttons\n",
+                          "# Phase 1 context\n\nDecision: the login button hides the password field.\n")
+    out = run(project, "Carry on", disclosure__phase="execute")
+    row = rows(out)[".planning/security.md"]
+    assert row["rule"] == "configs/disclosure.yaml trigger 'security': 'login' in the plan (security.md)"
+    assert rows(out)[".planning/phases/01-buttons/01-CONTEXT.md"]["rule"].startswith(
+        "phase execute: {phase}/*-CONTEXT.md (optional")
+    # without a phase the CONTEXT is not loaded, and is no signal
+    assert rows(run(project, "Carry on"))[".planning/security.md"]["loaded"] is False
+
+
+def test_the_architecture_rule_does_not_load_research_architecture(tmp_path):
+    project = write(tmp_path, {
+        ".planning/research/ARCHITECTURE.md": "# Research: architecture\n\nLong survey.\n",
+        ".planning/codebase/ARCHITECTURE.md": "# Codebase architecture\n",
+        ".planning/notes/architecture.md": "# Old notes\n",
+    })
+    out = run(project, "Refactor the module architecture")
+    plan = rows(out)
+    assert plan[".planning/codebase/ARCHITECTURE.md"]["rule"] == (
+        "configs/disclosure.yaml trigger 'architecture': 'architecture' in the request (codebase/ARCHITECTURE.md)")
+    assert plan[".planning/research/ARCHITECTURE.md"] | {} == {
+        "document": ".planning/research/ARCHITECTURE.md", "layer": 2, "loaded": False,
+        "reason": "for mode research only; the current mode is dev", "section": None, "kind": "file"}
+    assert plan[".planning/notes/architecture.md"]["loaded"] is False
+    assert keys(out) == ["ref:.planning/codebase/ARCHITECTURE.md"]
+
+
+# ----------------------------------------------------------------------------- documents named in the request
+
+
+@pytest.mark.skipif(not corpus(), reason="the corpus is not available")
+@pytest.mark.parametrize("project, request_text, document", [
+    ("ai-dynamo__nixl", "What did RETROSPECTIVE.md conclude?", ".planning/RETROSPECTIVE.md"),
+    ("0xLeathery__helix-staking", "Close the gaps of .planning/v1.0-MILESTONE-AUDIT.md", ".planning/v1.0-MILESTONE-AUDIT.md"),
+    ("0xLeathery__helix-staking", "Redo `ARITHMETIC-FIX-PLAN.md`.",
+     ".planning/phases/03.3-post-audit-security-hardening/ARITHMETIC-FIX-PLAN.md"),
+    ("ai-dynamo__nixl", "see milestones/v1.1-MILESTONE-AUDIT.md", ".planning/milestones/v1.1-MILESTONE-AUDIT.md"),
+])
+def test_a_state_document_named_in_the_request_loads(project, request_text, document):
+    assert document not in rows(run(CORPUS / project, "Carry on"))  # a state file: not a candidate unless named
+    out = run(CORPUS / project, request_text)
+    assert rows(out)[document] == {"document": document, "layer": 3, "loaded": True, "rule": "named in the request",
+                                   "section": f"ref:{document}", "kind": "file"}
+    section = next(s for s in out["disclosed_sections"] if s.key == f"ref:{document}")
+    assert section.sources[0].location == document and section.content.strip()
+
+
+def test_named_documents_top_first_ambiguity_size_cap_urls_and_links(tmp_path):
+    outside = write(tmp_path / "outside", {"SECRET.md": "# Secret\n"})
+    project = write(tmp_path / "p", {
+        ".planning/FIX-PLAN.md": "# Fix plan\n\n- Fix the toolbar\n",
+        ".planning/phases/01-a/FIX-PLAN.md": "# Old fix plan\n",
+        ".planning/a/NOTES.md": "# A\n",
+        ".planning/b/NOTES.md": "# B\n",
+        ".planning/BIG.md": "# Big\n\n" + "word " * 400,
+    })
+    (project / ".planning" / "SECRET.md").symlink_to(outside / "SECRET.md")
+    out = run(project, "Follow FIX-PLAN.md, NOTES.md and BIG.md, not https://example.org/docs/NOTES.md; SECRET.md too",
+              disclosure__maxFileBytes=1000)
+    plan = rows(out)
+    assert plan[".planning/FIX-PLAN.md"]["rule"] == "named in the request"
+    assert ".planning/phases/01-a/FIX-PLAN.md" not in plan  # a state file, and not the one named
+    assert plan[".planning/a/NOTES.md"]["loaded"] is False and plan[".planning/b/NOTES.md"]["loaded"] is False
+    assert ("the request names 'NOTES.md', which matches several files (.planning/a/NOTES.md, .planning/b/NOTES.md); "
+            "none loaded: name it by its path (e.g. .planning/a/NOTES.md)") in out["disclosure_warnings"]
+    big = plan[".planning/BIG.md"]
+    assert big["loaded"] is False and big["reason"].startswith("named in the request selected it, but ")
+    assert any(w.startswith(".planning/BIG.md: named in the request selected it, but") and "maxFileBytes" in w
+               for w in out["disclosure_warnings"])
+    assert plan[".planning/SECRET.md"]["loaded"] is False
+    assert any(w.startswith(".planning/SECRET.md: the request names it ('SECRET.md'), but it is not a regular file "
+                            "inside the project") for w in out["disclosure_warnings"])
+    assert keys(out) == ["ref:.planning/FIX-PLAN.md"]
+    # by path: the one in the phase folder
+    by_path = run(project, "Compare with phases/01-a/FIX-PLAN.md")
+    assert rows(by_path)[".planning/phases/01-a/FIX-PLAN.md"]["rule"] == "named in the request"
+    # a name inside a URL or a fenced block names nothing
+    quiet = run(project, "Read https://example.org/FIX-PLAN.md\n```\nFIX-PLAN.md\n```\n")
+    assert rows(quiet)[".planning/FIX-PLAN.md"]["loaded"] is False and keys(quiet) == []
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -255,10 +393,10 @@ def test_a_configured_reference_is_never_loaded_twice(tmp_path):
 def test_a_project_rules_file_adds_a_trigger(tmp_path):
     project = write(demo_copy(tmp_path), {
         ".planning/disclosure.yaml": "triggers:\n  - name: flags\n    keywords: [flag]\n    load: [\"flags.md\"]\n",
-        ".planning/references/flags.md": "# Flags\n",
+        ".planning/flags.md": "# Flags\n",
     })
     out = run(project, "Put it behind a flag", disclosure__rules="disclosure.yaml")
-    assert rows(out)[REF + "flags.md"]["rule"] == (
+    assert rows(out)[".planning/flags.md"]["rule"] == (
         "configs/disclosure.yaml + .planning/disclosure.yaml trigger 'flags': 'flag' in the request (flags.md)")
     with pytest.raises(ConfigError, match=r"key 'disclosure\.rules' is 'nope\.yaml', but there is no file"):
         run(project, "x", disclosure__rules="nope.yaml")
@@ -268,16 +406,13 @@ def test_a_document_over_the_size_cap_stays_out_with_the_reason(tmp_path):
     row = rows(run(demo_copy(tmp_path), "x", disclosure__maxFileBytes=100))[REF + "coding-standards.md"]
     assert row["loaded"] is False
     # too large to read, so its frontmatter is unknown; the config's mode rule still names it
-    assert row["reason"].startswith("configs/disclosure.yaml modes.dev 'coding standards' (coding-standards.md) "
+    assert row["reason"].startswith("configs/disclosure.yaml modes.dev 'coding standards' "
+                                    "(references/coding-standards.md) "
                                     "selected it, but ")
     assert row["reason"].endswith("coding-standards.md is 301 bytes, over disclosure.maxFileBytes (100); not loaded")
 
 
 # ----------------------------------------------------------------------------- GSD phases
-
-
-def corpus() -> list[Path]:
-    return sorted(p for p in CORPUS.iterdir() if (p / ".planning").is_dir()) if CORPUS.is_dir() else []
 
 
 @pytest.mark.skipif(not corpus(), reason="the corpus is not available")
@@ -306,6 +441,12 @@ def test_every_gsd_phase_on_every_corpus_project(project, phase):
         else:
             assert f".planning/{entry.glob}: required for phase {phase!r} (configs/disclosure.yaml) but no file matches" \
                 in out["disclosure_warnings"]
+    # a "required" warning only when no file matches where GSD expects it
+    listing = [f.relative_to(planning).as_posix() for f in planning.rglob("*") if f.is_file()]
+    for warning in out["disclosure_warnings"]:
+        assert "required for phase" in warning, warning
+        pattern = warning.split(": required for phase")[0].removeprefix(".planning/")
+        assert not [f for f in listing if lib.glob_match(pattern, f)], warning
     # no state file loads unless a phase rule named it
     for row in out["disclosure_plan"]:
         if row["loaded"] and row["section"] == f"ref:{row['document']}" and row["kind"] == "file":
@@ -314,13 +455,20 @@ def test_every_gsd_phase_on_every_corpus_project(project, phase):
 
 
 @pytest.mark.skipif(not corpus(), reason="the corpus is not available")
-def test_execute_on_helix_loads_the_plans_of_the_phase_state_md_names():
-    out = run(CORPUS / "0xLeathery__helix-staking", "Continue", disclosure__phase="execute")
-    folder = ".planning/phases/08.1-game-theory-hardening/"
-    plans = sorted(r["document"] for r in out["disclosure_plan"] if r["document"].startswith(folder))
-    assert plans == [f"{folder}08.1-0{i}-PLAN.md" for i in range(1, 6)]
-    assert all("STATE.md names phase 8.1" in rows(out)[p]["rule"] for p in plans)
+def test_execute_loads_state_and_config_not_the_plans_again():
+    """GSD's execute manifest: STATE.md (in the plan section) and config.json; the plans are
+    in the plan section, so no PLAN file loads again; the phase's CONTEXT is optional."""
+    out = run(CORPUS / "ahmetb__kubectl-fields", "Continue", disclosure__phase="execute")
+    plan = rows(out)
+    assert plan[".planning/STATE.md"]["kind"] == "plan" and plan[".planning/STATE.md"]["also"].startswith(
+        "phase execute: STATE.md (required)")
+    assert plan[".planning/config.json"]["rule"] == "phase execute: config.json (optional)"
+    folder = ".planning/phases/04-extended-features/"
+    assert plan[folder + "04-CONTEXT.md"]["rule"].startswith("phase execute: {phase}/*-CONTEXT.md (optional")
+    assert not [k for k in keys(out) if k.endswith("-PLAN.md") or k.endswith("-SUMMARY.md")]
     assert out["disclosure_warnings"] == ()
+    helix = run(CORPUS / "0xLeathery__helix-staking", "Continue", disclosure__phase="execute")
+    assert keys(helix) == ["ref:.planning/config.json"] and helix["disclosure_warnings"] == ()
 
 
 @pytest.mark.skipif(not corpus(), reason="the corpus is not available")
@@ -328,22 +476,38 @@ def test_verify_and_repair_on_kubectl_fields():
     project = CORPUS / "ahmetb__kubectl-fields"
     folder = ".planning/phases/04-extended-features/"
     verify = rows(run(project, "Check the phase", disclosure__phase="verify"))
-    for name in ("04-01-SUMMARY.md", "04-VERIFICATION.md", "04-UAT.md"):
+    for name in ("04-01-PLAN.md", "04-01-SUMMARY.md", "04-VERIFICATION.md", "04-UAT.md"):
         assert verify[folder + name]["loaded"] and verify[folder + name]["layer"] == 2
     assert verify[".planning/ROADMAP.md"]["loaded"]
     repair = run(project, "Fix the gaps", disclosure__phase="repair")
     loaded = {r["document"] for r in repair["disclosure_plan"] if r["loaded"] and r["document"].startswith(folder)}
-    assert loaded == {folder + n for n in ("04-01-SUMMARY.md", "04-VERIFICATION.md", "04-UAT.md", "04-CONTEXT.md")}
+    assert loaded == {folder + "04-01-PLAN.md"}  # GSD repairs by running the plan again
     research = rows(run(project, "Research", disclosure__phase="research"))
-    assert research[".planning/research/PITFALLS.md"]["rule"].startswith("phase research: research/**/*.md")
+    assert research[folder + "04-CONTEXT.md"]["rule"].startswith("phase research: {phase}/*-CONTEXT.md (required")
+    assert research[".planning/research/PITFALLS.md"]["loaded"] is False  # not every research file
+
+
+@pytest.mark.skipif(not corpus(), reason="the corpus is not available")
+@pytest.mark.parametrize("project", corpus(), ids=lambda p: p.name)
+def test_plan_and_discuss_load_the_phase_context_and_research_not_project_or_every_research_file(project):
+    for phase in ("plan", "discuss"):
+        out = run(project, "Continue", disclosure__phase=phase)
+        assert not [w for w in out["disclosure_warnings"] if "PROJECT.md" in w]
+        loaded = [r["document"] for r in out["disclosure_plan"] if r["loaded"]]
+        assert ".planning/PROJECT.md" not in loaded
+        assert not [d for d in loaded if d.startswith(".planning/research/")]
+        for row in out["disclosure_plan"]:
+            if row["document"].endswith(("-CONTEXT.md", "-RESEARCH.md")) and row["loaded"]:
+                assert row["rule"].startswith(f"phase {phase}: {{phase}}/*-")
 
 
 @pytest.mark.skipif(not corpus(), reason="the corpus is not available")
 def test_a_missing_required_file_is_a_warning_not_an_error():
-    out = run(CORPUS / "0xCUB3__wBlock", "Talk it through", disclosure__phase="discuss")
-    assert ".planning/PROJECT.md: required for phase 'discuss' (configs/disclosure.yaml) but no file matches" \
-        in out["disclosure_warnings"]
-    assert rows(out)[".planning/ROADMAP.md"]["loaded"]
+    out = run(CORPUS / "0xCUB3__wBlock", "Plan it", disclosure__phase="plan")
+    # GSD requires the phase's CONTEXT to plan; wBlock's phase 12 has none
+    assert out["disclosure_warnings"] == (".planning/phases/12-homebrew-cask/*-CONTEXT.md: required for phase "
+                                          "'plan' (configs/disclosure.yaml) but no file matches",)
+    assert rows(out)[".planning/phases/12-homebrew-cask/12-RESEARCH.md"]["loaded"]
 
 
 def test_no_phase_loads_no_state_file_and_a_bad_phase_is_a_config_error(tmp_path):

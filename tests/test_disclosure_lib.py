@@ -25,28 +25,38 @@ def bundled_rules() -> lib.DisclosureRules:
 
 
 @pytest.mark.parametrize(
-    "pattern, path, expected",
+    "pattern, path, anywhere, expected",
     [
-        ("testing-guidelines.md", "references/testing-guidelines.md", True),  # no "/": any depth
-        ("testing-guidelines.md", "testing-guidelines.md", True),
-        ("references/*.md", "references/a.md", True),
-        ("references/*.md", "references/deep/a.md", False),  # * stays in one folder
-        ("references/**/*.md", "references/deep/er/a.md", True),
-        ("references/**/*.md", "references/a.md", True),  # **/ spans zero folders too
-        ("tests/**", "tests/api/test_auth.py", True),
-        ("tests/**", "src/tests.py", False),
-        ("test_*.py", "tests/api/test_auth.py", True),
-        ("test_*.py", "tests/api/auth_test.py", False),
-        ("*_test.py", "pkg/auth_test.py", True),
-        ("codebase/CONVENTIONS.md", "codebase/conventions.md", True),  # case-insensitive
-        ("phases/08.1-x/*-PLAN.md", "phases/08.1-x/08.1-01-PLAN.md", True),
-        ("phases/08.1-x/*-PLAN.md", "phases/0801-x/08.1-01-PLAN.md", False),  # "." is literal
-        ("file?.md", "file1.md", True),
-        ("file[0-9].md", "file7.md", True),
+        ("testing-guidelines.md", "testing-guidelines.md", False, True),  # no "/": the top of .planning/
+        ("testing-guidelines.md", "references/testing-guidelines.md", False, False),  # not in another folder
+        ("architecture.md", "research/ARCHITECTURE.md", False, False),
+        ("**/ARCHITECTURE.md", "research/ARCHITECTURE.md", False, True),  # unless the glob says so
+        ("**/ARCHITECTURE.md", "ARCHITECTURE.md", False, True),
+        ("research/ARCHITECTURE.md", "research/architecture.md", False, True),
+        ("testing-guidelines.md", "references/testing-guidelines.md", True, True),  # changed files: any depth
+        ("references/*.md", "references/a.md", False, True),
+        ("references/*.md", "references/deep/a.md", False, False),  # * stays in one folder
+        ("references/**/*.md", "references/deep/er/a.md", False, True),
+        ("references/**/*.md", "references/a.md", False, True),  # **/ spans zero folders too
+        ("tests/**", "tests/api/test_auth.py", True, True),
+        ("tests/**", "src/tests.py", True, False),
+        ("test_*.py", "tests/api/test_auth.py", True, True),
+        ("test_*.py", "tests/api/test_auth.py", False, False),
+        ("test_*.py", "tests/api/auth_test.py", True, False),
+        ("*_test.py", "pkg/auth_test.py", True, True),
+        ("codebase/CONVENTIONS.md", "codebase/conventions.md", False, True),  # case-insensitive
+        ("phases/08.1-x/*-PLAN.md", "phases/08.1-x/08.1-01-PLAN.md", False, True),
+        ("phases/08.1-x/*-PLAN.md", "phases/0801-x/08.1-01-PLAN.md", False, False),  # "." is literal
+        ("file?.md", "file1.md", False, True),
+        ("file[0-9].md", "file7.md", False, True),
     ],
 )
-def test_glob_dialect(pattern, path, expected):
-    assert lib.glob_match(pattern, path) is expected
+def test_glob_dialect(pattern, path, anywhere, expected):
+    assert lib.glob_match(pattern, path, anywhere) is expected
+
+
+def test_changed_file_globs_match_a_name_at_any_depth():
+    assert lib.path_hit(["conftest.py"], ["src/a.py", "tests/unit/conftest.py"]) == ("conftest.py", "tests/unit/conftest.py")
 
 
 def test_a_keyword_matches_the_start_of_a_word_only():
@@ -70,6 +80,44 @@ def test_path_hit_names_the_glob_and_the_changed_file():
     assert lib.path_hit(["tests/**"], ["src/a.py"]) is None
 
 
+def test_request_names_finds_file_names_and_paths_but_not_urls_or_fenced_code():
+    request = ("Close the gaps in FIX-PLAN.md, see `RETROSPECTIVE.md` and .planning/v1.0-MILESTONE-AUDIT.md. "
+               "Also ./phases/04-x/04-UAT.md; not https://x.org/docs/NOTES.md nor @doc guide.md, e.g. v1.0 "
+               "or mail a@b.com, FIX-PLAN.md again.\n```\nTraceback in TRACE.md\n```\nthen CHANGES.txt")
+    assert lib.request_names(request) == (
+        "FIX-PLAN.md", "RETROSPECTIVE.md", ".planning/v1.0-MILESTONE-AUDIT.md", "phases/04-x/04-UAT.md",
+        "e.g", "CHANGES.txt")  # "e.g" names no file, so it loads nothing
+    assert lib.request_names("") == ()
+
+
+LISTING = ["STATE.md", "FIX-PLAN.md", "v1.0-MILESTONE-AUDIT.md", "phases/01-a/FIX-PLAN.md",
+           "phases/04-x/04-UAT.md", "milestones/v1.0-ROADMAP.md", "a/PLAN.md", "b/PLAN.md", "notes/Readme.md",
+           "notes/README.md"]
+
+
+def test_resolve_named_prefers_the_top_of_planning_and_warns_when_ambiguous():
+    named = lib.resolve_named(["FIX-PLAN.md", "state.md", ".planning/v1.0-MILESTONE-AUDIT.md", "04-UAT.md",
+                               "04-x/04-UAT.md", "PLAN.md", "README.md", "src/app.py"], LISTING)
+    assert dict(named.files) == {
+        "FIX-PLAN.md": "FIX-PLAN.md",  # the top one over phases/01-a/FIX-PLAN.md
+        "STATE.md": "state.md",  # case ignored
+        "v1.0-MILESTONE-AUDIT.md": ".planning/v1.0-MILESTONE-AUDIT.md",
+        "phases/04-x/04-UAT.md": "04-UAT.md",
+        "notes/README.md": "README.md",  # the same case wins over notes/Readme.md
+    }
+    assert named.warnings == ("the request names 'PLAN.md', which matches several files (.planning/a/PLAN.md, "
+                              ".planning/b/PLAN.md); none loaded: name it by its path (e.g. .planning/a/PLAN.md)",)
+
+
+def test_plan_signal_text_drops_the_roadmap_and_adds_the_phase_context():
+    plan = ("## Position (.planning/STATE.md)\nPhase 2\n\n## Roadmap, milestone v1 (.planning/ROADMAP.md)\n"
+            "### Phase 9: database migration\n\n## Phase 2 plans (.planning/phases/02-ui/)\n- 02-01 Buttons\n")
+    text = lib.plan_signal_text(plan, ["Decision: keep the API stable"])
+    assert "database" not in text and "Phase 2" in text and "02-01 Buttons" in text
+    assert text.endswith("Decision: keep the API stable")
+    assert lib.plan_signal_text("", []) == ""
+
+
 def test_request_urls_finds_every_at_doc_once_without_trailing_punctuation():
     request = "Use @doc https://x.org/a.md, and @doc http://y.org/b.md. Again @doc https://x.org/a.md; mail a@doc.org"
     assert lib.request_urls(request) == ["https://x.org/a.md", "http://y.org/b.md"]
@@ -85,7 +133,31 @@ def test_the_bundled_rules_parse_and_cover_every_mode_and_gsd_phase():
     assert set(rules.phases) == set(lib.PHASES) == {"execute", "research", "plan", "verify", "repair", "discuss"}
     assert {t.name for t in rules.triggers} >= {"database", "tests"}
     repair = {e.glob: e for e in rules.phases["repair"]}
-    assert repair["{phase}/*-SUMMARY.md"].pick == "last" and repair["{phase}/*-SUMMARY.md"].required
+    assert repair["{phase}/*-PLAN.md"].pick == "open" and not repair["{phase}/*-PLAN.md"].required
+
+
+# GSD's PHASE_FILE_MANIFEST (gsd-build/get-shit-done sdk/src/context-engine.ts): file -> required
+GSD_MANIFEST = {
+    "execute": {"STATE.md": True, "config.json": False},
+    "research": {"STATE.md": True, "ROADMAP.md": True, "CONTEXT.md": True, "REQUIREMENTS.md": False},
+    "plan": {"STATE.md": True, "ROADMAP.md": True, "CONTEXT.md": True, "RESEARCH.md": False, "REQUIREMENTS.md": False},
+    "verify": {"STATE.md": True, "ROADMAP.md": True, "REQUIREMENTS.md": False, "PLAN.md": False, "SUMMARY.md": False},
+    "repair": {"STATE.md": True, "config.json": False, "PLAN.md": False},
+    "discuss": {"STATE.md": True, "ROADMAP.md": False, "CONTEXT.md": False},
+}
+# where we load more than GSD (each with a comment in configs/disclosure.yaml saying why)
+EXTRA = {"execute": {"CONTEXT.md"}, "verify": {"VERIFICATION.md", "UAT.md", "VALIDATION.md"},
+         "discuss": {"DISCUSSION-LOG.md"}}
+
+
+@pytest.mark.parametrize("phase", lib.PHASES)
+def test_the_bundled_phase_manifests_are_gsds(phase):
+    ours = {e.glob.replace("{phase}/*-", ""): e.required for e in bundled_rules().phases[phase]}
+    gsd = GSD_MANIFEST[phase]
+    assert {name: ours[name] for name in gsd} == gsd
+    assert set(ours) - set(gsd) == EXTRA.get(phase, set())
+    assert all(not ours[name] for name in EXTRA.get(phase, ()))  # extras are optional
+    assert "PROJECT.md" not in ours
 
 
 @pytest.mark.parametrize(
@@ -155,6 +227,12 @@ def test_phase_selection_picks_the_last_summary_in_natural_order_and_warns_for_m
     assert list(chosen.files) == ["STATE.md", "phases/08.1-hardening/08.1-10-SUMMARY.md"]  # 10 after 02
     assert chosen.warnings == (
         ".planning/phases/08.1-hardening/*-VERIFICATION.md: required for phase 'repair' (r.yaml) but no file matches",)
+    opened = lib.parse_rules({"phases": {"repair": {"optional": [{"glob": "{phase}/*-PLAN.md", "pick": "open"}]}}}, "r")
+    under_way = FILES + ["phases/08.1-hardening/08.1-03-PLAN.md", "phases/08.1-hardening/08.1-04-PLAN.md"]
+    assert list(lib.phase_selection(opened, "repair", under_way, "phases/08.1-hardening", "").files) == [
+        "phases/08.1-hardening/08.1-03-PLAN.md"]  # the first plan with no SUMMARY
+    assert list(lib.phase_selection(opened, "repair", FILES, "phases/08.1-hardening", "").files) == [
+        "phases/08.1-hardening/08.1-02-PLAN.md"]  # all done: the last plan
     none = lib.phase_selection(rules, "repair", ["STATE.md"], None, "no phases/NN-name folder under .planning/")
     assert list(none.files) == ["STATE.md"]
     assert len(none.warnings) == 2 and all("no current phase folder" in w for w in none.warnings)
