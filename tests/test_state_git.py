@@ -132,7 +132,7 @@ def test_not_a_repository_is_a_warning(tmp_path: Path):
     folder.mkdir()
     snapshot = G.take_snapshot(str(folder))
     assert not snapshot.available
-    assert snapshot.warnings == (f"git: {folder} is not a git repository; git section skipped",)
+    assert snapshot.warnings == (f"git: {folder} is not inside a git repository; git section skipped",)
     assert G.git_state_from(snapshot).available is False
 
 
