@@ -192,8 +192,8 @@ def test_a_git_file_pointing_outside_is_refused_unless_allowed(tmp_path: Path):
     project = tmp_path / "project"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    subprocess.run(["git", "-c", "init.defaultBranch=main", "init", "-q", f"--separate-git-dir={elsewhere / 'repo.git'}",
-                    str(project)], check=True)
+    subprocess.run(["git", "-c", "init.defaultBranch=main", "init", "-q",
+                    f"--separate-git-dir={elsewhere / 'repo.git'}", str(project)], check=True)
     assert (project / ".git").read_text().startswith("gitdir:")
     for key, value in (("user.name", "T"), ("user.email", "t@e"), ("commit.gpgsign", "false")):
         git(project, "config", key, value)

@@ -433,7 +433,8 @@ def take_snapshot(
     if scope.refusal:
         return GitSnapshot(project_dir, warnings=(scope.refusal + "; git section skipped",))
     if scope.git_dir is None:
-        return GitSnapshot(project_dir, warnings=(f"git: {project_dir} is not inside a git repository; git section skipped",))
+        not_repo = f"git: {project_dir} is not inside a git repository; git section skipped"
+        return GitSnapshot(project_dir, warnings=(not_repo,))
     root = scope.work_tree or project_dir
     warnings: list[str] = []
 
