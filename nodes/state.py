@@ -259,7 +259,8 @@ def history_section(session_history: _session.SessionHistory, context_config: di
 def git_snapshot(project_dir: str, context_config: dict) -> _git.GitSnapshot:
     """One look at the repository through real git: status (porcelain v2), ``diff HEAD
     --numstat`` and the patch only when under ``state.gitDiffMaxLines``, the last commits.
-    Timeouts and output caps apply; problems are warnings. Nothing when switched off."""
+    Timeouts and output caps apply; problems are warnings. Nothing when switched off. Only the
+    project's own repository is read (or one in ``trust.allowedPaths``), with nothing it could run."""
     if not _on(context_config, "git"):
         return _git.GitSnapshot(project_dir)
     state = _state(context_config)
@@ -269,7 +270,16 @@ def git_snapshot(project_dir: str, context_config: dict) -> _git.GitSnapshot:
         timeout=float(state.get("gitTimeout", 10)),
         max_bytes=int(state.get("gitMaxBytes", 2_000_000)),
         log_count=int(state.get("gitLogCount", 3)),
+        allowed_paths=_allowed_paths(context_config),
     )
+
+
+def _allowed_paths(context_config: dict) -> tuple[str, ...]:
+    paths = context_config.get("trust", {}).get("allowedPaths") or ()
+    if isinstance(paths, str) or not all(isinstance(p, str) for p in paths):
+        raise ConfigError(f"trust.allowedPaths must be a list of folder paths, got {paths!r}; "
+                          "set it in your user config or with --set 'trust.allowedPaths=[~/shared]'")
+    return tuple(paths)
 
 
 @tag(stage=STAGE)

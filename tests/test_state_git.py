@@ -180,9 +180,14 @@ def test_only_the_last_commits_are_read(tmp_path: Path):
     assert [c.split(" ", 2)[2] for c in state.commits] == ["commit 11", "commit 10", "commit 9"]
 
 
-def test_a_subfolder_project_sees_only_its_own_changes(repo: Path):
-    state = G.git_state_from(G.take_snapshot(str(repo / "src")))
-    assert [f[0] for f in state.files] == ["src/app.py"]
+def test_a_subfolder_project_reads_the_enclosing_repository_only_when_allowed(repo: Path):
+    refused = G.take_snapshot(str(repo / "src"))
+    assert not refused.available and refused.status == ""
+    assert refused.warnings == (
+        f"git: {repo / 'src'} is inside the repository at {repo.resolve()}, which is outside the project; "
+        f"it is not read (add {repo.resolve()} to trust.allowedPaths to allow it); git section skipped",)
+    state = G.git_state_from(G.take_snapshot(str(repo / "src"), allowed_paths=[str(repo)]))
+    assert [f[0] for f in state.files] == ["src/app.py"]  # only its own changes
     assert state.root == str(repo.resolve())
 
 

@@ -1,10 +1,46 @@
-"""Git state through the real ``git`` program: one snapshot of status and diff, then pure parsing.
+"""Git state through the real ``git`` program, run safely: one snapshot of status and diff, then pure parsing.
 
-:func:`take_snapshot` is the only function here that runs anything: ``git status
---porcelain=v2 -z --branch``, ``git diff <base> --numstat -z`` and, only when the changed
-lines stay under the threshold, the patch itself, plus the last few commits (``git log -n``;
-nothing walks the whole history). Every command has a timeout and an output cap. Not a
-repository, git missing, an empty repository or a detached HEAD are warnings, never errors.
+Projects are untrusted input, and so is their ``.git``. :func:`run_git` is the ONE place that
+runs git (the file tree's ``git ls-files`` goes through it too). It makes sure git executes
+nothing a repository can configure, and reads no repository outside the project:
+
+- Inherited ``GIT_*`` variables are dropped (GIT_DIR, GIT_EXTERNAL_DIFF, GIT_CONFIG_PARAMETERS,
+  GIT_ALTERNATE_OBJECT_DIRECTORIES ...); then ``GIT_CONFIG_NOSYSTEM=1``,
+  ``GIT_CONFIG_GLOBAL=/dev/null`` and ``GIT_CONFIG_SYSTEM=/dev/null`` (a user's global config may
+  define aliases, filters or an attributes file), ``GIT_ATTR_NOSYSTEM=1``,
+  ``GIT_NO_REPLACE_OBJECTS=1``, ``GIT_OPTIONAL_LOCKS=0``, ``GIT_TERMINAL_PROMPT=0``, empty
+  ``GIT_ASKPASS`` / ``SSH_ASKPASS``, ``GIT_EDITOR=:`` (no editor), ``GIT_PAGER=cat``,
+  ``GIT_ALLOW_PROTOCOL=`` (no transport at all, so a partial clone cannot fetch), LC_ALL=C.
+- Settings given through ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_n`` / ``GIT_CONFIG_VALUE_n``:
+  command-line scope beats the repository's own config, and child git processes (a submodule's
+  status) inherit them. See :data:`SAFE_CONFIG`: ``core.fsmonitor=false``,
+  ``core.hooksPath=/dev/null``, ``core.attributesFile=/dev/null``, ``core.pager=cat``,
+  ``core.editor=:``, ``core.askPass=``, ``core.sshCommand``, ``gpg.program``,
+  ``gpg.<format>.program`` pointed at a path that does not exist, ``log.showSignature=false``,
+  ``credential.helper=``, ``protocol.allow=never``, ``diff.ignoreSubmodules=all``,
+  ``status.submoduleSummary=false``, ``submodule.recurse=false``, ``safe.bareRepository=explicit``.
+- Filter drivers: git 2.39 has no way to ignore ``.gitattributes`` (``GIT_ATTR_SOURCE`` came in
+  2.40), so every driver the repository's config names (``git config --name-only
+  --get-regexp '^filter[.]'``, which reads config and runs nothing, includes followed) is
+  overridden with empty ``clean`` / ``smudge`` / ``process`` and ``required=false``: git
+  treats an empty command as no filter. This listing runs before every command.
+- Flags added after the subcommand: ``diff`` / ``log`` / ``show`` get ``--no-ext-diff``
+  (``diff.external``, ``diff.<driver>.command``), ``--no-textconv`` (``diff.<driver>.textconv``;
+  an empty override would make git run an empty command) and ``--ignore-submodules=all``;
+  ``log`` / ``show`` also ``--no-show-signature``; ``status`` ``--ignore-submodules=all``.
+- Scope (:func:`repository_scope`): the repository is the project's own ``.git`` (a folder, a
+  symlink or a ``gitdir:`` file), given to git as ``GIT_DIR`` + ``GIT_WORK_TREE`` so git
+  discovers nothing (``GIT_CEILING_DIRECTORIES`` is the project's parent as well; ``core.worktree``
+  cannot move the work tree). A repository enclosing the project folder, a ``gitdir:`` /
+  ``commondir`` / alternates / symlinked git file leading outside the project is not read unless
+  the path is inside one of the user's ``trust.allowedPaths``; the refusal is a warning naming
+  that setting. Without a usable repository git gets ``GIT_DIR=/dev/null``.
+
+:func:`take_snapshot` runs ``git status --porcelain=v2 -z --branch``, ``git diff <base>
+--numstat -z`` and, only when the changed lines stay under the threshold, the patch itself,
+plus the last few commits (``git log -n``; nothing walks the whole history). Every command has a
+timeout and an output cap. Not a repository, git missing, an empty repository or a detached HEAD
+are warnings, never errors.
 
 Everything else is pure: :func:`parse_status`, :func:`parse_numstat`, :func:`git_state_from`
 and :func:`render_git` turn the raw outputs into the git section.
@@ -22,14 +58,56 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+_NO_PROGRAM = "/nonexistent/ctxengine-disabled"  # what a program setting points at: nothing to run
 _GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_SYSTEM": os.devnull,
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_NO_REPLACE_OBJECTS": "1",
     "GIT_OPTIONAL_LOCKS": "0",  # status must not take the index lock
     "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ASKPASS": "",
+    "SSH_ASKPASS": "",
+    "GIT_EDITOR": ":",
+    "GIT_SEQUENCE_EDITOR": ":",
     "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_ALLOW_PROTOCOL": "",
     "LC_ALL": "C",
     "LANG": "C",
 }
-_GIT_PREFIX = ("-c", "core.quotepath=off", "-c", "color.ui=never", "--no-pager")
+SAFE_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),
+    ("core.attributesFile", os.devnull),
+    ("core.pager", "cat"),
+    ("core.editor", ":"),
+    ("core.askPass", ""),
+    ("core.sshCommand", _NO_PROGRAM),
+    ("core.quotePath", "off"),
+    ("color.ui", "never"),
+    ("log.showSignature", "false"),
+    ("gpg.program", _NO_PROGRAM),
+    ("gpg.openpgp.program", _NO_PROGRAM),
+    ("gpg.x509.program", _NO_PROGRAM),
+    ("gpg.ssh.program", _NO_PROGRAM),
+    ("gpg.ssh.defaultKeyCommand", ""),
+    ("credential.helper", ""),
+    ("protocol.allow", "never"),
+    ("diff.ignoreSubmodules", "all"),
+    ("status.submoduleSummary", "false"),
+    ("submodule.recurse", "false"),
+    ("safe.bareRepository", "explicit"),
+)
+_FILTER_OFF = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+_SAFE_FLAGS = {
+    "diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=all"),
+    "log": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=all", "--no-show-signature"),
+    "show": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=all", "--no-show-signature"),
+    "status": ("--ignore-submodules=all",),
+}
+_ALLOW_SETTING = "trust.allowedPaths"
 
 _STATUS_WORDS = {
     "M": "modified",
@@ -110,20 +188,181 @@ class GitState:
     warnings: tuple[str, ...] = ()
 
 
+# ----------------------------------------------------------------------------- scope
+
+
+@dataclass(frozen=True)
+class RepoScope:
+    """Which repository git may read for a project: its git dir and work tree, or why none."""
+
+    project_dir: str  # resolved
+    git_dir: str | None = None  # None: git runs with GIT_DIR=/dev/null
+    work_tree: str | None = None
+    refusal: str | None = None  # the warning when a repository exists but lies outside
+
+
+def _within(path: str, roots: Sequence[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _allowed_roots(project: str, allowed_paths: Sequence[str]) -> list[str]:
+    roots = [project]
+    for entry in allowed_paths:
+        if isinstance(entry, str) and entry.strip():
+            roots.append(os.path.realpath(os.path.join(project, os.path.expanduser(entry.strip()))))
+    return roots
+
+
+def _read_small(path: str, limit: int = 65536) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _git_dir_of(dot_git: str) -> str | None:
+    """The git dir a ``.git`` entry stands for (following a symlink or a ``gitdir:`` file)."""
+    if os.path.isdir(dot_git):
+        return os.path.realpath(dot_git)
+    lines = (_read_small(dot_git, 4096) or "").splitlines()
+    if not lines or not lines[0].startswith("gitdir:") or not lines[0][7:].strip():
+        return None
+    target = lines[0][7:].strip()
+    return os.path.realpath(os.path.join(os.path.dirname(dot_git), target))
+
+
+def _outside_paths(git_dir: str) -> list[str]:
+    """Paths git would read for ``git_dir``: itself, its common dir, its object alternates and the
+    targets of symlinked entries (a git dir inside the project can still point elsewhere)."""
+    paths = [git_dir]
+    common = git_dir
+    text = _read_small(os.path.join(git_dir, "commondir"), 4096)
+    if text and text.strip():
+        common = os.path.realpath(os.path.join(git_dir, text.strip().splitlines()[0]))
+        paths.append(common)
+    for base in dict.fromkeys((git_dir, common)):
+        for name in ("config", "config.worktree", "objects", "refs", "HEAD", "index", "packed-refs", "info"):
+            entry = os.path.join(base, name)
+            if os.path.islink(entry):
+                paths.append(os.path.realpath(entry))
+    objects = os.path.join(common, "objects")
+    for line in (_read_small(os.path.join(objects, "info", "alternates")) or "").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            paths.append(os.path.realpath(os.path.join(objects, line.strip('"'))))
+    return paths
+
+
+def repository_scope(project_dir: str, allowed_paths: Sequence[str] = ()) -> RepoScope:
+    """The repository git may read for ``project_dir``: the project's own ``.git`` when everything
+    it leads to lies inside the project or one of ``allowed_paths`` (the user's
+    ``trust.allowedPaths``); an enclosing repository only when its root is allowed. Reads a few
+    small files, runs nothing."""
+    project = os.path.realpath(project_dir)
+    roots = _allowed_roots(project, allowed_paths)
+    folder = project
+    while True:
+        dot_git = os.path.join(folder, ".git")
+        if os.path.lexists(dot_git):
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return RepoScope(project)
+        folder = parent
+    if folder != project and not _within(folder, roots[1:]):
+        return RepoScope(project, refusal=(
+            f"git: {project_dir} is inside the repository at {folder}, which is outside the project; "
+            f"it is not read (add {folder} to {_ALLOW_SETTING} to allow it)"))
+    git_dir = _git_dir_of(dot_git)
+    if git_dir is None:
+        return RepoScope(project, refusal=(
+            f"git: {dot_git} is neither a folder nor a 'gitdir:' file; the repository is not read"))
+    for path in _outside_paths(git_dir):
+        if not _within(path, roots):
+            return RepoScope(project, refusal=(
+                f"git: the repository of {project_dir} ({dot_git}) leads to {path}, outside the project; "
+                f"it is not read (add {path} to {_ALLOW_SETTING} to allow it)"))
+    return RepoScope(project, git_dir, folder)
+
+
 # ----------------------------------------------------------------------------- running git
 
 
-def run_git(args: Sequence[str], cwd: str, timeout: float = 10.0, max_bytes: int = 2_000_000) -> GitResult:
-    """Run ``git args`` in ``cwd`` with a timeout and an output cap (never raises for git's own errors).
+def _config_env(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    env = {"GIT_CONFIG_COUNT": str(len(pairs))}
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def _base_env(scope: RepoScope) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(_GIT_ENV)
+    env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(scope.project_dir) or os.sep
+    if scope.git_dir:
+        env["GIT_DIR"] = scope.git_dir
+        env["GIT_WORK_TREE"] = scope.work_tree or scope.project_dir
+    else:
+        env["GIT_DIR"] = os.devnull  # nothing to discover, nothing to read
+    return env
+
+
+def _with_safe_flags(args: Sequence[str]) -> list[str]:
+    """``args`` with the safety flags of its subcommand inserted right after the subcommand."""
+    out = list(args)
+    i = 0
+    while i < len(out) and out[i].startswith("-"):
+        i += 2 if out[i] in ("-c", "-C") else 1
+    if i < len(out) and out[i] in _SAFE_FLAGS:
+        out[i + 1:i + 1] = _SAFE_FLAGS[out[i]]
+    return out
+
+
+def _filter_drivers(env: dict[str, str], cwd: str, timeout: float) -> list[str] | None:
+    """Names of the filter drivers the repository's config defines (None when git failed)."""
+    listed = _spawn(["config", "--null", "--name-only", "--get-regexp", r"^filter\."], cwd, env, timeout, 1 << 20)
+    if listed.returncode not in (0, 1) or listed.truncated:  # 1: no such key
+        return None
+    names = []
+    for key in listed.stdout.split("\0"):
+        key = key.strip()
+        if key.count(".") >= 2:
+            names.append(key[len("filter."):key.rindex(".")])
+    return list(dict.fromkeys(names))
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: str,
+    timeout: float = 10.0,
+    max_bytes: int = 2_000_000,
+    allowed_paths: Sequence[str] = (),
+) -> GitResult:
+    """Run ``git args`` in the project folder ``cwd`` safely (see the module docstring), with a
+    timeout and an output cap; never raises for git's own errors.
 
     At most ``max_bytes`` of standard output are read; past that the process is killed and
-    the result is marked truncated. A timer kills git after ``timeout`` seconds.
+    the result is marked truncated. A timer kills git (and what it started) after ``timeout``
+    seconds. ``allowed_paths`` are the user's ``trust.allowedPaths``.
     """
-    env = dict(os.environ)
-    env.update(_GIT_ENV)
+    scope = repository_scope(cwd, allowed_paths)
+    env = _base_env(scope)
+    config = list(SAFE_CONFIG)
+    if scope.git_dir:
+        drivers = _filter_drivers({**env, **_config_env(config)}, cwd, timeout)
+        if drivers is None:
+            return GitResult(128, "", "error: could not list the repository's filter drivers; git not run")
+        config += [(f"filter.{name}.{key}", value) for name in drivers for key, value in _FILTER_OFF]
+    env.update(_config_env(config))
+    return _spawn(_with_safe_flags(args), cwd, env, timeout, max_bytes)
+
+
+def _spawn(args: Sequence[str], cwd: str, env: dict[str, str], timeout: float, max_bytes: int) -> GitResult:
     try:
         proc = subprocess.Popen(
-            ["git", *_GIT_PREFIX, *args],
+            ["git", "--no-pager", *args],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -182,36 +421,39 @@ def take_snapshot(
     timeout: float = 10.0,
     max_bytes: int = 2_000_000,
     log_count: int = 3,
+    allowed_paths: Sequence[str] = (),
 ) -> GitSnapshot:
-    """Read status, numstat, the patch (when small) and the last commits of ``project_dir``'s repository."""
+    """Read status, numstat, the patch (when small) and the last commits of ``project_dir``'s
+    repository (see :func:`repository_scope` for which one, ``allowed_paths`` for what may lie outside)."""
     if shutil.which("git") is None:
         return GitSnapshot(project_dir, warnings=("git: the git program is not on PATH; git section skipped",))
     if not os.path.isdir(project_dir):
         return GitSnapshot(project_dir, warnings=(f"git: {project_dir} is not a folder; git section skipped",))
+    scope = repository_scope(project_dir, allowed_paths)
+    if scope.refusal:
+        return GitSnapshot(project_dir, warnings=(scope.refusal + "; git section skipped",))
+    if scope.git_dir is None:
+        not_repo = f"git: {project_dir} is not inside a git repository; git section skipped"
+        return GitSnapshot(project_dir, warnings=(not_repo,))
+    root = scope.work_tree or project_dir
     warnings: list[str] = []
 
     def failed(what: str, result: GitResult) -> str:
         why = "timed out" if result.timed_out else (_first_line(result.stderr) or f"exit code {result.returncode}")
         return f"git: {what} failed in {project_dir} ({why})"
 
-    top = run_git(["rev-parse", "--show-toplevel"], project_dir, timeout, 65536)
-    if top.returncode != 0:
-        if "not a git repository" in top.stderr.lower():
-            return GitSnapshot(
-                project_dir, warnings=(f"git: {project_dir} is not inside a git repository; git section skipped",)
-            )
-        return GitSnapshot(project_dir, warnings=(failed("git rev-parse", top) + "; git section skipped",))
-    root = top.stdout.strip() or project_dir
+    def git(args: list[str], cap: int = max_bytes) -> GitResult:
+        return run_git(args, project_dir, timeout, cap, allowed_paths)
 
     # status, numstat and log do not depend on each other: run them side by side.
     status_args = ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=normal", "--", "."]
-    numstat_args = ["diff", "HEAD", "--numstat", "-z", "-M", "--no-ext-diff", "--", "."]
+    numstat_args = ["diff", "HEAD", "--numstat", "-z", "-M", "--", "."]
     log_args = ["log", "-n", str(max(1, int(log_count))), "--no-decorate", "--date=short", "--format=%h %ad %s"]
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = [
-            pool.submit(run_git, status_args, project_dir, timeout, max_bytes),
-            pool.submit(run_git, numstat_args, project_dir, timeout, max_bytes),
-            pool.submit(run_git, log_args, project_dir, timeout, 65536),
+            pool.submit(git, status_args),
+            pool.submit(git, numstat_args),
+            pool.submit(git, log_args, 65536),
         ]
         status, numstat, log_result = (f.result() for f in futures)
     if status.returncode != 0:
@@ -221,10 +463,10 @@ def take_snapshot(
     branch = parse_status(status.stdout)[0]
     base = "HEAD"
     if branch.get("oid") == "(initial)":
-        empty = run_git(["hash-object", "-t", "tree", "--stdin"], project_dir, timeout, 4096)
+        empty = git(["hash-object", "-t", "tree", "--stdin"], 4096)
         base = empty.stdout.strip() or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
         warnings.append(f"git: the repository at {root} has no commits yet; changes are shown against an empty tree")
-        numstat = run_git(numstat_args[:1] + [base] + numstat_args[2:], project_dir, timeout, max_bytes)
+        numstat = git(numstat_args[:1] + [base] + numstat_args[2:])
     elif branch.get("head") == "(detached)":
         oid = (branch.get("oid") or "")[:7]
         warnings.append(f"git: HEAD is detached at {oid} in {root}; changes are shown against that commit")
@@ -237,9 +479,7 @@ def take_snapshot(
     changed = sum((a or 0) + (r or 0) for _, a, r, _ in counted)
     patch = None
     if numstat.returncode == 0 and not numstat.truncated and counted and changed <= max_lines:
-        diff = run_git(
-            ["diff", base, "-M", "--no-ext-diff", "--no-color", "--", "."], project_dir, timeout, max_bytes
-        )
+        diff = git(["diff", base, "-M", "--no-color", "--", "."])
         if diff.returncode == 0 and not diff.truncated:
             # the patch itself (with context and headers) must fit the threshold too
             patch = diff.stdout if diff.stdout.count("\n") <= max_lines else None
