@@ -314,12 +314,14 @@ def test_every_gsd_phase_on_every_corpus_project(project, phase):
 
 
 @pytest.mark.skipif(not corpus(), reason="the corpus is not available")
-def test_execute_on_helix_loads_the_plans_of_the_phase_state_md_names():
+def test_execute_on_helix_loads_the_plans_of_the_gsd_position():
+    # STATE.md says phase 8.1 is complete and 08.2 already holds plans: the position (shared
+    # with the plan section) is phase 8.2
     out = run(CORPUS / "0xLeathery__helix-staking", "Continue", disclosure__phase="execute")
-    folder = ".planning/phases/08.1-game-theory-hardening/"
+    folder = ".planning/phases/08.2-operational-hardening/"
     plans = sorted(r["document"] for r in out["disclosure_plan"] if r["document"].startswith(folder))
-    assert plans == [f"{folder}08.1-0{i}-PLAN.md" for i in range(1, 6)]
-    assert all("STATE.md names phase 8.1" in rows(out)[p]["rule"] for p in plans)
+    assert plans == [f"{folder}08.2-0{i}-PLAN.md" for i in range(1, 6)]
+    assert all("phase 8.1 complete" in rows(out)[p]["rule"] for p in plans)
     assert out["disclosure_warnings"] == ()
 
 
