@@ -25,6 +25,7 @@ from hamilton.function_modifiers import cache, tag
 
 from .lib import disclosure as _dis
 from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
+from .lib.gsd import GsdPosition
 from .lib.markdown import nest_under_title
 from .lib.references import fallback_title, root_group, normalise_url, parse_document, priority_for, title_for
 from .lib.textio import TextUnavailable, fetch_url_text, read_config_text, read_text_file
@@ -40,7 +41,6 @@ class PlanningFiles:
 
     listing: tuple[str, ...] = ()  # every file, relative to .planning/, "/"-separated
     documents: Mapping[str, Candidate] = field(default_factory=dict)  # path -> document read
-    state_text: str | None = None  # STATE.md, read to find the current GSD phase
     warnings: tuple[str, ...] = ()
     named: Mapping[str, str] = field(default_factory=dict)  # path the request names -> the name as written
 
@@ -100,6 +100,7 @@ def planning_files(
     disclosure_rules: DisclosureRules,
     disclosure_phase: Optional[str],
     requested_names: tuple,
+    gsd_position: GsdPosition,
 ) -> PlanningFiles:
     """The files under .planning/ (hidden ones skipped), with every disclosure candidate read:
     the markdown documents that are not state, the files the current phase's rules name, and
@@ -108,13 +109,10 @@ def planning_files(
     if not os.path.isdir(base):
         return PlanningFiles()
     listing = _listing(base)
-    state_text = None
-    if disclosure_phase and "STATE.md" in listing:
-        state_text = _read_text(os.path.join(base, "STATE.md"), 1 << 22)[0]
     wanted = list(_dis.generic_candidates(listing, disclosure_rules))
     if disclosure_phase:
-        folder, note = _dis.current_phase_folder(listing, state_text)
-        selection = _dis.phase_selection(disclosure_rules, disclosure_phase, listing, folder, note)
+        selection = _dis.phase_selection(disclosure_rules, disclosure_phase, listing, gsd_position.folder,
+                                         gsd_position.note())
         wanted += [p for p in selection.files if p not in wanted]
     resolved = _dis.resolve_named(requested_names, listing)
     warnings: list[str] = list(resolved.warnings)
@@ -124,7 +122,7 @@ def planning_files(
     documents: dict[str, Candidate] = {}
     for path in wanted:
         documents[path] = _candidate(base, path, max_bytes, warnings)
-    return PlanningFiles(tuple(listing), documents, state_text, tuple(warnings), named)
+    return PlanningFiles(tuple(listing), documents, tuple(warnings), named)
 
 
 @cache(behavior="recompute")
@@ -198,14 +196,16 @@ def disclosure_signals(
 
 @tag(stage="disclosure")
 def disclosure_phase_files(
-    planning_files: PlanningFiles, disclosure_rules: DisclosureRules, disclosure_phase: Optional[str]
+    planning_files: PlanningFiles, disclosure_rules: DisclosureRules, disclosure_phase: Optional[str],
+    gsd_position: GsdPosition,
 ) -> PhaseSelection:
     """The files the current GSD phase's rules name (relative to .planning/), with warnings
-    for required ones that match nothing."""
+    for required ones that match nothing; ``{phase}`` is the folder of the one GSD position
+    (the node ``gsd_position``, shared with the plan section)."""
     if not disclosure_phase:
         return PhaseSelection({})
-    folder, note = _dis.current_phase_folder(planning_files.listing, planning_files.state_text)
-    return _dis.phase_selection(disclosure_rules, disclosure_phase, planning_files.listing, folder, note)
+    return _dis.phase_selection(disclosure_rules, disclosure_phase, planning_files.listing, gsd_position.folder,
+                                gsd_position.note())
 
 
 @tag(stage="disclosure")

@@ -29,6 +29,7 @@ class BuildResult:
     initial_budget: BudgetReport | None = None
     disclosure: tuple[Mapping[str, Any], ...] = ()
     monitor: Mapping[str, Any] = field(default_factory=dict)
+    position: Mapping[str, Any] = field(default_factory=dict)  # the GSD position ({} outside GSD)
 
     def as_json(self) -> dict:
         """The JSON document of ``--format json``."""
@@ -42,6 +43,7 @@ class BuildResult:
             "pools": dict(self.pools),
             "disclosure": [dict(row) for row in self.disclosure],
             "monitor": dict(self.monitor),
+            "position": dict(self.position),
         }
 
     def _section_json(self, section: Section) -> dict:
@@ -95,6 +97,7 @@ def build_result(
     budget_report: BudgetReport,
     disclosure_plan: list,
     monitor_report: dict,
+    gsd_position: Any,
 ) -> BuildResult:
     """The whole result of one build, as the CLI prints it and the API returns it."""
     return BuildResult(
@@ -109,6 +112,7 @@ def build_result(
         initial_budget=budget_report,
         disclosure=tuple(disclosure_plan),
         monitor=dict(monitor_report),
+        position=gsd_position.as_dict() if gsd_position.source != "none" else {},
     )
 
 

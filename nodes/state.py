@@ -38,6 +38,7 @@ _JSONL_SESSION = os.path.join(".planning", "sessions", "current", "session.log")
 _AIDER_NAMES = (".aider.chat.history.md", os.path.join(".planning", ".aider.chat.history.md"))
 _SWITCHES = {
     "plan": "includePlan",
+    "roadmap": "includePlan",
     "history": "includeSession",
     "git": "includeGit",
     "tree": "includeFileTree",
@@ -98,10 +99,39 @@ def project_layout(project_dir: str, context_config: dict) -> str:
 
 @tag(stage=STAGE, loader="file")
 @cache(behavior="recompute")
-def plan_files(project_dir: str, project_layout: str, context_config: dict) -> dict[str, str]:
+def gsd_planning(project_dir: str) -> _gsd.GsdFiles:
+    """What the GSD position is read from: STATE.md and ROADMAP.md (text, when present) and the
+    names of the files in each phase folder (phases/NN-name, milestones/*-phases/NN-name)."""
+    planning = os.path.join(project_dir, ".planning")
+    texts = {}
+    for name in ("STATE.md", "ROADMAP.md"):
+        path = os.path.join(planning, name)
+        texts[name] = _read(path) if os.path.isfile(path) else None
+    folders = {}
+    for folder in _phase_dirs(planning):
+        rel = os.path.relpath(folder, planning).replace(os.sep, "/")
+        folders[rel] = tuple(sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n))))
+    return _gsd.GsdFiles(texts["STATE.md"], texts["ROADMAP.md"], folders)
+
+
+@tag(stage=STAGE)
+def gsd_position(gsd_planning: _gsd.GsdFiles, project_layout: str, context_config: dict) -> _gsd.GsdPosition:
+    """ONE reading of where a GSD project stands (milestone, phase, phase folder, next plan), with
+    its evidence, its source (pinned | frontmatter | body | files) and the warnings where STATE.md
+    and the files disagree; the state and disclosure stages both use it. ``state.gsdPhase`` pins
+    the phase. An article-layout project without STATE.md or phase folders has none."""
+    pinned = str(_state(context_config).get("gsdPhase") or "")
+    if project_layout != "gsd" and not pinned and not gsd_planning.folders:
+        return _gsd.GsdPosition()
+    return _gsd.position_of(gsd_planning, pinned)
+
+
+@tag(stage=STAGE, loader="file")
+@cache(behavior="recompute")
+def plan_files(project_dir: str, project_layout: str, context_config: dict, gsd_position: _gsd.GsdPosition) -> dict[str, str]:
     """The plan files' contents, path -> text ({} when switched off or absent). Article:
-    plan.md. GSD: STATE.md, ROADMAP.md and the PLAN/SUMMARY files of the current phase folder
-    (the folder itself is the key ending in "/", its value the folder's file names)."""
+    plan.md. GSD: STATE.md, ROADMAP.md and the PLAN/SUMMARY files of the position's phase
+    folder (the folder itself is the key ending in "/", its value the folder's file names)."""
     if not _on(context_config, "plan"):
         return {}
     out: dict[str, str] = {}
@@ -115,14 +145,10 @@ def plan_files(project_dir: str, project_layout: str, context_config: dict) -> d
         path = os.path.join(planning, name)
         if os.path.isfile(path):
             out[path] = _read(path)
-    state_path = os.path.join(planning, "STATE.md")
-    if state_path not in out:
+    if gsd_position.folder is None:
         return out
-    state = _gsd.parse_state(out[state_path], state_path)
-    if state.phase is None:
-        return out
-    folder = _gsd.find_phase_dir(state.phase, _phase_dirs(planning))
-    if folder is None:
+    folder = os.path.join(planning, *gsd_position.folder.split("/"))
+    if not os.path.isdir(folder):
         return out
     names = sorted(os.listdir(folder))
     out[folder + "/"] = "\n".join(names)
@@ -143,15 +169,17 @@ def _phase_dirs(planning: str) -> list[str]:
             full = os.path.join(milestones, archive)
             if archive.endswith("-phases") and os.path.isdir(full):
                 found.extend(os.path.join(full, d) for d in sorted(os.listdir(full)))
-    return [d for d in found if os.path.isdir(d)]
+    return [d for d in found if os.path.isdir(d) and _gsd.dir_phase_key(os.path.basename(d)) is not None]
 
 
 @tag(stage=STAGE)
-def plan_state(plan_files: dict[str, str], project_layout: str, project_dir: str, context_config: dict) -> _plan.PlanView:
+def plan_state(
+    plan_files: dict[str, str], project_layout: str, project_dir: str, context_config: dict,
+    gsd_position: _gsd.GsdPosition,
+) -> _plan.PlanView:
     """The plan as the context shows it. Article: in-progress and pending tasks in full,
-    completed ones cut to their first line, a count line. GSD: STATE.md's position, ROADMAP.md
-    narrowed to the current milestone, the current phase's plans (done ones as their SUMMARY's
-    one-liner)."""
+    completed ones cut to their first line, a count line. GSD: the position, STATE.md's blocks
+    and the current phase's plans (done ones as their SUMMARY's one-liner, the next in full)."""
     if not _on(context_config, "plan"):
         return _plan.PlanView(project_layout, False)
     explicit = _state(context_config).get("layout", "auto") != "auto"
@@ -162,7 +190,7 @@ def plan_state(plan_files: dict[str, str], project_layout: str, project_dir: str
             return _plan.PlanView("article", False, warnings=warnings)
         return _plan.article_view(plan_files[path], path)
     detail = _choice(context_config, "gsdPendingPlans", ("outline", "full"))
-    return _gsd.gsd_view(plan_files, os.path.join(project_dir, ".planning"), project_dir, detail)
+    return _gsd.gsd_view(plan_files, os.path.join(project_dir, ".planning"), project_dir, gsd_position, detail)
 
 
 @tag(stage=STAGE)
@@ -181,6 +209,34 @@ def plan_section(plan_state: _plan.PlanView, context_config: dict) -> Section | 
         pool=POOL,
         sources=plan_state.sources,
         data=data,
+    )
+
+
+@tag(stage=STAGE)
+def roadmap_state(
+    plan_files: dict[str, str], project_layout: str, project_dir: str, gsd_position: _gsd.GsdPosition
+) -> _plan.PlanView:
+    """GSD: ROADMAP.md narrowed to the current milestone, finished phases cut to their heading."""
+    if project_layout != "gsd":
+        return _plan.PlanView(project_layout, False)
+    return _gsd.roadmap_view(plan_files, os.path.join(project_dir, ".planning"), project_dir, gsd_position)
+
+
+@tag(stage=STAGE)
+def roadmap_section(roadmap_state: _plan.PlanView, context_config: dict) -> Section | None:
+    """The "Roadmap" section (kind roadmap, priority ``priorities.roadmap``: below the plan, so
+    truncation cuts the roadmap before the current plan), or None."""
+    if not _on(context_config, "plan") or not roadmap_state.found:
+        return None
+    return Section(
+        key="roadmap",
+        title="Roadmap",
+        kind="roadmap",
+        content=roadmap_state.content,
+        priority=_priority(context_config, "roadmap", 55),
+        pool=POOL,
+        sources=roadmap_state.sources,
+        data=dict(roadmap_state.data),
     )
 
 
@@ -423,6 +479,7 @@ def environment_section(environment_facts: dict, context_config: dict) -> Sectio
 @tag(stage=STAGE)
 def state_sections(
     plan_section: Section | None,
+    roadmap_section: Section | None,
     history_section: Section | None,
     git_section: Section | None,
     file_tree_section: Section | None,
@@ -430,10 +487,10 @@ def state_sections(
     context_config: dict,
     project_dir: str,
 ) -> list[Section]:
-    """The state sections in order plan, history, git, tree, environment, skipping None and
-    those switched off; their file sources named relative to the project, like references."""
+    """The state sections in order plan, roadmap, history, git, tree, environment, skipping None
+    and those switched off; their file sources named relative to the project, like references."""
     out = []
-    for section in (plan_section, history_section, git_section, file_tree_section, environment_section):
+    for section in (plan_section, roadmap_section, history_section, git_section, file_tree_section, environment_section):
         if section is not None and _on(context_config, section.kind):
             out.append(replace(section, sources=tuple(_project_relative(s, project_dir) for s in section.sources)))
     return out
@@ -450,14 +507,18 @@ def _project_relative(source: Source, project_dir: str) -> Source:
 
 @tag(stage=STAGE)
 def state_warnings(
+    gsd_position: _gsd.GsdPosition,
     plan_state: _plan.PlanView,
+    roadmap_state: _plan.PlanView,
     session_history: _session.SessionHistory,
     git_state: _git.GitState,
     file_listing: _filetree.FileListing,
 ) -> tuple[str, ...]:
-    """Every warning of the state stage: plan problems (missing GSD files, unknown task boxes),
-    malformed session lines with their line numbers, git problems, file-tree problems."""
-    return tuple(plan_state.warnings) + session_history.warnings + git_state.warnings + file_listing.warnings
+    """Every warning of the state stage: where STATE.md and the phase files disagree, plan
+    problems (missing GSD files, unknown task boxes), malformed session lines with their line
+    numbers, git problems, file-tree problems."""
+    return (tuple(gsd_position.warnings) + tuple(plan_state.warnings) + tuple(roadmap_state.warnings)
+            + session_history.warnings + git_state.warnings + file_listing.warnings)
 
 
 @functools.lru_cache(maxsize=1)

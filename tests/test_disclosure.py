@@ -472,6 +472,16 @@ def test_execute_loads_state_and_config_not_the_plans_again():
 
 
 @pytest.mark.skipif(not corpus(), reason="the corpus is not available")
+def test_repair_on_helix_loads_the_open_plan_of_the_gsd_position():
+    # STATE.md says phase 8.1 is complete and 08.2 already holds plans: the position (shared
+    # with the plan section) is phase 8.2, and repair loads its plan under way
+    out = run(CORPUS / "0xLeathery__helix-staking", "Continue", disclosure__phase="repair")
+    folder = ".planning/phases/08.2-operational-hardening/"
+    plans = [r["document"] for r in out["disclosure_plan"] if r["loaded"] and r["document"].endswith("-PLAN.md")]
+    assert plans and all(p.startswith(folder) for p in plans)
+
+
+@pytest.mark.skipif(not corpus(), reason="the corpus is not available")
 def test_verify_and_repair_on_kubectl_fields():
     project = CORPUS / "ahmetb__kubectl-fields"
     folder = ".planning/phases/04-extended-features/"

@@ -204,19 +204,7 @@ FILES = [
 ]
 
 
-def test_state_md_names_the_current_phase_folder():
-    folder, how = lib.current_phase_folder(FILES, "## Current Position\n\nPhase: 8.1 of 8.2 (Hardening)\nPlan: 2 of 2\n")
-    assert folder == "phases/08.1-hardening" and "STATE.md names phase 8.1" in how
-    bold, _ = lib.current_phase_folder(FILES, "**Current Phase:** 08 — launch\n")
-    assert bold == "phases/08-launch"
-
-
-def test_without_a_phase_number_the_latest_open_then_the_latest_folder_is_current():
-    open_files = FILES + ["phases/08-launch/08-02-PLAN.md"]
-    assert lib.current_phase_folder(open_files, "Phase: Complete\n")[0] == "phases/08-launch"
-    folder, how = lib.current_phase_folder(FILES, "Phase: None (between milestones)\n")
-    assert folder == "phases/09-docs" and "latest phase folder" in how
-    assert lib.current_phase_folder(["STATE.md"], None) == (None, "no phases/NN-name folder under .planning/")
+# (the current phase folder is the GSD position: tests/test_gsd_position.py)
 
 
 def test_phase_selection_picks_the_last_summary_in_natural_order_and_warns_for_missing_required():

@@ -149,7 +149,7 @@ def test_corpus_projects_through_the_driver(dr, project: Path):
     result = run(dr, project, {"state.includeGit": False}, outputs=("state_sections", "state_warnings", "project_layout"))
     assert result["project_layout"] == "gsd"
     plan = result["state_sections"][0]
-    assert plan.kind == "plan" and plan.content.startswith("## Position (.planning/STATE.md)\nCurrent position: ")
+    assert plan.kind == "plan" and plan.content.startswith("## Position (.planning/STATE.md)\nPosition: ")
     assert all(s.location.startswith(".planning/") for s in plan.sources if s.kind == "file")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,11 +86,19 @@ def test_project_layout_auto_detection(tmp_path: Path):
     assert state.project_layout(str(none), config(layout="gsd")) == "gsd"
 
 
-def _plan_view(project: Path, **state_keys):
+def _views(project: Path, **state_keys):
+    """(plan view, roadmap view, position) through the state stage's own node functions."""
     cfg = config(**state_keys)
     layout = state.project_layout(str(project), cfg)
-    files = state.plan_files(str(project), layout, cfg)
-    return state.plan_state(files, layout, str(project), cfg)
+    position = state.gsd_position(state.gsd_planning(str(project)), layout, cfg)
+    files = state.plan_files(str(project), layout, cfg, position)
+    return (state.plan_state(files, layout, str(project), cfg, position),
+            state.roadmap_state(files, layout, str(project), position), position)
+
+
+def _plan_view(project: Path, **state_keys):
+    plan, roadmap, position = _views(project, **state_keys)
+    return replace(plan, warnings=plan.warnings + roadmap.warnings + position.warnings)
 
 
 def test_missing_plan_is_quiet_in_auto_and_a_warning_when_asked_for(tmp_path: Path):
@@ -103,12 +112,12 @@ def test_missing_plan_is_quiet_in_auto_and_a_warning_when_asked_for(tmp_path: Pa
 
 # ----------------------------------------------------------------------------- GSD corpus
 
-EXPECTED_POSITION = {
+EXPECTED_POSITION = {  # STATE.md line shown, milestone, phase the position takes
     "0xCUB3__wBlock": ("Phase: All complete (12/12)", "v1.2", "12"),
-    "0xLeathery__helix-staking": ("Phase: 8.1 of 8.2 (Game Theory Hardening)", None, "8.1"),
+    "0xLeathery__helix-staking": ("Phase: 8.1 of 8.2 (Game Theory Hardening)", None, "8.2"),  # 8.1 done, 8.2 planned
     "9thLevelSoftware__Project-Phoenix-MP": ("Phase: 36 of 36 (complete)", "v0.8.0", "36"),
-    "ahmetb__kubectl-fields": ("Phase: None (between milestones)", "v1.0", None),
-    "ai-dynamo__nixl": ("Status: v1.1 milestone shipped", "v1.1", None),
+    "ahmetb__kubectl-fields": ("Phase: None (between milestones)", "v1.0", "4"),  # the latest folder, complete
+    "ai-dynamo__nixl": ("Status: v1.1 milestone shipped", "v1.1", "37"),
 }
 
 
@@ -118,7 +127,7 @@ def test_every_corpus_project_names_its_current_position(project: Path):
     assert view.layout == "gsd" and view.found
     position_text, milestone, phase = EXPECTED_POSITION[project.name]
     assert position_text in view.content
-    assert view.position.startswith("Current position: ")
+    assert view.position.startswith("Position: ")
     assert view.data["milestone"] == milestone and view.data["phase"] == phase
     state_md = str(project / ".planning" / "STATE.md")
     position_sources = [s for s in view.sources if s.location == state_md]
@@ -130,7 +139,7 @@ def test_every_corpus_project_names_its_current_position(project: Path):
 
 def test_roadmap_is_narrowed_to_the_current_milestone():
     project = next(p for p in corpus_projects() if p.name == "0xCUB3__wBlock")
-    view = _plan_view(project)
+    view = _views(project)[1]
     text = view.content
     assert "v1.2 Distribution & Code Signing (In Progress)" in text
     assert "- (other milestone, folded: ROADMAP.md lines 11-23) ✅ v1.0 Filter Compatibility (Phases 1-6)" in text
@@ -145,12 +154,13 @@ def test_roadmap_is_narrowed_to_the_current_milestone():
 
 def test_phoenix_folds_eight_shipped_milestones():
     project = next(p for p in corpus_projects() if p.name == "9thLevelSoftware__Project-Phoenix-MP")
-    view = _plan_view(project)
+    plan, view, position = _views(project)
     assert len(view.data["folded_milestones"]) == 8
     assert "\n### Phase 36: Integration Validation" not in view.content  # headings demoted under the section
-    assert "##### Phase 36: Integration Validation" in view.content
-    assert "Note: STATE.md reports this phase complete" in view.content
-    assert [t["status"] for t in view.data["tasks"]] == ["pending"] * 3
+    assert "#### Phase 36: Integration Validation" in view.content
+    assert position.warnings == (".planning/STATE.md:20: says phase 36 is complete, but 36-01-PLAN.md, 36-02-PLAN.md, "
+                                 "36-03-PLAN.md in phases/36-integration-validation/ have no SUMMARY",)
+    assert [t["status"] for t in plan.data["tasks"]] == ["next", "pending", "pending"]
 
 
 def test_done_plans_show_their_summary_one_liner():
@@ -158,7 +168,7 @@ def test_done_plans_show_their_summary_one_liner():
     view = _plan_view(project)
     assert ("- [x] 12-01: Versioned Homebrew cask with livecheck/zap + CI auto-update of version and sha256 "
             "on each tag push (.planning/phases/12-homebrew-cask/12-01-SUMMARY.md)") in view.content
-    assert "Plans: 1 done / 0 in progress / 0 pending" in view.content
+    assert "Plans: 1 done / 0 next / 0 pending" in view.content
 
 
 def test_decimal_phase_in_progress_plan_and_pending_outline(tmp_path: Path):
@@ -174,13 +184,12 @@ def test_decimal_phase_in_progress_plan_and_pending_outline(tmp_path: Path):
                         .replace("Phase 8.1 COMPLETE (all 5 plans", "working (all 5 plans"))
     view = _plan_view(project)
     statuses = [(t["id"], t["status"]) for t in view.data["tasks"]]
-    assert statuses == [("08.1-01", "done"), ("08.1-02", "in_progress"), ("08.1-03", "pending"),
+    assert statuses == [("08.1-01", "done"), ("08.1-02", "next"), ("08.1-03", "pending"),
                         ("08.1-04", "pending"), ("08.1-05", "pending")]
     text = view.content.split("## Phase 8.1 plans")[1]
     assert "- [x] 08.1-01: abort_bpd fully reset" in text
-    assert "Plans: 1 done / 1 in progress / 3 pending" in text
-    assert "Note: STATE.md reports" not in text
-    in_progress = text[text.index("- [>] 08.1-02"):text.index("- [ ] 08.1-03")]
+    assert "Plans: 1 done / 1 next / 3 pending" in text
+    in_progress = text[text.index("- [>] 08.1-02 (next)"):text.index("- [ ] 08.1-03")]
     assert "<tasks>" in in_progress and "checked_mul" in in_progress  # the plan in full
     pending = text[text.index("- [ ] 08.1-03"):text.index("- [ ] 08.1-04")]
     assert "Task 2: Implement BPD per-stake whale cap" in pending and "<action>" not in pending
@@ -202,18 +211,23 @@ def test_archived_milestone_phase_folder_is_found(tmp_path: Path):
     view = _plan_view(project)
     assert view.warnings == ()
     assert "## Phase 2.1 plans (.planning/milestones/v1.0-phases/02.1-fixes/)" in view.content
-    assert "- [>] 02.1-01: Fix the rounding." in view.content and "wave: 1" in view.content
+    assert "- [>] 02.1-01 (next): Fix the rounding." in view.content and "wave: 1" in view.content
     assert "- [ ] 02.1-02: Add tests." in view.content and "Other phase" not in view.content
 
 
-def test_missing_phase_folder_is_a_warning(tmp_path: Path):
+def test_missing_phase_folder_is_a_warning_only_when_the_phase_is_being_executed(tmp_path: Path):
     project = write_project(tmp_path / "nophase", {
-        ".planning/STATE.md": "## Current Position\nPhase: 4 of 5\n",
+        ".planning/STATE.md": "## Current Position\nPhase: 4 of 5\nPlan: 2 of 3\nStatus: Executing\n",
         ".planning/ROADMAP.md": "# Roadmap\n",
     })
     view = _plan_view(project)
-    assert any("no phase folder for phase 4" in w for w in view.warnings)
+    assert [w for w in view.warnings if "no phase folder" in w] == [
+        ".planning: no phase folder for phase 4 (looked in phases/ and milestones/*-phases/); create it or pin "
+        "another phase with state.gsdPhase"]
     assert "Phase: 4 of 5" in view.content
+    (project / ".planning" / "STATE.md").write_text("## Current Position\nPhase: 4 of 5\nPlan: Not started\n"
+                                                    "Status: Ready to plan\n")
+    assert _plan_view(project).warnings == ()  # before planning no folder is expected
 
 
 def test_state_frontmatter_is_shown():

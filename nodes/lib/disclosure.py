@@ -41,9 +41,6 @@ SIGNALS = ("plan", "diff", "request")
 PICKS = ("all", "first", "last", "open")
 
 _DOC = re.compile(r"(?<!\S)@doc[ \t]+(\S+)", re.I)
-_PHASE_LINE = re.compile(r"^[ \t>*_-]*(?:current[ \t]+)?phase[*_]*[ \t]*:[*_]*[ \t]*(\S[^\n]*)$", re.I | re.M)
-_PHASE_NUMBER = re.compile(r"\A(\d+(?:\.\d+)*)")
-_PHASE_DIR = re.compile(r"\A(\d+(?:\.\d+)*)(?:-|\Z)")
 
 
 # ----------------------------------------------------------------------------- globs
@@ -364,55 +361,6 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
 
 
 # ----------------------------------------------------------------------------- GSD phases
-
-
-def _number(text: str) -> tuple[int, ...] | None:
-    match = _PHASE_NUMBER.match(text.strip())
-    return tuple(int(part) for part in match.group(1).split(".")) if match else None
-
-
-def phase_folders(files: Iterable[str]) -> dict[str, tuple[int, ...]]:
-    """``phases/NN-name`` folders (relative to .planning/) with their phase number."""
-    folders: dict[str, tuple[int, ...]] = {}
-    for path in files:
-        parts = path.split("/")
-        if len(parts) >= 3 and parts[0] == "phases":
-            match = _PHASE_DIR.match(parts[1])
-            if match:
-                folders[f"phases/{parts[1]}"] = tuple(int(p) for p in match.group(1).split("."))
-    return folders
-
-
-def current_phase_folder(files: Sequence[str], state_text: str | None) -> tuple[str | None, str]:
-    """The current GSD phase folder and how it was found.
-
-    STATE.md's ``Phase: 8.1 of 8.2`` line names it when a folder of that number exists;
-    otherwise the highest-numbered folder with a PLAN that has no SUMMARY (work in progress);
-    otherwise the highest-numbered folder (the latest phase). None when there is no phase folder.
-    """
-    folders = phase_folders(files)
-    if not folders:
-        return None, "no phases/NN-name folder under .planning/"
-    if state_text:
-        for match in _PHASE_LINE.finditer(state_text):
-            wanted = _number(match.group(1))
-            if wanted is None:
-                continue
-            for folder, number in folders.items():
-                if number == wanted:
-                    return folder, f"STATE.md names phase {'.'.join(map(str, wanted))}"
-            break
-    ordered = sorted(folders, key=lambda f: folders[f])
-    names = set(files)
-    open_ = [f for f in ordered if _open_plans(f, names)]
-    if open_:
-        return open_[-1], "latest phase with a PLAN that has no SUMMARY"
-    return ordered[-1], "latest phase folder (STATE.md names no open phase)"
-
-
-def _open_plans(folder: str, names: set[str]) -> list[str]:
-    plans = [n for n in names if n.startswith(folder + "/") and n.endswith("-PLAN.md")]
-    return [p for p in plans if p[: -len("-PLAN.md")] + "-SUMMARY.md" not in names]
 
 
 def _open_plans_in(paths: Sequence[str], names: set[str]) -> list[str]:

@@ -4,7 +4,7 @@ The data model of a context template:
 
 * ``system``: list of ``{key, title, kind, content, deprecated}`` for sections of kind ``rules``
 * ``references``: the same for kind ``reference``
-* ``plan``, ``history``, ``git``, ``tree``, ``environment``: one such dict each, absent when
+* ``plan``, ``roadmap``, ``history``, ``git``, ``tree``, ``environment``: one such dict each, absent when
   there is no section of that kind (a second one of a kind goes to ``extra``)
 * ``extra``: list of the sections of any other kind
 * ``sections``: every section above, in order
@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from ..types import Section
 from .template import compile_template
 
-STATE_KINDS = ("plan", "history", "git", "tree", "environment")
+STATE_KINDS = ("plan", "roadmap", "history", "git", "tree", "environment")
 LIST_KINDS = {"rules": "system", "reference": "references"}
 TEXT_KINDS = {"request": "userRequest", "instructions": "outputInstructions"}
 

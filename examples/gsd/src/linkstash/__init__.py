@@ -1,0 +1,1 @@
+"""linkstash: save, list and search bookmarks."""

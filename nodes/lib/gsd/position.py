@@ -1,0 +1,324 @@
+"""ONE reading of the GSD position (milestone, phase, phase folder, next plan), for the state
+and the disclosure stages alike (DESIGN.md, "Where GSD stands in a project").
+
+Rules: a pinned phase (``state.gsdPhase``) wins; else STATE.md's frontmatter over its body
+prose; the files are evidence: a PLAN with a SUMMARY is done, a phase whose plans are all done
+is complete, and when STATE's phase is complete and a LATER phase folder has CONTEXT, RESEARCH
+or PLAN files, the later phase is current. Where the sources disagree a warning names both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from ...types import ConfigError
+from .common import _PLAN_FILE, dir_phase_key, phase_key
+from .roadmap import milestone_phases
+from .state import GsdState, parse_state
+
+PINNED, FRONTMATTER, BODY, FILES, NONE = "pinned", "frontmatter", "body", "files", "none"
+_PIN = re.compile(r"^\d+(?:\.\d+)*$")
+_BETWEEN = re.compile(r"\bnone\b|between milestones|no active phase", re.I)
+_EXECUTING = re.compile(r"execut|in[ _-]?progress|verif|implement", re.I)
+
+
+@dataclass(frozen=True)
+class PhaseFolder:
+    """One phase folder (relative to .planning/) and what its file names say."""
+
+    path: str  # "phases/08.1-game-theory-hardening"
+    key: tuple[int, ...]
+    plans: tuple[str, ...] = ()  # plan ids with a PLAN or a SUMMARY file, by plan number: "08.1-01"
+    done: tuple[str, ...] = ()  # plan ids with a SUMMARY
+    context: tuple[str, ...] = ()  # *CONTEXT.md / *RESEARCH.md file names
+    archived: bool = False  # under milestones/*-phases/
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def complete(self) -> bool:
+        """Every plan has a SUMMARY (and there is at least one)."""
+        return bool(self.plans) and len(self.done) == len(self.plans)
+
+    @property
+    def started(self) -> bool:
+        """It holds CONTEXT, RESEARCH or PLAN files."""
+        return bool(self.plans or self.context)
+
+    @property
+    def pending(self) -> tuple[str, ...]:
+        return tuple(p for p in self.plans if p not in self.done)
+
+
+@dataclass(frozen=True)
+class GsdPosition:
+    """Where a GSD project stands, what decided it and where the sources disagree."""
+
+    milestone: str | None = None
+    milestone_name: str | None = None
+    phase: str | None = None  # "8.1"
+    folder: str | None = None  # relative to .planning/, "/"-separated
+    plan: str | None = None  # the next plan's id, "08.1-05"
+    plans_done: int = 0
+    plans_total: int = 0
+    phase_complete: bool = False
+    milestone_complete: bool = False
+    source: str = NONE  # pinned | frontmatter | body | files | none
+    evidence: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    expects_folder: bool = False  # a phase is current and should have a folder
+
+    def as_dict(self) -> dict:
+        return {
+            "milestone": self.milestone,
+            "milestone_name": self.milestone_name,
+            "phase": self.phase,
+            "folder": self.folder,
+            "plan": self.plan,
+            "plans_done": self.plans_done,
+            "plans_total": self.plans_total,
+            "phase_complete": self.phase_complete,
+            "milestone_complete": self.milestone_complete,
+            "source": self.source,
+            "evidence": list(self.evidence),
+        }
+
+    def line(self) -> str:
+        """One line for the context: milestone, phase (folder), next plan, what decided it."""
+        parts = []
+        if self.milestone:
+            parts.append(f"milestone {self.milestone}" + (f" {self.milestone_name}" if self.milestone_name else "")
+                         + (" (complete)" if self.milestone_complete else ""))
+        if self.phase:
+            state = "complete" if self.phase_complete else f"{self.plans_done} of {self.plans_total} plans done"
+            parts.append(f"phase {self.phase}" + (f" ({self.folder}/, {state})" if self.folder else ""))
+        if self.plan:
+            parts.append(f"next plan {self.plan}")
+        if not parts:
+            return "Position: unknown (no STATE.md position and no phase folder)"
+        return "Position: " + "; ".join(parts) + f" [from {self.source}]"
+
+    def note(self) -> str:
+        """What decided the position, in one string (the disclosure rules quote it)."""
+        return "; ".join(self.evidence) or "no GSD position"
+
+
+def phase_folders(folders: Mapping[str, Sequence[str]]) -> tuple[PhaseFolder, ...]:
+    """The phase folders among ``folders`` (path relative to .planning/ -> file names), sorted by
+    phase number (8 < 8.1 < 8.2 < 9); an active ``phases/`` folder before an archived one."""
+    out = []
+    for path, names in folders.items():
+        key = dir_phase_key(path.rstrip("/").rsplit("/", 1)[-1])
+        if key is None:
+            continue
+        plans: dict[int, str] = {}
+        done = set()
+        context = []
+        for name in names:
+            match = _PLAN_FILE.match(name)
+            if match:
+                plan_id = f"{match.group(1)}-{match.group(2)}"
+                plans[int(match.group(2))] = plan_id
+                if match.group(3) == "SUMMARY":
+                    done.add(plan_id)
+            elif name.upper().endswith(("CONTEXT.MD", "RESEARCH.MD")):
+                context.append(name)
+        ordered = tuple(plans[n] for n in sorted(plans))
+        out.append(PhaseFolder(path.rstrip("/"), key, ordered, tuple(p for p in ordered if p in done),
+                               tuple(sorted(context)), path.startswith("milestones/")))
+    return tuple(sorted(out, key=lambda f: (f.key, f.archived, f.path)))
+
+
+def _by_key(folders: Sequence[PhaseFolder]) -> dict[tuple[int, ...], PhaseFolder]:
+    out: dict[tuple[int, ...], PhaseFolder] = {}
+    for folder in folders:
+        out.setdefault(folder.key, folder)  # sorted: the active folder comes first
+    return out
+
+
+def _show(key: tuple[int, ...]) -> str:
+    return ".".join(str(p) for p in key)
+
+
+def _files(folder: PhaseFolder) -> str:
+    names = [f"{p}-PLAN.md" for p in folder.plans[:3]] or list(folder.context[:2])
+    return ", ".join(names) + (" ..." if len(folder.plans) > 3 else "")
+
+
+def read_position(
+    state: GsdState | None,
+    folders: Mapping[str, Sequence[str]],
+    pinned: str = "",
+    state_path: str = ".planning/STATE.md",
+    roadmap_phases: Sequence[str] = (),
+) -> GsdPosition:
+    """The position of a GSD project from STATE.md (parsed; None when absent), its phase folders
+    (path relative to .planning/ -> file names), the pin ``state.gsdPhase`` and the phase
+    numbers of the current milestone in ROADMAP.md (to count ``progress.completed_phases``)."""
+    evidence: list[str] = []
+    warnings: list[str] = []
+    all_folders = phase_folders(folders)
+    by_key = _by_key(all_folders)
+    active = [f for f in all_folders if not f.archived]
+    milestone = state.milestone if state else None
+    milestone_name = state.milestone_name if state else None
+    where = state_path
+
+    def finish(folder: PhaseFolder | None, key: tuple[int, ...] | None, source: str, *, named_plan: int | None = None,
+               said_complete: bool = False, milestone_complete: bool = False, expects: bool = False) -> GsdPosition:
+        plan = None
+        if folder is not None:
+            pending = folder.pending
+            named = next((p for p in pending if int(p.rsplit("-", 1)[1]) == named_plan), None) if named_plan else None
+            if named:
+                plan = named
+                evidence.append(f"STATE.md names plan {named_plan}: {named} is in progress")
+            elif pending:
+                plan = pending[0]
+                evidence.append(f"next plan {plan}: the first PLAN without a SUMMARY")
+        complete = folder.complete if folder is not None and folder.plans else said_complete
+        if folder is None and key is not None and expects:
+            warnings.append(f"{where.rsplit('/', 1)[0]}: no phase folder for phase {_show(key)} (looked in phases/ "
+                            "and milestones/*-phases/); create it or pin another phase with state.gsdPhase")
+        return GsdPosition(
+            milestone=milestone, milestone_name=milestone_name,
+            phase=_show(key) if key is not None else None,
+            folder=folder.path if folder else None, plan=plan,
+            plans_done=len(folder.done) if folder else 0, plans_total=len(folder.plans) if folder else 0,
+            phase_complete=complete,
+            milestone_complete=milestone_complete, source=source,
+            evidence=tuple(evidence), warnings=tuple(warnings), expects_folder=expects,
+        )
+
+    # 1. A pinned phase.
+    pin = str(pinned or "").strip()
+    if pin:
+        if not _PIN.match(pin):
+            raise ConfigError(f"key 'state.gsdPhase' is {pinned!r}; give a phase number such as 12 or 8.1 "
+                              "(or \"\" to read the phase from STATE.md and the phase folders)")
+        key = phase_key(pin)
+        folder = by_key.get(key)
+        evidence.append(f"state.gsdPhase pins phase {pin}" + (f" ({folder.path}/)" if folder else ""))
+        if folder is None:
+            warnings.append(f"state.gsdPhase: phase {pin} has no folder under .planning/phases/ or "
+                            ".planning/milestones/*-phases/; the plan section shows no plans (create the folder "
+                            "or pin an existing phase)")
+        return finish(folder, key, PINNED)
+
+    # 2. STATE.md: frontmatter over body prose.
+    key = None
+    source = NONE
+    said_complete = False
+    if state is not None:
+        body_line = state.line_of("phase") or state.line_of("current phase")
+        body_text = state.field("phase") or state.field("current phase")
+        body_key = phase_key(state.body_phase)
+        fm_key = None
+        fm_where = ""
+        stale = False
+        if state.fm_phase is not None:
+            name, value = state.fm_phase
+            fm_key = phase_key(value)
+            fm_where = f"{where}:{state.key_lines.get(name, 1)} frontmatter {name}: {value}"
+        elif state.fm_progress is not None and not state.fm_complete:
+            done, total = state.fm_progress
+            order = sorted({f.key for f in active} | {k for k in map(phase_key, roadmap_phases) if k})
+            fm_where = (f"{where}:{state.key_lines.get('progress.completed_phases', 1)} frontmatter "
+                        f"progress.completed_phases: {done} of {total}")
+            if body_key is not None and body_key in order[:done]:
+                if done < len(order):
+                    fm_key = order[done]
+                else:
+                    stale = True
+        if fm_key is not None:
+            key, source = fm_key, FRONTMATTER
+            evidence.append(fm_where.replace(f"{where}:", "STATE.md:") + f" -> phase {_show(fm_key)}")
+            if body_key is not None and body_key != fm_key:
+                warnings.append(f"{where}:{body_line}: the body says 'Phase: {body_text}' but {fm_where} says phase "
+                                f"{_show(fm_key)}; the frontmatter is used (update the stale line)")
+            said_complete = state.fm_complete or (state.body_complete and body_key == fm_key)
+        elif body_key is not None:
+            key, source = body_key, BODY
+            evidence.append(f"STATE.md:{body_line} 'Phase: {body_text}'")
+            said_complete = state.complete or stale
+            if stale:
+                warnings.append(f"{where}:{body_line}: the body says 'Phase: {body_text}' but {fm_where} counts "
+                                f"phase {_show(body_key)} as complete; update the stale line")
+        if key is None:
+            said = body_text or state.status or ""
+            between = bool(_BETWEEN.search(said)) or state.fm_complete or state.complete
+            if body_text:
+                evidence.append(f"STATE.md:{body_line} 'Phase: {body_text}'")
+            if between:
+                return _from_files(active, evidence, warnings, finish, milestone_over=True)
+
+    if key is None:
+        return _from_files(active, evidence, warnings, finish, milestone_over=False)
+
+    # 3. The files as evidence.
+    folder = by_key.get(key)
+    files_complete = bool(folder and folder.complete)
+    if said_complete or files_complete:
+        later = [f for f in active if f.key > key and f.started and not f.complete]
+        if later:
+            nxt = later[0]
+            why = "STATE.md says it is complete" if said_complete else "all its plans have a SUMMARY"
+            warnings.append(f"{where}:{(state.line_of('phase') or 1) if state else 1}: names phase {_show(key)} "
+                            f"({why}), but {nxt.path}/ already holds {_files(nxt)}; phase {_show(nxt.key)} is "
+                            "taken as current (pin another with state.gsdPhase)")
+            evidence.append(f"phase {_show(key)} complete ({why}); {nxt.path}/ holds {_files(nxt)}")
+            return finish(nxt, nxt.key, FILES, expects=True)
+    if said_complete and folder is not None and folder.pending:
+        line = (state.line_of("status") or state.line_of("phase") or 1) if state else 1
+        warnings.append(f"{where}:{line}: says phase {_show(key)} is complete, but "
+                        f"{', '.join(p + '-PLAN.md' for p in folder.pending[:3])}"
+                        f"{' ...' if len(folder.pending) > 3 else ''} in {folder.path}/ have no SUMMARY")
+    elif files_complete and not said_complete:
+        evidence.append(f"every plan of {folder.path}/ has a SUMMARY: the phase is complete")
+    milestone_over = bool(state and (state.fm_complete or (said_complete and state.phase_total
+                                                          and phase_key(state.phase_total) == key)))
+    status = (state.status or "") if state else ""
+    expects = not said_complete and bool((state and state.plan is not None) or _EXECUTING.search(status))
+    named_plan = state.plan if state and source in (BODY, FRONTMATTER) and not said_complete else None
+    return finish(folder, key, source, named_plan=named_plan, said_complete=said_complete,
+                  milestone_complete=milestone_over, expects=expects)
+
+
+def _from_files(active, evidence, warnings, finish, milestone_over: bool) -> GsdPosition:
+    """No phase number from STATE.md: the first started phase folder not yet complete (after a
+    milestone: only the latest folder, when it is new work), else the latest folder, complete."""
+    if not active:
+        if milestone_over:
+            evidence.append("between milestones: no phase is current")
+        return finish(None, None, NONE if not evidence else FILES, milestone_complete=milestone_over)
+    open_ = [f for f in active if f.started and not f.complete]
+    if milestone_over:
+        open_ = [f for f in open_ if f is active[-1]]
+    if open_:
+        evidence.append(f"{open_[0].path}/ holds {_files(open_[0])} without a SUMMARY for each plan")
+        return finish(open_[0], open_[0].key, FILES, expects=True)
+    latest = active[-1]
+    evidence.append(f"latest phase folder {latest.path}/" + (" (milestone complete)" if milestone_over else ""))
+    return finish(latest, latest.key, FILES, said_complete=True, milestone_complete=milestone_over)
+
+
+@dataclass(frozen=True)
+class GsdFiles:
+    """What the position is read from: STATE.md and ROADMAP.md (None when absent) and each phase
+    folder's file names (folder relative to .planning/, "/"-separated)."""
+
+    state_text: str | None = None
+    roadmap_text: str | None = None
+    folders: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
+    """:func:`read_position` over the loaded files (STATE.md parsed, the milestone's phases
+    read from ROADMAP.md)."""
+    state = parse_state(files.state_text, ".planning/STATE.md") if files.state_text is not None else None
+    phases = milestone_phases(files.roadmap_text, state.milestone if state else None) if files.roadmap_text else ()
+    return read_position(state, files.folders, pinned, ".planning/STATE.md", phases)

@@ -1,0 +1,297 @@
+"""STATE.md: the "Current Position" block (milestone, phase, plan, status, last activity,
+progress), the current focus, blockers, pending todos, session continuity / next action, and the
+YAML frontmatter newer GSD versions write."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..markdown import FrontmatterError, split_frontmatter
+from .common import _FIELD, _FOCUS, _NUMBER, _OF, _VERSION, _flat, _lines_of, _sections
+
+# STATE.md blocks shown besides the current position, by words in their heading.
+_STATE_BLOCKS = (
+    ("blockers", ("blocker", "concern")),
+    ("todos", ("pending todo", "todos")),
+    ("session", ("session continuity",)),
+    ("next", ("next action", "next step")),
+)
+_BLOCK_MAX_LINES = 30
+
+
+@dataclass(frozen=True)
+class StateBlock:
+    """A block of STATE.md: its heading, body and 1-based line range."""
+
+    name: str
+    heading: str
+    text: str
+    lines: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class GsdState:
+    """What STATE.md says about where the project is."""
+
+    frontmatter: Mapping[str, Any] = field(default_factory=dict)
+    fields: tuple[tuple[str, str], ...] = ()  # ("Phase", "8.1 of 8.2 (...)"), in file order
+    position: StateBlock | None = None
+    blocks: tuple[StateBlock, ...] = ()
+    focus: tuple[str, int] | None = None  # (text, line)
+    milestone: str | None = None  # version, e.g. "v1.2"
+    milestone_name: str | None = None
+    phase: str | None = None  # "8.1"
+    phase_total: str | None = None
+    plan: int | None = None
+    plan_total: int | None = None
+    status: str | None = None
+    complete: bool = False  # STATE.md reports the current phase (or milestone) complete
+    frontmatter_lines: tuple[int, int] | None = None
+    warnings: tuple[str, ...] = ()
+    field_lines: tuple[tuple[str, int], ...] = ()  # ("Phase", 12): the 1-based line of each field
+    key_lines: Mapping[str, int] = field(default_factory=dict)  # frontmatter key -> its line
+    body_phase: str | None = None  # the phase the body's "Phase:" line names
+    body_complete: bool = False  # the body's Phase / Plan / Status lines say complete
+    fm_phase: tuple[str, str] | None = None  # (key, phase) from active_phase / current_phase / next_phases
+    fm_complete: bool = False  # frontmatter status complete(d) or progress all phases done
+    fm_progress: tuple[int, int] | None = None  # (completed_phases, total_phases)
+
+    def line_of(self, name: str) -> int | None:
+        """The line of the body field ``name`` (case-insensitive), or None."""
+        for key, line in self.field_lines:
+            if key.lower() == name.lower():
+                return line
+        return None
+
+    def field(self, name: str) -> str | None:
+        for key, value in self.fields:
+            if key.lower() == name.lower():
+                return value
+        return None
+
+
+
+def parse_state(text: str, path: str = "STATE.md") -> GsdState:
+    """The current position, focus, blockers, todos and session notes of STATE.md."""
+    warnings: list[str] = []
+    frontmatter: dict[str, Any] = {}
+    body_start = 0
+    fm_lines = None
+    try:
+        frontmatter, _, start_line = split_frontmatter(text)
+        if frontmatter:
+            body_start = start_line - 1
+            fm_lines = (1, start_line - 1)
+    except FrontmatterError as exc:
+        warnings.append(f"{path}:{exc.line or 1}: {exc}; frontmatter ignored")
+    lines = _lines_of(text)
+    sections = _sections(lines, body_start)
+
+    position = None
+    blocks: list[StateBlock] = []
+    for level, title, first, last in sections:
+        low = title.lower()
+        if position is None and "current position" in low:
+            position = StateBlock("position", title, "\n".join(lines[first + 1 : last + 1]).strip("\n"), (first + 1, last + 1))
+            continue
+        for name, words in _STATE_BLOCKS:
+            if any(w in low for w in words) and not any(b.name == name for b in blocks):
+                body = lines[first + 1 : last + 1]
+                nested = [(t, f) for lv, t, f, _ in sections if first < f <= last and lv > level]
+                if nested:  # sub-sections (e.g. a table of quick tasks) stay out
+                    body = lines[first + 1 : nested[0][1]]
+                    while body and not body[-1].strip():
+                        body.pop()
+                    body.append("(subsections omitted: " + ", ".join(
+                        f"{t} (line {f + 1})" for t, f in nested) + ")")
+                if len(body) > _BLOCK_MAX_LINES:
+                    more = len(body) - _BLOCK_MAX_LINES
+                    body = body[:_BLOCK_MAX_LINES] + [f"... ({more} more lines in {path} lines {first + 2 + _BLOCK_MAX_LINES}-{last + 1})"]
+                blocks.append(StateBlock(name, title, "\n".join(body).strip("\n"), (first + 1, last + 1)))
+                break
+
+    fields: list[tuple[str, str]] = []
+    field_lines: list[tuple[str, int]] = []
+    scan = range(position.lines[0], position.lines[1]) if position else range(body_start, min(len(lines), body_start + 60))
+    for i in scan:
+        match = _FIELD.match(lines[i].strip())
+        if match:
+            key = match.group(1).strip()
+            fields.append((key, match.group(2).strip()))
+            field_lines.append((key, i + 1))
+    focus = None
+    for i in range(body_start, len(lines)):
+        match = _FOCUS.match(lines[i].strip())
+        if match:
+            focus = (match.group(1).strip(), i + 1)
+            break
+
+    def get(name: str) -> str | None:
+        for key, value in fields:
+            if key.lower() == name:
+                return value
+        return None
+
+    milestone = None
+    fm_milestone = frontmatter.get("milestone")
+    candidates = [str(fm_milestone) if fm_milestone is not None else None, get("milestone"),
+                  focus[0] if focus else None, get("status")]
+    for candidate in candidates:
+        if candidate:
+            match = _VERSION.search(candidate if candidate.startswith("v") or "v" in candidate else "v" + candidate)
+            if match:
+                milestone = match.group(0)
+                break
+    milestone_name = frontmatter.get("milestone_name")
+    if isinstance(milestone_name, str):
+        milestone_name = milestone_name.strip(" -—–")
+    elif get("milestone"):
+        milestone_name = _VERSION.sub("", get("milestone") or "").split("(")[0].strip(" -—–") or None
+    else:
+        milestone_name = None
+
+    phase_text = get("phase") or get("current phase")
+    phase = phase_total = None
+    if phase_text:
+        of = _OF.search(phase_text)
+        if of and not re.match(r"\s*\d", phase_text) and "complete" in phase_text.lower():
+            phase, phase_total = of.group(2), of.group(2)  # "All complete (12/12)"
+        elif of:
+            phase, phase_total = of.group(1), of.group(2)
+        else:
+            number = _NUMBER.search(phase_text)
+            phase = number.group(0) if number else None
+    body_phase = phase
+    fm_phase = _frontmatter_phase(frontmatter)
+    if fm_phase is not None:
+        phase = fm_phase[1]
+    fm_progress = _progress(frontmatter)
+    plan = plan_total = None
+    plan_text = get("plan")
+    if plan_text:
+        of = _OF.search(plan_text)
+        if of:
+            plan, plan_total = int(float(of.group(1))), int(float(of.group(2)))
+        else:
+            number = re.match(r"\s*(\d+)", plan_text)
+            plan = int(number.group(1)) if number else None
+    status = get("status") or (str(frontmatter.get("status")) if frontmatter.get("status") else None)
+    body_said = " ".join(filter(None, [phase_text, plan_text, get("status")])).lower()
+    body_complete = bool(_COMPLETE.search(body_said))
+    fm_status = str(frontmatter.get("status") or "").lower()
+    fm_complete = bool(_COMPLETE.search(fm_status)) or bool(fm_progress and fm_progress[1] and fm_progress[0] >= fm_progress[1])
+    complete = body_complete or bool(_COMPLETE.search(fm_status))
+
+    if position is None:
+        warnings.append(f"{path}: no 'Current Position' section; position read from the fields found")
+    return GsdState(
+        frontmatter=frontmatter,
+        fields=tuple(fields),
+        position=position,
+        blocks=tuple(blocks),
+        focus=focus,
+        milestone=milestone,
+        milestone_name=milestone_name if isinstance(milestone_name, str) else None,
+        phase=phase,
+        phase_total=phase_total,
+        plan=plan,
+        plan_total=plan_total,
+        status=status,
+        complete=complete,
+        frontmatter_lines=fm_lines,
+        warnings=tuple(warnings),
+        field_lines=tuple(field_lines),
+        key_lines=_key_lines(lines, fm_lines),
+        body_phase=body_phase,
+        body_complete=body_complete,
+        fm_phase=fm_phase,
+        fm_complete=fm_complete,
+        fm_progress=fm_progress,
+    )
+
+
+_COMPLETE = re.compile(r"(?<!in)complete|shipped|\bdone\b")
+_FM_KEY = re.compile(r"^([ \t]*)([A-Za-z_][\w-]*)[ \t]*:")
+
+
+def _frontmatter_phase(frontmatter: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(key, phase) the frontmatter names: ``active_phase`` (work in flight), else
+    ``current_phase``, else the first of ``next_phases``; None when it names none."""
+    for key in ("active_phase", "current_phase", "next_phases"):
+        value = frontmatter.get(key)
+        if isinstance(value, (list, tuple)):
+            value = value[0] if value else None
+        if value in (None, "", False):
+            continue
+        number = _NUMBER.search(str(value))
+        if number:
+            return key, number.group(0)
+    return None
+
+
+def _progress(frontmatter: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(completed_phases, total_phases) of the frontmatter's ``progress:`` block, or None."""
+    progress = frontmatter.get("progress")
+    if not isinstance(progress, Mapping):
+        return None
+    done, total = progress.get("completed_phases"), progress.get("total_phases")
+    if isinstance(done, int) and isinstance(total, int) and not isinstance(done, bool):
+        return done, total
+    return None
+
+
+def _key_lines(lines: list[str], fm_lines: tuple[int, int] | None) -> dict[str, int]:
+    """Each frontmatter key's line (nested keys as ``parent.key``)."""
+    out: dict[str, int] = {}
+    if not fm_lines:
+        return out
+    parent = None
+    for i in range(fm_lines[0] - 1, min(fm_lines[1], len(lines))):
+        match = _FM_KEY.match(lines[i])
+        if not match:
+            continue
+        if match.group(1):
+            if parent:
+                out.setdefault(f"{parent}.{match.group(2)}", i + 1)
+        else:
+            parent = match.group(2)
+            out.setdefault(parent, i + 1)
+    return out
+
+
+def position_line(state: GsdState) -> str:
+    """One line naming the current position: milestone, phase, plan, status."""
+    parts = []
+    if state.milestone:
+        parts.append(f"milestone {state.milestone}" + (f" {state.milestone_name}" if state.milestone_name else ""))
+    phase = state.field("phase")
+    if phase:
+        parts.append(f"phase {phase}")
+    plan = state.field("plan")
+    if plan:
+        parts.append(f"plan {plan}")
+    if state.status:
+        parts.append(f"status {state.status}")
+    return "Current position: " + ("; ".join(parts) if parts else "unknown (STATE.md names none)")
+
+
+def render_state(state: GsdState, path: str, headline: bool = True) -> str:
+    """STATE.md as the context shows it: (its position line,) frontmatter, position, focus,
+    blockers, todos, session."""
+    out = [position_line(state)] if headline else []
+    if state.frontmatter:
+        out.append("STATE.md frontmatter: " + "; ".join(f"{k}: {_flat(v)}" for k, v in state.frontmatter.items()))
+    if state.focus:
+        out.append(f"Current focus: {state.focus[0]}")
+    if state.position is not None:
+        out.append("")
+        out.append(f"### {state.position.heading} (STATE.md lines {state.position.lines[0]}-{state.position.lines[1]})")
+        out.append(state.position.text)
+    for block in state.blocks:
+        if block.text.strip():
+            out.append("")
+            out.append(f"### {block.heading} (STATE.md lines {block.lines[0]}-{block.lines[1]})")
+            out.append(block.text)
+    return "\n".join(out)
