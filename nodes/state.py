@@ -20,14 +20,14 @@ import shutil
 import subprocess
 from dataclasses import replace
 
-from hamilton.function_modifiers import cache, tag
+from hamilton.function_modifiers import cache, extract_fields, tag
 
 from .lib import filetree as _filetree
 from .lib import git as _git
 from .lib import gsd as _gsd
 from .lib import plan as _plan
 from .lib import session as _session
-from .lib.textio import TextUnavailable, read_text_file
+from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path, trust_from
 from .types import ConfigError, CtxEngineError, Section, Source
 
 STAGE = "state"
@@ -60,13 +60,31 @@ def _priority(context_config: dict, kind: str, default: int) -> int:
 _MAX_STATE_FILE_BYTES = 64 << 20  # a session transcript can be large; anything past this is not a state file
 
 
-def _read(path: str) -> str:
-    """A plan or session file as text (CRLF as LF); a binary or oversized one is an error naming it."""
+class _Reader:
+    """Reads plan and session files under the trust rules, keeping the warnings it owes."""
+
+    def __init__(self, project_dir: str, context_config: dict, keep_tail: bool = False):
+        self.project_dir, self.keep_tail, self.warnings = project_dir, keep_tail, []
+        self.trust = trust_from(context_config, project_dir)
+
+    def __call__(self, path: str) -> str | None:
+        shown = os.path.relpath(path, self.project_dir)
+        return _read(path, self.trust, self.warnings, self.keep_tail, path if shown.startswith("..") else shown)
+
+
+def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False, shown: str | None = None) -> str | None:
+    """A plan or session file as text (CRLF as LF), or None with a warning when the trust rules
+    refuse it (outside the project, not a regular file); a binary or (without ``keep_tail``:
+    only the newest part of a session log is kept) oversized one is an error naming it."""
     try:
-        text = read_text_file(path, _MAX_STATE_FILE_BYTES, "the state file cap")
+        loaded = read_local_text(path, trust, _MAX_STATE_FILE_BYTES, "the state file cap (64 MiB)", shown, keep_tail)
+    except Refused as exc:
+        warnings.append(f"{exc}; left out of the plan and history")
+        return None
     except TextUnavailable as exc:
         raise CtxEngineError(f"{exc}; a plan or session file must be text") from None
-    return text.replace("\r\n", "\n")
+    warnings.extend(loaded.notes(shown or path, "the state file cap (64 MiB)"))
+    return loaded.text.replace("\r\n", "\n")
 
 
 def _choice(context_config: dict, key: str, allowed: tuple[str, ...]) -> str:
@@ -96,15 +114,24 @@ def project_layout(project_dir: str, context_config: dict) -> str:
     return "article"
 
 
-@tag(stage=STAGE, loader="file")
+@tag(stage=STAGE, loader="file", target_=...)
 @cache(behavior="recompute")
-def plan_files(project_dir: str, project_layout: str, context_config: dict) -> dict[str, str]:
-    """The plan files' contents, path -> text ({} when switched off or absent). Article:
+@extract_fields({"plan_files": dict, "plan_read_warnings": tuple})
+def plan_reads(project_dir: str, project_layout: str, context_config: dict) -> dict:
+    """The plan files' contents (``plan_files``), path -> text ({} when switched off or absent),
+    and the warnings of reading them under the trust rules (``plan_read_warnings``). Article:
     plan.md. GSD: STATE.md, ROADMAP.md and the PLAN/SUMMARY files of the current phase folder
     (the folder itself is the key ending in "/", its value the folder's file names)."""
+    read = _Reader(project_dir, context_config)
+    files = _plan_files(project_dir, project_layout, context_config, read)
+    return {"plan_files": {path: text for path, text in files.items() if text is not None},
+            "plan_read_warnings": tuple(read.warnings)}
+
+
+def _plan_files(project_dir: str, project_layout: str, context_config: dict, _read) -> dict[str, str | None]:
     if not _on(context_config, "plan"):
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, str | None] = {}
     if project_layout == "article":
         path = os.path.join(project_dir, _ARTICLE_PLAN)
         if os.path.isfile(path):
@@ -116,12 +143,12 @@ def plan_files(project_dir: str, project_layout: str, context_config: dict) -> d
         if os.path.isfile(path):
             out[path] = _read(path)
     state_path = os.path.join(planning, "STATE.md")
-    if state_path not in out:
+    if out.get(state_path) is None:
         return out
     state = _gsd.parse_state(out[state_path], state_path)
     if state.phase is None:
         return out
-    folder = _gsd.find_phase_dir(state.phase, _phase_dirs(planning))
+    folder = _gsd.find_phase_dir(state.phase, [d for d in _phase_dirs(planning) if trusted_path(d, _read.trust)])
     if folder is None:
         return out
     names = sorted(os.listdir(folder))
@@ -187,12 +214,23 @@ def plan_section(plan_state: _plan.PlanView, context_config: dict) -> Section | 
 # ----------------------------------------------------------------------------- session history
 
 
-@tag(stage=STAGE, loader="file")
+@tag(stage=STAGE, loader="file", target_=...)
 @cache(behavior="recompute")
-def session_files(project_dir: str, context_config: dict) -> dict[str, str]:
-    """The session transcript's content, path -> text (at most one file; {} when switched off
-    or absent). ``state.sessionFormat``: auto prefers .planning/sessions/current/session.log,
-    then aider's .aider.chat.history.md at the project root, then under .planning/."""
+@extract_fields({"session_files": dict, "session_read_warnings": tuple})
+def session_reads(project_dir: str, context_config: dict) -> dict:
+    """The session transcript's content (``session_files``), path -> text, and the warnings of
+    reading it under the trust rules (``session_read_warnings``: a log over the 64 MiB cap
+    keeps its newest part)."""
+    read = _Reader(project_dir, context_config, keep_tail=True)
+    files = _session_files(project_dir, context_config, read)
+    return {"session_files": {path: text for path, text in files.items() if text is not None},
+            "session_read_warnings": tuple(read.warnings)}
+
+
+def _session_files(project_dir: str, context_config: dict, _read) -> dict[str, str | None]:
+    """At most one file; {} when switched off or absent. ``state.sessionFormat``: auto prefers
+    .planning/sessions/current/session.log, then aider's .aider.chat.history.md at the project
+    root, then under .planning/."""
     if not _on(context_config, "history"):
         return {}
     fmt = _choice(context_config, "sessionFormat", ("auto", "jsonl", "aider"))
@@ -444,10 +482,14 @@ def state_warnings(
     session_history: _session.SessionHistory,
     git_state: _git.GitState,
     file_listing: _filetree.FileListing,
+    plan_read_warnings: tuple = (),
+    session_read_warnings: tuple = (),
 ) -> tuple[str, ...]:
     """Every warning of the state stage: plan problems (missing GSD files, unknown task boxes),
-    malformed session lines with their line numbers, git problems, file-tree problems."""
-    return tuple(plan_state.warnings) + session_history.warnings + git_state.warnings + file_listing.warnings
+    malformed session lines with their line numbers, git problems, file-tree problems, files
+    the trust rules refused or cleaned."""
+    return (tuple(plan_read_warnings) + tuple(session_read_warnings) + tuple(plan_state.warnings)
+            + session_history.warnings + git_state.warnings + file_listing.warnings)
 
 
 @functools.lru_cache(maxsize=1)

@@ -88,7 +88,7 @@ def test_project_layout_auto_detection(tmp_path: Path):
 def _plan_view(project: Path, **state_keys):
     cfg = config(**state_keys)
     layout = state.project_layout(str(project), cfg)
-    files = state.plan_files(str(project), layout, cfg)
+    files = state.plan_reads(str(project), layout, cfg)["plan_files"]
     return state.plan_state(files, layout, str(project), cfg)
 
 
