@@ -148,7 +148,6 @@ _ANSI = re.compile(
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
     r"|\x1b[ -/]*[0-~]?"  # other escapes (and a lone ESC)
-    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
@@ -326,7 +325,7 @@ def address_refusal(address: str) -> str | None:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     for test, name in (("is_loopback", "loopback"), ("is_link_local", "link-local"), ("is_multicast", "multicast"),
-                       ("is_unspecified", "unspecified"), ("is_private", "private"), ("is_reserved", "reserved")):
+                       ("is_unspecified", "unspecified"), ("is_reserved", "reserved"), ("is_private", "private")):
         if getattr(ip, test):
             return f"{name} address {ip}"
     if not ip.is_global:
