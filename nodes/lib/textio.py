@@ -136,7 +136,8 @@ def trusted_path(path: str, trust: Trust) -> bool:
 
 def _outside(shown: str, real: str) -> Refused:
     folder = os.path.dirname(real) or real
-    return Refused(f"{shown} resolves to {real}, outside the project; not read (add {folder} to "
+    where = f"{shown} is" if shown == real else f"{shown} resolves to {real},"
+    return Refused(f"{where} outside the project; not read (add {folder} to "
                    f"trust.allowedPaths {_SETTINGS_HINT} to allow it)")
 
 
