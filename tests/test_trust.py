@@ -23,6 +23,7 @@ import ctxengine  # noqa: E402
 from ctxengine.nodes import state as state_nodes  # noqa: E402
 from ctxengine.nodes.lib import textio  # noqa: E402
 from ctxengine.nodes.lib.textio import Refused, TextUnavailable, Trust  # noqa: E402
+from ctxengine.nodes.types import ConfigError  # noqa: E402
 
 SECRET = "SECRET-MARKER-7f3a"
 QUIET = {"state.includeGit": False, "state.includeEnvironment": False}
@@ -139,6 +140,22 @@ def test_a_context_template_outside_the_project_is_refused(tmp_path):
     widened = build(project, contextTemplate=str(outside / "evil.md"),
                     **{"trust.allowedPaths": [str(outside)], "truncation.requiredSections": []})
     assert SECRET in widened.context
+
+
+def test_a_template_over_the_cap_is_an_error_naming_the_cap(tmp_path):
+    project = rules_project(tmp_path / "proj", "# Rules\n", {".planning/big.md": "{{{userRequest}}}\n" * 500})
+    with pytest.raises(ConfigError, match=r"big.md.*over references.maxFileBytes \(1000\); not loaded"):
+        build(project, contextTemplate="big.md", **{"references.maxFileBytes": 1000})
+
+
+def test_a_plan_file_linked_outside_is_left_out_with_a_warning(tmp_path):
+    outside = secret_file(tmp_path / "outside", "plan.md")
+    project = write_project(tmp_path / "proj", {"README.md": "x\n"})
+    (project / ".planning" / "plans" / "current").mkdir(parents=True)
+    (project / ".planning" / "plans" / "current" / "plan.md").symlink_to(outside)
+    result = build(project)
+    assert_refused(result, ".planning/plans/current/plan.md resolves to", "trust.allowedPaths",
+                   "left out of the plan and history")
 
 
 def test_a_device_is_not_read(tmp_path):

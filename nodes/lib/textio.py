@@ -346,14 +346,33 @@ def host_refusal(host: str, trust: Trust) -> str | None:
     return None
 
 
-def vetted_address(host: str, port: int, trust: Trust) -> str:
-    """The address to connect to: the host resolved, every address checked (Refused when one
-    is private, loopback, link-local, multicast, reserved or unspecified and
-    trust.allowPrivateUrls is off)."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise TextUnavailable(f"cannot resolve {host}: {getattr(exc, 'strerror', None) or exc}") from None
+def _resolve(host: str, port: int, timeout: float) -> list:
+    """getaddrinfo in a helper thread, given up after ``timeout`` seconds (a stalled resolver
+    cannot hold the build past its deadline)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+        except (OSError, UnicodeError) as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(max(0.0, timeout))
+    if worker.is_alive():
+        raise TimeoutError
+    if "error" in box:
+        exc = box["error"]
+        raise TextUnavailable(f"cannot resolve {host}: {getattr(exc, 'strerror', None) or exc}")
+    return box["infos"]
+
+
+def vetted_address(host: str, port: int, trust: Trust, timeout: float = 5.0) -> str:
+    """The address to connect to: the host resolved (within ``timeout`` seconds), every address
+    checked (Refused when one is private, loopback, link-local, multicast, reserved or
+    unspecified and trust.allowPrivateUrls is off)."""
+    infos = _resolve(host, port, timeout)
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
     if not addresses:
         raise TextUnavailable(f"cannot resolve {host}")
@@ -453,13 +472,14 @@ def _fetch_once(url: str, original: str, trust: Trust, timeout: float, max_bytes
         raise Refused(f"{original}{via}: {reason}")
     started = time.monotonic()
     if started >= deadline:
-        raise Refused(f"{original}: not fetched, the build's URL deadline trust.buildDeadline "
-                      f"({trust.build_deadline:g} s) is spent (raise it {_SETTINGS_HINT})")
+        raise _deadline_spent(original, trust)
+    limits = _Limits(started, trust, timeout, deadline, original, url)
     try:
-        address = vetted_address(host, port, trust)
+        address = vetted_address(host, port, trust, limits.head - started)
     except TextUnavailable as exc:
         raise type(exc)(f"{original}{via}: {exc}") from None
-    limits = _Limits(started, trust, timeout, deadline, original, url)
+    except TimeoutError:
+        raise limits.exceeded() from None
     conn = _connection(scheme, host, port, address, max(0.01, limits.head - started))
     watchdog = _Watchdog()
     try:
@@ -532,12 +552,16 @@ class _Limits:
     def exceeded(self) -> TextUnavailable:
         hit = self.head if self.phase == "head" else self.body
         if hit == self.build and hit < self.total and (self.phase == "body" or hit < self.connect):
-            return Refused(f"{self.original}: not fetched in time, the build's URL deadline trust.buildDeadline "
-                           f"({self.trust.build_deadline:g} s) is spent (raise it {_SETTINGS_HINT})")
+            return _deadline_spent(self.original, self.trust)
         if self.phase == "head" and self.connect < self.total:
             return TextUnavailable(f"{self.url} did not connect and send its headers within trust.urlConnectTimeout "
                                    f"({self.trust.connect_timeout:g} s); not loaded")
         return TextUnavailable(_timed_out(self.url, self.timeout))
+
+
+def _deadline_spent(url: str, trust: Trust) -> Refused:
+    return Refused(f"{url}: not fetched, the build's URL deadline trust.buildDeadline ({trust.build_deadline:g} s) "
+                   f"is spent (raise it {_SETTINGS_HINT})")
 
 
 def fetch_url_text(url: str, timeout: float, max_bytes: int, trust: Trust | None = None,
