@@ -1,7 +1,7 @@
 """Reading the user's text (files and URLs) with caps, the trust rules and errors that name
 what failed and how to fix it.
 
-Every read of project content goes through ``read_local_text`` (files) or ``fetch_url_text``
+Every read of project content goes through ``read_local_text`` (files) or ``fetch_url``
 (http/https). The trust rules (``Trust``, from the ``trust.*`` keys):
 
 - a file is read only when its real path (symlinks resolved) is inside the project folder,
@@ -189,7 +189,7 @@ class LoadedText:
         return tuple(out)
 
 
-def decode_text(data: bytes, where: str, charset: str = "utf-8") -> str:
+def decode_text(data: bytes | bytearray, where: str, charset: str = "utf-8") -> str:
     """``data`` as text (undecodable bytes replaced); binary data raises TextUnavailable."""
     if b"\0" in data[:BINARY_PROBE]:
         raise TextUnavailable(f"{where} is binary, not a text document")
@@ -199,7 +199,7 @@ def decode_text(data: bytes, where: str, charset: str = "utf-8") -> str:
         return data.decode("utf-8", errors="replace")
 
 
-def _loaded(data: bytes, where: str, charset: str = "utf-8", **extra: Any) -> LoadedText:
+def _loaded(data: bytes | bytearray, where: str, charset: str = "utf-8", **extra: Any) -> LoadedText:
     text, removed = clean_text(decode_text(data, where, charset))
     return LoadedText(text, removed, **extra)
 
@@ -275,16 +275,21 @@ def read_local_text(
     return _loaded(data, shown, size=len(data))
 
 
-def _read_fd(fd: int, max_bytes: int, shown: str, cap_key: str) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
+def _read_fd(fd: int, max_bytes: int, shown: str, cap_key: str) -> bytearray:
+    """At most ``max_bytes`` of ``fd`` in chunks (growing, never the cap allocated); a binary
+    start is refused as soon as its first bytes are in."""
+    data = bytearray()
+    probed = False
     while True:
-        chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - size))
+        chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - len(data)))
+        if not probed and (not chunk or len(data) + len(chunk) >= BINARY_PROBE):
+            probed = True
+            if b"\0" in (bytes(data) + chunk)[:BINARY_PROBE]:
+                raise TextUnavailable(f"{shown} is binary, not a text document")
         if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > max_bytes:
+            return data
+        data += chunk
+        if len(data) > max_bytes:
             raise TextUnavailable(f"{shown} is more than {max_bytes} bytes, over {cap_key}; not loaded")
 
 
