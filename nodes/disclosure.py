@@ -28,7 +28,7 @@ from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, Ph
 from .lib.gsd import GsdPosition
 from .lib.markdown import nest_under_title
 from .lib.references import fallback_title, root_group, normalise_url, parse_document, priority_for, title_for
-from .lib.textio import TextUnavailable, fetch_url_text, read_config_text, read_text_file
+from .lib.textio import Refused, TextUnavailable, Trust, fetch_url, list_files, read_config_text, read_local_text, trust_from
 from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError, Document, Section, Source
 
@@ -108,32 +108,38 @@ def planning_files(
     base = os.path.join(os.path.realpath(project_dir), ".planning")
     if not os.path.isdir(base):
         return PlanningFiles()
-    listing = _listing(base)
+    trust = trust_from(context_config, project_dir)
+    warnings: list[str] = []
+    listing = _listing(base, trust, warnings)
     wanted = list(_dis.generic_candidates(listing, disclosure_rules))
     if disclosure_phase:
         selection = _dis.phase_selection(disclosure_rules, disclosure_phase, listing, gsd_position.folder,
                                          gsd_position.note())
         wanted += [p for p in selection.files if p not in wanted]
     resolved = _dis.resolve_named(requested_names, listing)
-    warnings: list[str] = list(resolved.warnings)
+    warnings.extend(resolved.warnings)
     named = _regular_inside(base, os.path.realpath(project_dir), resolved.files, warnings)
     wanted += [p for p in named if p not in wanted]
     max_bytes = int(_settings(context_config).get("maxFileBytes", 262144))
     documents: dict[str, Candidate] = {}
     for path in wanted:
-        documents[path] = _candidate(base, path, max_bytes, warnings)
+        documents[path] = _candidate(base, path, max_bytes, warnings, trust)
     return PlanningFiles(tuple(listing), documents, tuple(warnings), named)
 
 
 @cache(behavior="recompute")
 @tag(stage="disclosure", loader="url")
-def requested_documents(requested_doc_urls: tuple, context_config: dict) -> tuple:
-    """Each ``@doc URL`` of the request fetched (http/https only, with the references stage's
-    timeout and size cap), or the reason it was not."""
+def requested_documents(
+    requested_doc_urls: tuple, context_config: dict, fetch_deadline: Optional[float] = None
+) -> tuple:
+    """Each ``@doc URL`` of the request fetched (http/https only, under the trust rules, with
+    the references stage's timeout and size cap and the build's URL deadline), or the reason
+    it was not."""
     settings = context_config.get("references", {})
     timeout = float(settings.get("urlTimeout", 5.0))
     max_bytes = int(settings.get("urlMaxBytes", 1 << 20))
-    return tuple(_fetch(url, timeout, max_bytes) for url in requested_doc_urls)
+    trust = trust_from(context_config, os.curdir)
+    return tuple(_fetch(url, timeout, max_bytes, trust, fetch_deadline) for url in requested_doc_urls)
 
 
 # ----------------------------------------------------------------------------- pure nodes
@@ -296,6 +302,7 @@ def disclosure_warnings(
     disclosure_decisions: DisclosureOutcome,
     disclosed_sections: list[Section],
     context_config: dict,
+    requested_documents: tuple = (),
 ) -> tuple[str, ...]:
     """Warnings of the disclosure stage: a required phase file missing, bad frontmatter, an
     @doc URL that could not be fetched, a document the request names that matches several
@@ -308,6 +315,9 @@ def disclosure_warnings(
             seen.setdefault(f"{decision.document}: {decision.reason}", None)
         elif not decision.loaded and (decision.reason or "").startswith(_dis.NAMED):
             seen.setdefault(f"{decision.document}: {decision.reason}", None)
+    for fetched in requested_documents:
+        for note in getattr(fetched, "notes", ()):
+            seen.setdefault(note, None)
     default = int(context_config.get("priorities", {}).get("reference", 60))
     for section in disclosed_sections:
         _, warning = priority_for(section.data.get("metadata", {}), default, section.key[len("ref:"):])
@@ -328,18 +338,11 @@ def _display(path: str, project_dir: str) -> str:
     return _dis.project_relative(os.path.realpath(path), os.path.realpath(project_dir))
 
 
-def _listing(base: str) -> list[str]:
-    names: list[str] = []
-    for folder, dirs, files in os.walk(base):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        rel = os.path.relpath(folder, base).replace(os.sep, "/")
-        for name in sorted(files):
-            if name.startswith("."):
-                continue
-            names.append(name if rel == "." else f"{rel}/{name}")
-        if len(names) >= _LIST_LIMIT:
-            break
-    return names[:_LIST_LIMIT]
+def _listing(base: str, trust: Trust, warnings: list[str]) -> list[str]:
+    """Files under .planning/ (hidden ones skipped, symlinked folders not followed)."""
+    names, problems = list_files(base, trust, _LIST_LIMIT, hidden_files=False)
+    warnings.extend(problems)
+    return names
 
 
 def _regular_inside(base: str, root: str, named: Mapping[str, str], warnings: list[str]) -> dict[str, str]:
@@ -357,19 +360,28 @@ def _regular_inside(base: str, root: str, named: Mapping[str, str], warnings: li
     return out
 
 
-def _read_text(path: str, max_bytes: int) -> tuple[str | None, str | None]:
-    """(text, None) or (None, why it was not read)."""
+def _read_text(path: str, max_bytes: int, trust: Trust, shown: str | None = None,
+               warnings: list[str] | None = None) -> tuple[str | None, str | None]:
+    """(text, None) or (None, why it was not read), under the trust rules; a refusal and the
+    control characters removed are also added to ``warnings``."""
     try:
-        return read_text_file(path, max_bytes, "disclosure.maxFileBytes"), None
+        loaded = read_local_text(path, trust, max_bytes, "disclosure.maxFileBytes", shown)
+    except Refused as exc:
+        if warnings is not None:
+            warnings.append(str(exc))
+        return None, str(exc)
     except TextUnavailable as exc:
         return None, str(exc)
+    if warnings is not None:
+        warnings.extend(loaded.notes(shown or path))
+    return loaded.text, None
 
 
-def _candidate(base: str, path: str, max_bytes: int, warnings: list[str]) -> Candidate:
+def _candidate(base: str, path: str, max_bytes: int, warnings: list[str], trust: Trust) -> Candidate:
     full = os.path.join(base, *path.split("/"))
     display = f".planning/{path}"
-    text, problem = _read_text(full, max_bytes)
-    size = os.path.getsize(full) if os.path.exists(full) else 0
+    text, problem = _read_text(full, max_bytes, trust, display, warnings)
+    size = os.lstat(full).st_size if os.path.lexists(full) else 0
     if text is None:
         return Candidate(path, fallback_title(display), "", {}, None, size, problem)
     parsed = parse_document(text, display)
@@ -379,14 +391,21 @@ def _candidate(base: str, path: str, max_bytes: int, warnings: list[str]) -> Can
     return Candidate(path, title, parsed.body, dict(parsed.metadata), (parsed.body_start, parsed.last_line), size)
 
 
-def _fetch(url: str, timeout: float, max_bytes: int) -> FetchedDoc:
+def _fetch(url: str, timeout: float, max_bytes: int, trust: Trust, deadline: Optional[float] = None) -> FetchedDoc:
     try:
-        text = fetch_url_text(url, timeout, max_bytes)
+        loaded = fetch_url(url, trust, timeout, max_bytes, deadline)
     except TextUnavailable as exc:
         return FetchedDoc(url, problem=str(exc))
-    parsed = parse_document(text, url)
-    return FetchedDoc(url, title_for(parsed.metadata, parsed.body, fallback_title(url)), parsed.body,
-                      dict(parsed.metadata), (parsed.body_start, parsed.last_line))
+    parsed = parse_document(loaded.text, url)
+    return _Fetched(url, title_for(parsed.metadata, parsed.body, fallback_title(url)), parsed.body,
+                    dict(parsed.metadata), (parsed.body_start, parsed.last_line), notes=loaded.notes(url))
+
+
+@dataclass(frozen=True)
+class _Fetched(FetchedDoc):
+    """A fetched @doc URL with the warnings its read owes (control characters removed)."""
+
+    notes: tuple[str, ...] = ()
 
 
 def _relative(location: str, project_dir: str) -> str:

@@ -8,14 +8,17 @@ everything after the loader is pure.
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import replace
 from importlib import resources
+from typing import Optional
 
 from hamilton.function_modifiers import cache, tag
 
 from .lib import references as _refs
 from .lib.markdown import nest_under_title
 from .lib.references import ReferenceProblem, ReferenceSet, Target
-from .lib.textio import DEFAULT_MAX_FILE_BYTES, fetch_url_text, read_text_file
+from .lib.textio import DEFAULT_MAX_FILE_BYTES, Trust, fetch_url, list_files, read_local_text, trust_from
 from .types import Document, Section
 
 _PLANNING_LIST_LIMIT = 5000  # files under .planning/ considered for "did you mean"
@@ -29,17 +32,30 @@ def reference_specs(context_config: dict) -> list:
 
 
 @cache(behavior="recompute")
+@tag(stage="references", loader="url")
+def fetch_deadline(context_config: dict) -> float:
+    """The ``time.monotonic()`` moment by which every URL fetch of this build must be done
+    (now + ``trust.buildDeadline``): one deadline shared by references and @doc URLs."""
+    return time.monotonic() + trust_from(context_config, os.curdir).build_deadline
+
+
+@cache(behavior="recompute")
 @tag(stage="references", loader="file")
-def reference_documents(project_dir: str, reference_specs: list, context_config: dict) -> ReferenceSet:
+def reference_documents(
+    project_dir: str, reference_specs: list, context_config: dict, fetch_deadline: Optional[float] = None
+) -> ReferenceSet:
     """Every configured reference document, and recursively the documents its @ lines name,
-    each loaded once, with the @ links between them and the warnings met on the way."""
+    each loaded once, with the @ links between them and the warnings met on the way. Files
+    and URLs are read under the trust rules (``trust.*``); a refusal is a warning."""
     settings = context_config.get("references", {})
-    root = os.path.realpath(project_dir)
-    locate = _locator(root)
-    read = _reader(float(settings.get("urlTimeout", 5.0)), int(settings.get("urlMaxBytes", 1 << 20)),
-                   int(settings.get("maxFileBytes", DEFAULT_MAX_FILE_BYTES)))
+    trust = trust_from(context_config, project_dir)
+    locate = _locator(trust.root)
+    notes: list[str] = []
+    read = _reader(trust, float(settings.get("urlTimeout", 5.0)), int(settings.get("urlMaxBytes", 1 << 20)),
+                   int(float(settings.get("maxFileBytes", DEFAULT_MAX_FILE_BYTES))), fetch_deadline, notes)
     priorities = _refs.group_priorities(context_config.get("priorities", {}))
-    return _refs.walk_references(reference_specs, locate, read, int(settings.get("maxDepth", 8)), priorities)
+    found = _refs.walk_references(reference_specs, locate, read, int(settings.get("maxDepth", 8)), priorities)
+    return replace(found, warnings=found.warnings + tuple(dict.fromkeys(notes)))
 
 
 @tag(stage="references")
@@ -132,7 +148,7 @@ def _builtin_target(token: str) -> Target:
 def _file_target(token: str, root: str, home: str, suggestions_pool) -> Target:
     candidates = _refs.file_candidates(token, root, home)
     for path in candidates:
-        if os.path.isfile(path):
+        if os.path.lexists(path) and not os.path.isdir(path):  # FIFOs, loops, links out: the reader says why
             real = os.path.realpath(path)
             return Target("file", real, _refs.display_path(real, root))
     directories = [path for path in candidates if os.path.isdir(path)]
@@ -143,15 +159,10 @@ def _file_target(token: str, root: str, home: str, suggestions_pool) -> Target:
 
 
 def _planning_files(root: str) -> tuple[str, ...]:
-    """Files under <root>/.planning/ as paths relative to it (hidden folders skipped)."""
-    base = os.path.join(root, ".planning")
-    names: list[str] = []
-    for folder, dirs, files in os.walk(base):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        names.extend(os.path.relpath(os.path.join(folder, f), base).replace(os.sep, "/") for f in sorted(files))
-        if len(names) >= _PLANNING_LIST_LIMIT:
-            break
-    return tuple(names[:_PLANNING_LIST_LIMIT])
+    """Files under <root>/.planning/ as paths relative to it (hidden folders skipped, symlinked
+    folders not followed, nothing when .planning/ leads outside the project)."""
+    names, _ = list_files(os.path.join(root, ".planning"), Trust(root), _PLANNING_LIST_LIMIT)
+    return tuple(names)
 
 
 def _builtin_folder():
@@ -165,15 +176,22 @@ def _builtin_names() -> frozenset[str]:
     return frozenset(item.name[:-3] for item in folder.iterdir() if item.name.endswith(".md"))
 
 
-def _reader(timeout: float, max_url_bytes: int, max_file_bytes: int):
-    """read(target) -> text for files, URLs and built-ins, or ReferenceProblem."""
+def _reader(trust: Trust, timeout: float, max_url_bytes: int, max_file_bytes: int, deadline: float | None,
+            notes: list[str]):
+    """read(target) -> text for files, URLs and built-ins under the trust rules, or a
+    TextUnavailable (Refused when the rules refuse it); what cleaning removed goes to ``notes``."""
+    if deadline is None:
+        deadline = time.monotonic() + trust.build_deadline
 
     def read(target: Target) -> str:
-        if target.kind == "url":
-            return fetch_url_text(target.key, timeout, max_url_bytes)
         if target.kind == "builtin":
             name = target.key[len("builtin:"):]
             return _builtin_folder().joinpath(f"{name}.md").read_text(encoding="utf-8")
-        return read_text_file(target.key, max_file_bytes, "references.maxFileBytes")
+        if target.kind == "url":
+            loaded = fetch_url(target.key, trust, timeout, max_url_bytes, deadline)
+        else:
+            loaded = read_local_text(target.key, trust, max_file_bytes, "references.maxFileBytes", target.display)
+        notes.extend(loaded.notes(target.display))
+        return loaded.text
 
     return read

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from importlib import resources
 
-from hamilton.function_modifiers import cache, tag
+from hamilton.function_modifiers import cache, extract_fields, tag
 
 from .lib.layout import render_context
-from .lib.textio import read_config_text
+from .lib.textio import DEFAULT_MAX_FILE_BYTES, Refused, TextUnavailable, read_local_text, trust_from
 from .types import ConfigError, Section, Source
 
 _PACKAGE = "ctxengine.configs"
@@ -68,21 +68,34 @@ def sections(
     return rules + references + state + [request_section, instructions_section]
 
 
-@tag(stage="render", loader="file")
+@tag(stage="render", loader="file", target_=...)
 @cache(behavior="recompute")
-def context_template(context_config: dict, project_dir: str) -> str:
-    """The text of the context template: built-in configs/templates/<contextTemplate>.md, or the
-    file contextTemplate names when it is a path (relative paths are under <project>/.planning/)."""
+@extract_fields({"context_template": str, "template_warnings": tuple})
+def context_template_file(context_config: dict, project_dir: str) -> dict:
+    """The text of the context template (``context_template``): built-in
+    configs/templates/<contextTemplate>.md, or the file contextTemplate names when it is a path
+    (relative paths are under <project>/.planning/), read under the trust rules with the
+    references.maxFileBytes cap; a template they refuse is a warning (``template_warnings``)
+    and the built-in "context" template is used."""
     value = context_config["contextTemplate"]
     path = _template_path(value, project_dir)
     if path is None:
-        return _builtin_text("templates", value, "contextTemplate")
-    if not os.path.isfile(path):
+        return {"context_template": _builtin_text("templates", value, "contextTemplate"), "template_warnings": ()}
+    if not os.path.lexists(path) or os.path.isdir(path):
         raise ConfigError(
             f"contextTemplate {value!r}: no file {path}; give a path relative to .planning/ "
             f"or one of the built-in names: {', '.join(_builtin_names('templates'))}"
         )
-    return read_config_text(path)
+    cap = int(float(context_config.get("references", {}).get("maxFileBytes", DEFAULT_MAX_FILE_BYTES)))
+    try:
+        loaded = read_local_text(path, trust_from(context_config, project_dir), cap, "references.maxFileBytes",
+                                 f"contextTemplate {value!r} ({path})")
+    except Refused as exc:
+        return {"context_template": _builtin_text("templates", "context", "contextTemplate"),
+                "template_warnings": (f"{exc}; the built-in context template is used instead",)}
+    except TextUnavailable as exc:
+        raise ConfigError(f"{exc}; give a text template") from None
+    return {"context_template": loaded.text, "template_warnings": loaded.notes(f"contextTemplate {value!r} ({path})")}
 
 
 @tag(stage="render", loader="file")

@@ -74,10 +74,12 @@ def run_warnings(
     disclosure_warnings: tuple,
     budget_warnings: tuple,
     truncation_warnings: tuple,
+    template_warnings: tuple = (),
 ) -> tuple:
     """Every warning of the run, stage by stage, without repeats."""
     seen: dict[str, None] = {}
-    groups = (config_warnings, reference_warnings, state_warnings, disclosure_warnings, budget_warnings, truncation_warnings)
+    groups = (config_warnings, reference_warnings, template_warnings, state_warnings, disclosure_warnings,
+              budget_warnings, truncation_warnings)
     for group in groups:
         for warning in group:
             seen.setdefault(warning, None)

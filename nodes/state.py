@@ -20,14 +20,14 @@ import shutil
 import subprocess
 from dataclasses import replace
 
-from hamilton.function_modifiers import cache, tag
+from hamilton.function_modifiers import cache, extract_fields, tag
 
 from .lib import filetree as _filetree
 from .lib import git as _git
 from .lib import gsd as _gsd
 from .lib import plan as _plan
 from .lib import session as _session
-from .lib.textio import TextUnavailable, read_text_file
+from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path, trust_from
 from .types import ConfigError, CtxEngineError, Section, Source
 
 STAGE = "state"
@@ -61,13 +61,31 @@ def _priority(context_config: dict, kind: str, default: int) -> int:
 _MAX_STATE_FILE_BYTES = 64 << 20  # a session transcript can be large; anything past this is not a state file
 
 
-def _read(path: str) -> str:
-    """A plan or session file as text (CRLF as LF); a binary or oversized one is an error naming it."""
+class _Reader:
+    """Reads plan and session files under the trust rules, keeping the warnings it owes."""
+
+    def __init__(self, project_dir: str, context_config: dict, keep_tail: bool = False):
+        self.project_dir, self.keep_tail, self.warnings = project_dir, keep_tail, []
+        self.trust = trust_from(context_config, project_dir)
+
+    def __call__(self, path: str) -> str | None:
+        shown = os.path.relpath(path, self.project_dir)
+        return _read(path, self.trust, self.warnings, self.keep_tail, path if shown.startswith("..") else shown)
+
+
+def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False, shown: str | None = None) -> str | None:
+    """A plan or session file as text (CRLF as LF), or None with a warning when the trust rules
+    refuse it (outside the project, not a regular file); a binary or (without ``keep_tail``:
+    only the newest part of a session log is kept) oversized one is an error naming it."""
     try:
-        text = read_text_file(path, _MAX_STATE_FILE_BYTES, "the state file cap")
+        loaded = read_local_text(path, trust, _MAX_STATE_FILE_BYTES, "the state file cap (64 MiB)", shown, keep_tail)
+    except Refused as exc:
+        warnings.append(f"{exc}; left out of the plan and history")
+        return None
     except TextUnavailable as exc:
         raise CtxEngineError(f"{exc}; a plan or session file must be text") from None
-    return text.replace("\r\n", "\n")
+    warnings.extend(loaded.notes(shown or path, "the state file cap (64 MiB)"))
+    return loaded.text.replace("\r\n", "\n")
 
 
 def _choice(context_config: dict, key: str, allowed: tuple[str, ...]) -> str:
@@ -99,16 +117,20 @@ def project_layout(project_dir: str, context_config: dict) -> str:
 
 @tag(stage=STAGE, loader="file")
 @cache(behavior="recompute")
-def gsd_planning(project_dir: str) -> _gsd.GsdFiles:
-    """What the GSD position is read from: STATE.md and ROADMAP.md (text, when present) and the
-    names of the files in each phase folder (phases/NN-name, milestones/*-phases/NN-name)."""
+def gsd_planning(project_dir: str, context_config: dict) -> _gsd.GsdFiles:
+    """What the GSD position is read from: STATE.md and ROADMAP.md (text, when present and
+    readable under the trust rules) and the names of the files in each phase folder
+    (phases/NN-name, milestones/*-phases/NN-name)."""
     planning = os.path.join(project_dir, ".planning")
+    read = _Reader(project_dir, context_config)  # refusals are reported by plan_reads
     texts = {}
     for name in ("STATE.md", "ROADMAP.md"):
         path = os.path.join(planning, name)
-        texts[name] = _read(path) if os.path.isfile(path) else None
+        texts[name] = read(path) if os.path.isfile(path) else None
     folders = {}
     for folder in _phase_dirs(planning):
+        if not trusted_path(folder, read.trust):
+            continue
         rel = os.path.relpath(folder, planning).replace(os.sep, "/")
         folders[rel] = tuple(sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n))))
     return _gsd.GsdFiles(texts["STATE.md"], texts["ROADMAP.md"], folders)
@@ -126,15 +148,25 @@ def gsd_position(gsd_planning: _gsd.GsdFiles, project_layout: str, context_confi
     return _gsd.position_of(gsd_planning, pinned)
 
 
-@tag(stage=STAGE, loader="file")
+@tag(stage=STAGE, loader="file", target_=...)
 @cache(behavior="recompute")
-def plan_files(project_dir: str, project_layout: str, context_config: dict, gsd_position: _gsd.GsdPosition) -> dict[str, str]:
-    """The plan files' contents, path -> text ({} when switched off or absent). Article:
+@extract_fields({"plan_files": dict, "plan_read_warnings": tuple})
+def plan_reads(project_dir: str, project_layout: str, context_config: dict, gsd_position: _gsd.GsdPosition) -> dict:
+    """The plan files' contents (``plan_files``), path -> text ({} when switched off or absent),
+    and the warnings of reading them under the trust rules (``plan_read_warnings``). Article:
     plan.md. GSD: STATE.md, ROADMAP.md and the PLAN/SUMMARY files of the position's phase
     folder (the folder itself is the key ending in "/", its value the folder's file names)."""
+    read = _Reader(project_dir, context_config)
+    files = _plan_files(project_dir, project_layout, context_config, gsd_position, read)
+    return {"plan_files": {path: text for path, text in files.items() if text is not None},
+            "plan_read_warnings": tuple(read.warnings)}
+
+
+def _plan_files(project_dir: str, project_layout: str, context_config: dict, gsd_position: _gsd.GsdPosition,
+                _read) -> dict[str, str | None]:
     if not _on(context_config, "plan"):
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, str | None] = {}
     if project_layout == "article":
         path = os.path.join(project_dir, _ARTICLE_PLAN)
         if os.path.isfile(path):
@@ -148,7 +180,7 @@ def plan_files(project_dir: str, project_layout: str, context_config: dict, gsd_
     if gsd_position.folder is None:
         return out
     folder = os.path.join(planning, *gsd_position.folder.split("/"))
-    if not os.path.isdir(folder):
+    if not os.path.isdir(folder) or not trusted_path(folder, _read.trust):
         return out
     names = sorted(os.listdir(folder))
     out[folder + "/"] = "\n".join(names)
@@ -243,12 +275,23 @@ def roadmap_section(roadmap_state: _plan.PlanView, context_config: dict) -> Sect
 # ----------------------------------------------------------------------------- session history
 
 
-@tag(stage=STAGE, loader="file")
+@tag(stage=STAGE, loader="file", target_=...)
 @cache(behavior="recompute")
-def session_files(project_dir: str, context_config: dict) -> dict[str, str]:
-    """The session transcript's content, path -> text (at most one file; {} when switched off
-    or absent). ``state.sessionFormat``: auto prefers .planning/sessions/current/session.log,
-    then aider's .aider.chat.history.md at the project root, then under .planning/."""
+@extract_fields({"session_files": dict, "session_read_warnings": tuple})
+def session_reads(project_dir: str, context_config: dict) -> dict:
+    """The session transcript's content (``session_files``), path -> text, and the warnings of
+    reading it under the trust rules (``session_read_warnings``: a log over the 64 MiB cap
+    keeps its newest part)."""
+    read = _Reader(project_dir, context_config, keep_tail=True)
+    files = _session_files(project_dir, context_config, read)
+    return {"session_files": {path: text for path, text in files.items() if text is not None},
+            "session_read_warnings": tuple(read.warnings)}
+
+
+def _session_files(project_dir: str, context_config: dict, _read) -> dict[str, str | None]:
+    """At most one file; {} when switched off or absent. ``state.sessionFormat``: auto prefers
+    .planning/sessions/current/session.log, then aider's .aider.chat.history.md at the project
+    root, then under .planning/."""
     if not _on(context_config, "history"):
         return {}
     fmt = _choice(context_config, "sessionFormat", ("auto", "jsonl", "aider"))
@@ -513,11 +556,14 @@ def state_warnings(
     session_history: _session.SessionHistory,
     git_state: _git.GitState,
     file_listing: _filetree.FileListing,
+    plan_read_warnings: tuple = (),
+    session_read_warnings: tuple = (),
 ) -> tuple[str, ...]:
     """Every warning of the state stage: where STATE.md and the phase files disagree, plan
     problems (missing GSD files, unknown task boxes), malformed session lines with their line
-    numbers, git problems, file-tree problems."""
-    return (tuple(gsd_position.warnings) + tuple(plan_state.warnings) + tuple(roadmap_state.warnings)
+    numbers, git problems, file-tree problems, files the trust rules refused or cleaned."""
+    return (tuple(plan_read_warnings) + tuple(session_read_warnings) + tuple(gsd_position.warnings)
+            + tuple(plan_state.warnings) + tuple(roadmap_state.warnings)
             + session_history.warnings + git_state.warnings + file_listing.warnings)
 
 

@@ -334,7 +334,8 @@ def server():
 
 
 def test_at_doc_in_the_request_fetches_the_url(tmp_path, server):
-    out = run(demo_copy(tmp_path), f"Ship it behind a flag, see @doc {server}/guide.md#flags and @doc {server}/nope.md")
+    out = run(demo_copy(tmp_path), f"Ship it behind a flag, see @doc {server}/guide.md#flags and @doc {server}/nope.md",
+              trust__allowPrivateUrls=True)  # the server is on 127.0.0.1, refused by default
     plan = rows(out)
     url = f"{server}/guide.md"
     assert plan[url] == {"document": url, "layer": 3, "loaded": True, "rule": "request @doc",
@@ -349,7 +350,8 @@ def test_at_doc_in_the_request_fetches_the_url(tmp_path, server):
 
 
 def test_at_doc_respects_the_size_cap_and_refuses_other_schemes(tmp_path, server):
-    out = run(demo_copy(tmp_path), f"@doc {server}/huge.md and @doc file:///etc/passwd", references__urlMaxBytes=1000)
+    out = run(demo_copy(tmp_path), f"@doc {server}/huge.md and @doc file:///etc/passwd", references__urlMaxBytes=1000,
+              trust__allowPrivateUrls=True)
     plan = rows(out)
     assert plan[f"{server}/huge.md"]["reason"] == (f"request @doc: {server}/huge.md is 4096 bytes, over "
                                                    "references.urlMaxBytes (1000); not loaded (raise "

@@ -19,13 +19,14 @@ from ctxengine.nodes.types import ConfigError  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gsd"
 QUIET = {"state.includeGit": False, "state.includeEnvironment": False}
+CONFIG = {"trust": {"allowedPaths": []}}  # what gsd_planning reads of the configuration
 
 PLAN = "---\nwave: 1\n---\n\n<objective>\n{}\n</objective>\n\n<tasks>\n<task><name>Task 1: {}</name></task>\n</tasks>\n"
 SUMMARY = "# Phase {} Plan {} Summary\n\n**{}**\n"
 
 
 def position(project: Path, pin: str = "") -> G.GsdPosition:
-    return G.position_of(state.gsd_planning(str(project)), pin)
+    return G.position_of(state.gsd_planning(str(project), CONFIG), pin)
 
 
 def build(project: Path, request: str = "Continue", **overrides) -> ctxengine.BuildResult:
@@ -168,7 +169,7 @@ def test_decimal_phases_sort_between_their_neighbours(tmp_path: Path):
         ".planning/phases/08.1-hotfix/08.1-01-PLAN.md": PLAN.format("Hotfix.", "fix"),
         ".planning/phases/08.10-later/08.10-01-PLAN.md": PLAN.format("Later.", "later"),
     })
-    folders = G.phase_folders(state.gsd_planning(str(project)).folders)
+    folders = G.phase_folders(state.gsd_planning(str(project), CONFIG).folders)
     assert [f.path.split("/")[-1] for f in folders] == ["08-launch", "08.1-hotfix", "08.10-later", "09-docs"]
     pos = position(project)
     assert (pos.phase, pos.plan) == ("8.1", "08.1-01")

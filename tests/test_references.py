@@ -56,6 +56,12 @@ def run(root: Path, overrides: dict | None = None):
     return docs, ordered, ref_nodes.reference_sections(ordered, cfg), ref_nodes.reference_warnings(docs)
 
 
+def private_refs(**kwargs) -> dict:
+    """refs(...) with trust.allowPrivateUrls: the test server is on 127.0.0.1, which the trust
+    rules refuse by default (an API override is user-level, so it may widen them)."""
+    return {**refs(**kwargs), "trust.allowPrivateUrls": True}
+
+
 def by_key(sections):
     return {s.key: s for s in sections}
 
@@ -324,7 +330,8 @@ def test_absolute_paths_in_config_and_at_lines(tmp_path):
     outside = write(tmp_path / "elsewhere", {"team.md": "# Team rules\n@notes/extra.md\n", "notes/extra.md": "# X\n"})
     project = write(tmp_path / "proj", {".planning/main.md": f"# Main\n@{outside.resolve() / 'notes/extra.md'}\n"})
     team = str(outside.resolve() / "team.md")
-    _, _, sections, warnings = run(project, refs(core=[team], project=["main.md"]))
+    allowed = {**refs(core=[team], project=["main.md"]), "trust.allowedPaths": [str(outside)]}
+    _, _, sections, warnings = run(project, allowed)
     # notes/extra.md relative to the project does not exist: a warning, then main.md pulls it absolutely
     assert [s.key for s in sections] == [f"ref:{team}", "ref:.planning/main.md",
                                          f"ref:{outside.resolve() / 'notes/extra.md'}"]
@@ -412,7 +419,7 @@ def server():
 
 
 def test_a_configured_url_loads_and_its_relative_at_lines_stay_remote(tmp_path, server):
-    _, _, sections, warnings = run(tmp_path, refs(project=[f"{server}/doc.md#intro"]))
+    _, _, sections, warnings = run(tmp_path, private_refs(project=[f"{server}/doc.md#intro"]))
     assert [s.key for s in sections] == [f"ref:{server}/doc.md", f"ref:{server}/other.md"]
     remote, other = sections
     assert (remote.title, remote.priority, remote.kind) == ("Remote doc", 70, "reference")
@@ -425,7 +432,7 @@ def test_a_configured_url_loads_and_its_relative_at_lines_stay_remote(tmp_path, 
 def test_url_at_lines_404_and_other_schemes_are_warnings(tmp_path, server):
     main = f"# Main\n@{server}/nothing.md\n@ftp://example.com/x.md\n@{server}/other.md\n"
     write(tmp_path, {".planning/main.md": main})
-    _, _, sections, warnings = run(tmp_path, refs(project=["main.md"]))
+    _, _, sections, warnings = run(tmp_path, private_refs(project=["main.md"]))
     assert [s.key for s in sections] == ["ref:.planning/main.md", f"ref:{server}/other.md"]
     assert warnings == (
         f".planning/main.md:2: @{server}/nothing.md: {server}/nothing.md answered HTTP 404 Not Found",
@@ -435,15 +442,15 @@ def test_url_at_lines_404_and_other_schemes_are_warnings(tmp_path, server):
 
 def test_configured_url_failures_are_errors(tmp_path, server):
     with pytest.raises(ReferenceLoadError, match="HTTP 404"):
-        run(tmp_path, refs(project=[f"{server}/gone.md"]))
+        run(tmp_path, private_refs(project=[f"{server}/gone.md"]))
     with pytest.raises(ReferenceLoadError, match=r"references.session.0. 'file:///etc/passwd': only http"):
-        run(tmp_path, refs(session=["file:///etc/passwd"]))
+        run(tmp_path, private_refs(session=["file:///etc/passwd"]))
 
 
 def test_a_slow_url_times_out_after_url_timeout(tmp_path, server):
     write(tmp_path, {".planning/main.md": f"# Main\n@{server}/slow.md\n"})
     started = time.monotonic()
-    _, _, sections, warnings = run(tmp_path, refs(project=["main.md"], urlTimeout=0.2))
+    _, _, sections, warnings = run(tmp_path, private_refs(project=["main.md"], urlTimeout=0.2))
     assert time.monotonic() - started < 0.95  # the slow route answers after 1 s
     assert len(sections) == 1
     assert warnings == (f".planning/main.md:2: @{server}/slow.md: {server}/slow.md did not answer within "
@@ -453,18 +460,18 @@ def test_a_slow_url_times_out_after_url_timeout(tmp_path, server):
 def test_url_timeout_bounds_the_whole_download_not_just_each_read(tmp_path, server):
     started = time.monotonic()
     with pytest.raises(ReferenceLoadError, match=r"did not answer within references.urlTimeout \(0.3 s\)"):
-        run(tmp_path, refs(project=[f"{server}/drip.md"], urlTimeout=0.3))
+        run(tmp_path, private_refs(project=[f"{server}/drip.md"], urlTimeout=0.3))
     assert time.monotonic() - started < 0.95  # the drip takes 1 s in all
-    _, _, sections, _ = run(tmp_path, refs(project=[f"{server}/drip.md"], urlTimeout=3))
+    _, _, sections, _ = run(tmp_path, private_refs(project=[f"{server}/drip.md"], urlTimeout=3))
     assert sections[0].content == "z" * 200
 
 
 @pytest.mark.parametrize("path, size", [("/big.md", "5000 bytes"), ("/big-stream.md", "more than 1000 bytes")])
 def test_a_url_over_the_size_cap_is_refused(tmp_path, server, path, size):
     with pytest.raises(ReferenceLoadError) as err:
-        run(tmp_path, refs(project=[server + path], urlMaxBytes=1000))
+        run(tmp_path, private_refs(project=[server + path], urlMaxBytes=1000))
     assert f"is {size}, over references.urlMaxBytes (1000); not loaded" in str(err.value)
-    _, _, sections, _ = run(tmp_path, refs(project=[server + path], urlMaxBytes=5000))
+    _, _, sections, _ = run(tmp_path, private_refs(project=[server + path], urlMaxBytes=5000))
     assert len(sections[0].content) == 5000
 
 
@@ -501,9 +508,10 @@ def test_the_hamilton_driver_gives_what_the_direct_calls_give(tmp_path):
 def test_every_node_is_tagged_with_the_references_stage():
     dr = _driver()
     nodes = {v.name: v for v in dr.list_available_variables() if v.tags.get("stage") == "references"}
-    assert set(nodes) == {"reference_specs", "reference_documents", "ordered_references", "reference_sections",
-                          "reference_warnings"}
+    assert set(nodes) == {"reference_specs", "fetch_deadline", "reference_documents", "ordered_references",
+                          "reference_sections", "reference_warnings"}
     assert nodes["reference_documents"].tags.get("loader") == "file"
+    assert nodes["fetch_deadline"].tags.get("loader") == "url"
 
 
 def test_a_cached_driver_rereads_a_changed_reference(tmp_path):

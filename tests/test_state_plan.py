@@ -90,8 +90,8 @@ def _views(project: Path, **state_keys):
     """(plan view, roadmap view, position) through the state stage's own node functions."""
     cfg = config(**state_keys)
     layout = state.project_layout(str(project), cfg)
-    position = state.gsd_position(state.gsd_planning(str(project)), layout, cfg)
-    files = state.plan_files(str(project), layout, cfg, position)
+    position = state.gsd_position(state.gsd_planning(str(project), cfg), layout, cfg)
+    files = state.plan_reads(str(project), layout, cfg, position)["plan_files"]
     return (state.plan_state(files, layout, str(project), cfg, position),
             state.roadmap_state(files, layout, str(project), position), position)
 

@@ -17,7 +17,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..types import ConfigError, Document, ReferenceLoadError, Source
 from .markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
-from .textio import TextUnavailable
+from .textio import Refused, TextUnavailable
 
 GROUPS = ("core", "project", "session")
 INLINE = "inline"
@@ -353,8 +353,9 @@ def walk_references(
 ) -> ReferenceSet:
     """Every configured document and, depth first, the documents its @ lines name.
 
-    A configured reference that cannot be located or read raises ReferenceLoadError; an @ line
-    that cannot is a warning naming the referring file and line. Each key loads once; a cycle
+    A configured reference that cannot be located or read raises ReferenceLoadError; one the
+    trust rules refuse (Refused) is a warning and left out; an @ line that cannot be read or is
+    refused is a warning naming the referring file and line. Each key loads once; a cycle
     is a warning with its path and is not followed; depth beyond ``max_depth`` is a warning.
     """
     roots, warnings = _located_roots(specs, locate)
@@ -362,6 +363,9 @@ def walk_references(
     for spec, target in roots:
         try:
             text = read(target)
+        except Refused as exc:
+            warnings.append(f"{spec.where} {spec.target!r}: {exc}")
+            continue
         except TextUnavailable as exc:
             raise ReferenceLoadError(f"{spec.where} {spec.target!r}: {exc}") from None
         walk.visit(walk.add(target, text, spec.group, spec.group, None), spec.group)
@@ -379,6 +383,9 @@ def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list
     for spec in specs:
         try:
             target = locate(spec.target, None)
+        except Refused as exc:
+            warnings.append(f"{spec.where} {spec.target!r}: {exc}")
+            continue
         except TextUnavailable as exc:
             raise ReferenceLoadError(f"{spec.where} {spec.target!r}: {exc}") from None
         if target.key in seen:

@@ -1,12 +1,43 @@
-"""Reading the user's text (files and URLs) with errors that name what failed and how to fix it."""
+"""Reading the user's text (files and URLs) with caps, the trust rules and errors that name
+what failed and how to fix it.
+
+Every read of project content goes through ``read_local_text`` (files) or ``fetch_url``
+(http/https). The trust rules (``Trust``, from the ``trust.*`` keys):
+
+- a file is read only when its real path (symlinks resolved) is inside the project folder,
+  under one of ``trust.allowedPaths`` or under the installed ctxengine configs; only regular
+  files are read (stat before open, opened O_NONBLOCK so a FIFO swapped in cannot block), in
+  chunks up to the cap (the cap is never allocated);
+- a URL is fetched only over http/https from a host whose every address is public (unless
+  ``trust.allowPrivateUrls``), never from a cloud-metadata name or address (unless the host is
+  listed in ``trust.allowedHosts``), only from ``trust.allowedHosts`` when that list is set;
+  the connection goes to the address that was checked; redirects are followed by hand, each
+  checked again, at most ``trust.maxRedirects``; connect and headers within
+  ``trust.urlConnectTimeout``, the body within ``references.urlTimeout``, every fetch of a
+  build before the build's deadline (``trust.buildDeadline``); environment proxies are ignored;
+- text loaded is cleaned: NUL, control characters (other than newline, tab and CR) and ANSI
+  escape sequences are removed and counted.
+
+A refusal raises ``Refused`` (a TextUnavailable) whose message names the setting that would
+allow the read; callers make it a warning and leave the document out.
+"""
 
 from __future__ import annotations
 
+import errno
 import http.client
+import ipaddress
 import os
+import re
+import socket
+import ssl
+import stat
+import threading
 import time
-import urllib.error
-import urllib.request
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Mapping
+from urllib.parse import urljoin, urlsplit
 
 from ..types import ConfigError
 
@@ -23,16 +54,142 @@ def read_config_text(path: str) -> str:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
-
 class TextUnavailable(Exception):
     """A file or URL whose text cannot be had: missing, unreadable, binary, too large, too slow."""
 
 
+class Refused(TextUnavailable):
+    """A read the trust rules refuse (outside the project, not a regular file, a private
+    address, a bad redirect, the build deadline spent); the message names the setting."""
+
+
 BINARY_PROBE = 8192  # bytes looked at for a NUL that marks a binary file
 DEFAULT_MAX_FILE_BYTES = 4 << 20
+_CHUNK = 1 << 16
+METADATA_HOSTS = frozenset({
+    "metadata.google.internal", "metadata.goog", "metadata", "instance-data", "instance-data.ec2.internal",
+    "169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200", "metadata.azure.com",
+})
+_REDIRECTS = (301, 302, 303, 307, 308)
+_SETTINGS_HINT = "in your user config or --set"
 
 
-def decode_text(data: bytes, where: str, charset: str = "utf-8") -> str:
+# ----------------------------------------------------------------------------- the trust rules
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What a build may read or fetch (from the ``trust.*`` keys) and for which project."""
+
+    root: str  # the project folder, symlinks resolved
+    allowed_paths: tuple[str, ...] = ()  # folders outside the project that may be read (resolved)
+    allow_private_urls: bool = False
+    allowed_hosts: tuple[str, ...] = ()  # lower case; empty: any public host
+    max_redirects: int = 3
+    connect_timeout: float = 5.0
+    build_deadline: float = 20.0
+
+
+def trust_from(context_config: Mapping[str, Any], project_dir: str) -> Trust:
+    """The trust rules of a build from ``context_config["trust"]``; the installed ctxengine
+    configs folder is always allowed (built-in templates and references)."""
+    settings = context_config.get("trust") if isinstance(context_config, Mapping) else None
+    settings = settings if isinstance(settings, Mapping) else {}
+    allowed = [os.path.realpath(os.path.expanduser(str(p))) for p in _as_list(settings.get("allowedPaths"))]
+    allowed.append(os.path.realpath(_configs_folder()))
+    return Trust(
+        root=os.path.realpath(project_dir),
+        allowed_paths=tuple(dict.fromkeys(allowed)),
+        allow_private_urls=bool(settings.get("allowPrivateUrls", False)),
+        allowed_hosts=tuple(str(h).strip().lower().strip("[]") for h in _as_list(settings.get("allowedHosts"))),
+        max_redirects=max(0, int(settings.get("maxRedirects", 3))),
+        connect_timeout=float(settings.get("urlConnectTimeout", 5.0)),
+        build_deadline=float(settings.get("buildDeadline", 20.0)),
+    )
+
+
+def _as_list(value: Any) -> list:
+    if value in (None, ""):
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _configs_folder() -> str:
+    """The installed ctxengine configs folder (built-in templates, modes and references)."""
+    try:
+        return str(resources.files("ctxengine.configs"))
+    except (ModuleNotFoundError, TypeError):
+        return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs")
+
+
+def is_under(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or inside it (both absolute and normalised)."""
+    folder = folder.rstrip(os.sep) or os.sep
+    return path == folder or path.startswith(folder if folder == os.sep else folder + os.sep)
+
+
+def trusted_path(path: str, trust: Trust) -> bool:
+    """Whether the real path of ``path`` may be read: inside the project or an allowed folder."""
+    real = os.path.realpath(path)
+    return is_under(real, trust.root) or any(is_under(real, folder) for folder in trust.allowed_paths)
+
+
+def _outside(shown: str, real: str) -> Refused:
+    folder = os.path.dirname(real) or real
+    where = f"{shown} is" if shown == real else f"{shown} resolves to {real},"
+    return Refused(f"{where} outside the project; not read (add {folder} to "
+                   f"trust.allowedPaths {_SETTINGS_HINT} to allow it)")
+
+
+# ----------------------------------------------------------------------------- cleaning
+
+
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
+    r"|\x1b[ -/]*[0-~]?"  # other escapes (and a lone ESC)
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def clean_text(text: str) -> tuple[str, int]:
+    """``text`` without ANSI escape sequences, NUL and control characters other than newline,
+    tab and CR, with how many were removed (an escape sequence counts once)."""
+    text, sequences = _ANSI.subn("", text)
+    text, controls = _CONTROL.subn("", text)
+    return text, sequences + controls
+
+
+def cleaned_warning(where: str, removed: int) -> str | None:
+    """The warning for ``removed`` control characters taken out of ``where`` (None for 0)."""
+    if not removed:
+        return None
+    return f"{where}: removed {removed} control character{'s' if removed != 1 else ''} (NUL, ANSI escapes and the like)"
+
+
+@dataclass(frozen=True)
+class LoadedText:
+    """Text read (cleaned), where it came from, and what was done to it on the way."""
+
+    text: str
+    removed: int = 0  # control characters and escape sequences removed
+    kept_tail: int | None = None  # bytes kept from the end when the file was over its cap
+    size: int = 0  # bytes of the file or body
+
+    def notes(self, where: str, cap_key: str = "the size cap") -> tuple[str, ...]:
+        """The warnings this read owes: control characters removed, only the newest part kept."""
+        out = []
+        if self.kept_tail is not None:
+            out.append(f"{where} is {self.size} bytes, over {cap_key} ({self.kept_tail}); only its last "
+                       f"{self.kept_tail} bytes were read")
+        warning = cleaned_warning(where, self.removed)
+        if warning:
+            out.append(warning)
+        return tuple(out)
+
+
+def decode_text(data: bytes | bytearray, where: str, charset: str = "utf-8") -> str:
     """``data`` as text (undecodable bytes replaced); binary data raises TextUnavailable."""
     if b"\0" in data[:BINARY_PROBE]:
         raise TextUnavailable(f"{where} is binary, not a text document")
@@ -42,62 +199,380 @@ def decode_text(data: bytes, where: str, charset: str = "utf-8") -> str:
         return data.decode("utf-8", errors="replace")
 
 
-def read_text_file(path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES, cap_key: str = "the size cap") -> str:
-    """The text of a local file, refused when unreadable, binary or over ``max_bytes``
-    (``cap_key`` names the setting that raises the cap)."""
+def _loaded(data: bytes | bytearray, where: str, charset: str = "utf-8", **extra: Any) -> LoadedText:
+    text, removed = clean_text(decode_text(data, where, charset))
+    return LoadedText(text, removed, **extra)
+
+
+# ----------------------------------------------------------------------------- local files
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def resolved_path(path: str, trust: Trust, shown: str | None = None) -> str:
+    """The real path of ``path`` when the trust rules let it be read; TextUnavailable for a
+    missing file or a symlink loop, Refused outside the project and allowed folders."""
+    shown = shown or path
     try:
-        size = os.path.getsize(path)
-        if size > max_bytes:
-            raise TextUnavailable(f"{path} is {size} bytes, over {cap_key} ({max_bytes}); not loaded")
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+        real = os.path.realpath(path, strict=True)
     except OSError as exc:
-        raise TextUnavailable(f"cannot read {path}: {exc.strerror or exc}") from None
-    return decode_text(data, path)
+        if exc.errno == errno.ELOOP:
+            raise TextUnavailable(f"{shown} is a symlink loop (it links back to itself); fix or remove the link") from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise TextUnavailable(f"{shown}: file not found") from None
+        raise TextUnavailable(f"cannot read {shown}: {exc.strerror or exc}") from None
+    if not (is_under(real, trust.root) or any(is_under(real, folder) for folder in trust.allowed_paths)):
+        raise _outside(shown, real)
+    return real
 
 
-def fetch_url_text(url: str, timeout: float, max_bytes: int) -> str:
-    """The body of an http(s) URL as text: refused past ``max_bytes`` (references.urlMaxBytes)
-    or ``timeout`` seconds in all (references.urlTimeout), on an HTTP error, or when binary."""
-    if not url.lower().startswith(("http://", "https://")):
-        raise TextUnavailable(f"{url}: only http:// and https:// URLs are fetched")
-    request = urllib.request.Request(url, headers={
-        "User-Agent": "ctxengine", "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"})
-    deadline = time.monotonic() + timeout
+def _kind(mode: int) -> str | None:
+    return next((name for test, name in _KINDS if test(mode)), None if stat.S_ISREG(mode) else "not a regular file")
+
+
+def read_local_text(
+    path: str,
+    trust: Trust,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    cap_key: str = "the size cap",
+    shown: str | None = None,
+    keep_tail: bool = False,
+) -> LoadedText:
+    """The cleaned text of a local file under the trust rules: symlinks resolved and checked,
+    regular files only, read in chunks up to ``max_bytes`` (``cap_key`` names the setting). Over
+    the cap: refused, or with ``keep_tail`` its last ``max_bytes`` kept (from a line start)."""
+    shown = shown or path
+    real = resolved_path(path, trust, shown)
+    max_bytes = max(0, int(max_bytes))
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            length = response.headers.get("Content-Length", "")
-            if length.isdigit() and int(length) > max_bytes:
-                raise TextUnavailable(_too_large(url, f"{length} bytes", max_bytes))
-            data = _read_capped(response, url, max_bytes, deadline, timeout)
-            charset = response.headers.get_content_charset() or "utf-8"
-    except urllib.error.HTTPError as exc:
-        raise TextUnavailable(f"{url} answered HTTP {exc.code} {exc.reason}") from None
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            raise TextUnavailable(_timed_out(url, timeout)) from None
-        raise TextUnavailable(f"cannot fetch {url}: {exc.reason}") from None
+        before = os.stat(real)
+        kind = _kind(before.st_mode)
+        if kind:
+            raise Refused(f"{shown} is {kind}, not a regular file; skipped")
+        if before.st_size > max_bytes and not keep_tail:
+            raise TextUnavailable(f"{shown} is {before.st_size} bytes, over {cap_key} ({max_bytes}); not loaded")
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            after = os.fstat(fd)
+            if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+                raise Refused(f"{shown} changed while it was opened (now {_kind(after.st_mode) or 'another file'}); skipped")
+            tail = keep_tail and after.st_size > max_bytes
+            if tail:
+                os.lseek(fd, after.st_size - max_bytes, os.SEEK_SET)
+            data = _read_fd(fd, max_bytes, shown, cap_key)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Refused(f"{shown} was swapped for a symlink while it was read; skipped") from None
+        raise TextUnavailable(f"cannot read {shown}: {exc.strerror or exc}") from None
+    if tail:
+        newline = data.find(b"\n")
+        data = data[newline + 1:] if 0 <= newline < len(data) - 1 else data
+        return _loaded(data, shown, kept_tail=max_bytes, size=after.st_size)
+    return _loaded(data, shown, size=len(data))
+
+
+def _read_fd(fd: int, max_bytes: int, shown: str, cap_key: str) -> bytearray:
+    """At most ``max_bytes`` of ``fd`` in chunks (growing, never the cap allocated); a binary
+    start is refused as soon as its first bytes are in."""
+    data = bytearray()
+    probed = False
+    while True:
+        chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - len(data)))
+        if not probed and (not chunk or len(data) + len(chunk) >= BINARY_PROBE):
+            probed = True
+            if b"\0" in (bytes(data) + chunk)[:BINARY_PROBE]:
+                raise TextUnavailable(f"{shown} is binary, not a text document")
+        if not chunk:
+            return data
+        data += chunk
+        if len(data) > max_bytes:
+            raise TextUnavailable(f"{shown} is more than {max_bytes} bytes, over {cap_key}; not loaded")
+
+
+def read_text_file(path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES, cap_key: str = "the size cap",
+                   trust: Trust | None = None) -> str:
+    """The cleaned text of a local file (see ``read_local_text``); without ``trust``, any folder."""
+    return read_local_text(path, trust or Trust(root=os.sep), max_bytes, cap_key).text
+
+
+def list_files(base: str, trust: Trust, limit: int, hidden_files: bool = True) -> tuple[list[str], list[str]]:
+    """Files under ``base`` relative to it ("/"-separated, sorted, at most ``limit``) and
+    warnings. Hidden folders are skipped (and hidden files unless ``hidden_files``); symlinked
+    folders are never followed; a ``base`` that resolves outside the trusted folders is not listed."""
+    if not os.path.isdir(base):
+        return [], []
+    if not trusted_path(base, trust):
+        return [], [str(_outside(base, os.path.realpath(base))).replace("not read", "not listed")]
+    names: list[str] = []
+    for folder, dirs, files in os.walk(base, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rel = os.path.relpath(folder, base).replace(os.sep, "/")
+        for name in sorted(files):
+            if hidden_files or not name.startswith("."):
+                names.append(name if rel == "." else f"{rel}/{name}")
+        if len(names) >= limit:
+            break
+    return names[:limit], []
+
+
+# ----------------------------------------------------------------------------- URLs
+
+
+def address_refusal(address: str) -> str | None:
+    """Why an IP address may not be fetched from without trust.allowPrivateUrls, or None."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return f"{address} is not an IP address"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for test, name in (("is_loopback", "loopback"), ("is_link_local", "link-local"), ("is_multicast", "multicast"),
+                       ("is_unspecified", "unspecified"), ("is_reserved", "reserved"), ("is_private", "private")):
+        if getattr(ip, test):
+            return f"{name} address {ip}"
+    if not ip.is_global:
+        return f"non-public address {ip}"
+    return None
+
+
+def host_refusal(host: str, trust: Trust) -> str | None:
+    """Why a host name may not be fetched from at all (allowlist, metadata names), or None."""
+    host = host.lower().rstrip(".")
+    if trust.allowed_hosts and host not in trust.allowed_hosts:
+        return (f"host {host} is not in trust.allowedHosts ({', '.join(trust.allowed_hosts)}); add it "
+                f"{_SETTINGS_HINT} to allow it")
+    if host in METADATA_HOSTS and host not in trust.allowed_hosts:
+        return (f"{host} is a cloud metadata endpoint; not fetched (list it in trust.allowedHosts "
+                f"{_SETTINGS_HINT} to allow it)")
+    return None
+
+
+def _resolve(host: str, port: int, timeout: float) -> list:
+    """getaddrinfo in a helper thread, given up after ``timeout`` seconds (a stalled resolver
+    cannot hold the build past its deadline)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+        except (OSError, UnicodeError) as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(max(0.0, timeout))
+    if worker.is_alive():
+        raise TimeoutError
+    if "error" in box:
+        exc = box["error"]
+        raise TextUnavailable(f"cannot resolve {host}: {getattr(exc, 'strerror', None) or exc}")
+    return box["infos"]
+
+
+def vetted_address(host: str, port: int, trust: Trust, timeout: float = 5.0) -> str:
+    """The address to connect to: the host resolved (within ``timeout`` seconds), every address
+    checked (Refused when one is private, loopback, link-local, multicast, reserved or
+    unspecified and trust.allowPrivateUrls is off)."""
+    infos = _resolve(host, port, timeout)
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    if not addresses:
+        raise TextUnavailable(f"cannot resolve {host}")
+    for address in addresses:
+        if address in METADATA_HOSTS and host.lower() not in trust.allowed_hosts:
+            raise Refused(f"{host} resolves to the cloud metadata address {address}; not fetched (list it in "
+                          f"trust.allowedHosts {_SETTINGS_HINT} to allow it)")
+        reason = None if trust.allow_private_urls else address_refusal(address)
+        if reason:
+            raise Refused(f"{host} resolves to the {reason}; not fetched (set trust.allowPrivateUrls: true "
+                          f"{_SETTINGS_HINT} to allow private addresses)")
+    return addresses[0]
+
+
+class _Watchdog:
+    """Shuts a socket down when its deadline passes, so a peer dripping bytes cannot hold a read."""
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._timer: threading.Timer | None = None
+
+    def arm(self, sock: socket.socket | None, deadline: float) -> None:
+        self.disarm()
+        if sock is None:
+            return
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire, (sock,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self, sock: socket.socket) -> None:
+        self.fired = True
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def _connection(scheme: str, host: str, port: int, address: str, timeout: float) -> http.client.HTTPConnection:
+    """An HTTP(S) connection to ``host`` that connects to the vetted ``address`` (the Host
+    header and the TLS name stay ``host``): no second DNS lookup, no rebinding gap, no proxy."""
+    if scheme == "https":
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            host, port, timeout=timeout, context=ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+
+    def create_connection(_address, timeout=timeout, source_address=None):
+        return socket.create_connection((address, port), timeout, source_address)
+
+    conn._create_connection = create_connection  # type: ignore[attr-defined]
+    return conn
+
+
+def fetch_url(
+    url: str,
+    trust: Trust,
+    timeout: float,
+    max_bytes: int,
+    deadline: float | None = None,
+) -> LoadedText:
+    """The cleaned body of an http(s) URL under the trust rules (see the module docstring).
+    ``timeout`` is references.urlTimeout (the body), ``deadline`` the build's shared
+    ``time.monotonic()`` deadline (None: ``trust.buildDeadline`` from now)."""
+    deadline = time.monotonic() + trust.build_deadline if deadline is None else deadline
+    current = url
+    for hop in range(trust.max_redirects + 1):
+        location = _fetch_once(current, url, trust, timeout, max_bytes, deadline)
+        if isinstance(location, LoadedText):
+            return location
+        current = urljoin(current, location)
+    raise Refused(f"{url}: more than trust.maxRedirects ({trust.max_redirects}) redirects; not fetched (raise "
+                  f"trust.maxRedirects {_SETTINGS_HINT} to follow more)")
+
+
+def _fetch_once(url: str, original: str, trust: Trust, timeout: float, max_bytes: int,
+                deadline: float) -> LoadedText | str:
+    """One request: the body, or the Location of a redirect."""
+    via = "" if url == original else f" (redirected to {url})"
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        what = "only http:// and https:// URLs are fetched"
+        raise (Refused if via else TextUnavailable)(f"{original}{via}: {what}" if via else f"{url}: {what}")
+    try:
+        host, port = parts.hostname or "", parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise TextUnavailable(f"{url}: bad port") from None
+    if not host:
+        raise TextUnavailable(f"{url}: no host")
+    reason = host_refusal(host, trust)
+    if reason:
+        raise Refused(f"{original}{via}: {reason}")
+    started = time.monotonic()
+    if started >= deadline:
+        raise _deadline_spent(original, trust)
+    limits = _Limits(started, trust, timeout, deadline, original, url)
+    try:
+        address = vetted_address(host, port, trust, limits.head - started)
+    except TextUnavailable as exc:
+        raise type(exc)(f"{original}{via}: {exc}") from None
     except TimeoutError:
-        raise TextUnavailable(_timed_out(url, timeout)) from None
+        raise limits.exceeded() from None
+    conn = _connection(scheme, host, port, address, max(0.01, limits.head - started))
+    watchdog = _Watchdog()
+    try:
+        conn.connect()
+        watchdog.arm(conn.sock, limits.head)
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        conn.request("GET", target, headers={"User-Agent": "ctxengine", "Accept-Encoding": "identity",
+                                             "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"})
+        response = conn.getresponse()
+        if watchdog.fired or time.monotonic() > limits.head:
+            raise TimeoutError
+        if response.status in _REDIRECTS:
+            location = response.getheader("Location")
+            if not location:
+                raise TextUnavailable(f"{original}{via} answered HTTP {response.status} without a Location")
+            return location
+        if not 200 <= response.status < 300:
+            raise TextUnavailable(f"{url} answered HTTP {response.status} {response.reason}")
+        length = response.getheader("Content-Length", "") or ""
+        if length.isdigit() and int(length) > max_bytes:
+            raise TextUnavailable(_too_large(url, f"{length} bytes", max_bytes))
+        limits.phase = "body"
+        watchdog.arm(conn.sock, limits.body)
+        data = _read_capped(response, url, max_bytes, limits.body, watchdog)
+        charset = response.msg.get_content_charset() or "utf-8"
+    except TextUnavailable:
+        raise
+    except (TimeoutError, socket.timeout):
+        raise limits.exceeded() from None
     except (OSError, ValueError, http.client.HTTPException) as exc:
+        if watchdog.fired:
+            raise limits.exceeded() from None
         raise TextUnavailable(f"cannot fetch {url}: {exc}") from None
-    return decode_text(data, url, charset)
+    finally:
+        watchdog.disarm()
+        conn.close()
+    return _loaded(data, url, charset, size=len(data))
 
 
-def _read_capped(response, url: str, max_bytes: int, deadline: float, timeout: float) -> bytes:
+def _read_capped(response, url: str, max_bytes: int, deadline: float, watchdog: _Watchdog) -> bytes:
     chunks: list[bytes] = []
     size = 0
-    read_some = getattr(response, "read1", response.read)  # read1: whatever has arrived, so the deadline holds
     while True:
-        chunk = read_some(min(65536, max_bytes + 1 - size))
+        chunk = response.read1(min(_CHUNK, max_bytes + 1 - size))  # whatever has arrived, so the deadline holds
+        if watchdog.fired or time.monotonic() > deadline:
+            raise TimeoutError
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
         size += len(chunk)
         if size > max_bytes:
             raise TextUnavailable(_too_large(url, f"more than {max_bytes} bytes", max_bytes))
-        if time.monotonic() > deadline:
-            raise TextUnavailable(_timed_out(url, timeout))
+
+
+class _Limits:
+    """The deadlines of one request: headers by trust.urlConnectTimeout, the whole answer by
+    references.urlTimeout, both by the build's deadline; ``exceeded()`` names the one that hit."""
+
+    def __init__(self, started: float, trust: Trust, timeout: float, deadline: float, original: str, url: str):
+        self.phase = "head"
+        self.build = deadline
+        self.connect = started + trust.connect_timeout
+        self.total = started + timeout
+        self.head = min(self.connect, self.total, deadline)
+        self.body = min(self.total, deadline)
+        self.trust, self.timeout, self.original, self.url = trust, timeout, original, url
+
+    def exceeded(self) -> TextUnavailable:
+        hit = self.head if self.phase == "head" else self.body
+        if hit == self.build and hit < self.total and (self.phase == "body" or hit < self.connect):
+            return _deadline_spent(self.original, self.trust)
+        if self.phase == "head" and self.connect < self.total:
+            return TextUnavailable(f"{self.url} did not connect and send its headers within trust.urlConnectTimeout "
+                                   f"({self.trust.connect_timeout:g} s); not loaded")
+        return TextUnavailable(_timed_out(self.url, self.timeout))
+
+
+def _deadline_spent(url: str, trust: Trust) -> Refused:
+    return Refused(f"{url}: not fetched, the build's URL deadline trust.buildDeadline ({trust.build_deadline:g} s) "
+                   f"is spent (raise it {_SETTINGS_HINT})")
+
+
+def fetch_url_text(url: str, timeout: float, max_bytes: int, trust: Trust | None = None,
+                   deadline: float | None = None) -> str:
+    """The cleaned body of an http(s) URL (see ``fetch_url``); without ``trust``, the defaults."""
+    return fetch_url(url, trust or Trust(root=os.sep), timeout, max_bytes, deadline).text
 
 
 def _too_large(url: str, size: str, max_bytes: int) -> str:
