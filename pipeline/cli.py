@@ -35,6 +35,16 @@ class _StdoutError(Exception):
     """stdout is closed or full: the output cannot be delivered."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse drops a failed write of --help or --version silently; here it is an error like any other."""
+
+    def _print_message(self, message: str, file=None) -> None:
+        if message and file is sys.stdout:
+            _emit(message)
+        else:
+            super()._print_message(message, file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script: the exit code, with one line on stderr for any error."""
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)  # until the arguments are parsed
@@ -73,10 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
-    parser = argparse.ArgumentParser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
+    parser = _Parser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
     parser.add_argument("--version", action="version", version=f"ctxengine {_version()}",
                         help="print the installed version and exit")
     parser.add_argument("--debug", action="store_true", default=False,
@@ -406,7 +416,7 @@ def run() -> None:
         code = main()
         try:
             _flush_stdout()
-        except _StdoutError as exc:  # only output argparse printed (--help, --version) is still buffered
+        except _StdoutError as exc:  # a last resort: main() flushes what it writes
             _silence_stdout()
             _say(f"error: {exc}")
             code = code or 1
