@@ -31,7 +31,7 @@ def check_output_path(output: str | os.PathLike, option: str = "-o") -> Path:
     folder = path.parent
     if not folder.is_dir():
         raise CtxEngineError(
-            f"{option} {os.fspath(output)!r}: the folder {os.fspath(folder)!r} does not exist; "
+            f"{option} {os.fspath(output)!r}: cannot write: the folder {os.fspath(folder)!r} does not exist; "
             "create it first (ctxengine does not create folders) or choose another path"
         )
     if path.is_dir():
