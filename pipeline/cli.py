@@ -256,15 +256,14 @@ def _build(args: argparse.Namespace) -> int:
     out = run_nodes(outputs, _project(args), request, overrides=_overrides(args), **_named(args))
     result = out["build_result"]
     if args.format == "json":
-        text = json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"
-    else:
-        text = result.context if result.context.endswith("\n") else result.context + "\n"
+        _write(json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n", args.output)
+    else:  # the output first: when it cannot be written, the error is the only line on stderr
+        _write(result.context if result.context.endswith("\n") else result.context + "\n", args.output)
         for warning in result.warnings:
             _say(f"warning: {warning}")
         budget = result.budget
         _say(f"{budget.total_tokens} / {budget.available_tokens} tokens "
              f"({budget.utilization_rate:.1%}){' OVER BUDGET' if budget.is_over_budget else ''}")
-    _write(text, args.output)
     if args.lineage:
         from .viz.lineage import write_lineage
 

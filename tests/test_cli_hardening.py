@@ -51,8 +51,7 @@ def one_line(stderr: str) -> str:
 
 def test_stdout_to_dev_full_is_one_line_and_exit_1():
     with open("/dev/full", "w") as full:
-        done = run_cli("build", "--request", "x", "--format", "json", stdout=full, stderr=subprocess.PIPE,
-                       capture_output=False)
+        done = run_cli("build", "--request", "x", stdout=full, stderr=subprocess.PIPE, capture_output=False)
     assert done.returncode == 1
     assert one_line(done.stderr) == "ctxengine: error: cannot write to stdout (No space left on device)"
 
@@ -213,7 +212,7 @@ def test_batch_with_a_broken_project_exits_1_with_a_summary(tmp_path):
     assert rows[1]["error"].startswith("ConfigError: ") and "config.json:1:" in rows[1]["error"]
 
 
-def test_batch_columns_are_the_run_record(tmp_path):
+def test_batch_columns_are_the_run_record():
     from ctxengine.batch import RECORD_COLUMNS, build_record
 
     assert tuple(build_record(DEMO, "x")) == RECORD_COLUMNS
