@@ -9,11 +9,16 @@ from typing import Any, Mapping
 
 from . import driver
 from .nodes.report import BuildResult
+from .nodes.types import CtxEngineError
 
 
-def bundled_example() -> Path:
-    """The bundled example project (examples/demo), used when no project is given."""
-    return Path(str(resources.files("ctxengine.examples").joinpath("demo")))
+def bundled_example(name: str = "demo") -> Path:
+    """A bundled example project (a folder of examples/; ``demo`` is used when no project is given)."""
+    root = resources.files("ctxengine.examples")
+    names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    if name not in names:
+        raise CtxEngineError(f"bundled example {name!r} does not exist; choose one of: {', '.join(names)}")
+    return Path(str(root.joinpath(name)))
 
 
 def build_overrides(
@@ -26,6 +31,7 @@ def build_overrides(
     strategy: str | None = None,
     layout: str | None = None,
     phase: str | None = None,
+    phase_number: str | int | float | None = None,
 ) -> dict[str, Any]:
     """Overrides as dotted keys: the named options first, then ``overrides`` on top."""
     named = {
@@ -36,6 +42,7 @@ def build_overrides(
         "truncation.strategy": strategy,
         "state.layout": layout,
         "disclosure.phase": phase,
+        "state.gsdPhase": None if phase_number is None else str(phase_number),
     }
     out = {key: value for key, value in named.items() if value is not None}
     out.update(overrides or {})
@@ -68,6 +75,8 @@ def run_nodes(
 ) -> dict[str, Any]:
     """Any nodes of the dataflow by name (a partial run computes only what they need), e.g.
     ``run_nodes(["budget_report"], project)`` or ``run_nodes(["build_result", "context_lineage"], ...)``."""
+    _check_types(project_dir=(project_dir, (str, os.PathLike, type(None))), request=(request, (str,)),
+                 overrides=(overrides, (Mapping, type(None))))
     project = project_dir if project_dir is not None else bundled_example()
     return driver.execute(list(outputs), project, build_overrides(overrides, **options), request)
 
@@ -80,6 +89,15 @@ def explain_config(
     out = driver.execute(["context_config", "config_provenance", "config_warnings"], project, overrides)
     rows = [(key, _lookup(out["context_config"], key), origin) for key, origin in sorted(out["config_provenance"].items())]
     return rows, out["config_warnings"]
+
+
+def _check_types(**arguments: tuple[Any, tuple[type, ...]]) -> None:
+    """A TypeError naming the first argument whose value is not of its expected type."""
+    for name, (value, expected) in arguments.items():
+        if not isinstance(value, expected):
+            wanted = " or ".join("None" if t is type(None) else t.__name__ for t in expected)
+            hint = ' (pass "" for no request)' if name == "request" else ""
+            raise TypeError(f"{name} must be {wanted}, not {type(value).__name__}{hint}")
 
 
 def _lookup(tree: Mapping[str, Any], dotted: str) -> Any:

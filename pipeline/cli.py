@@ -1,7 +1,9 @@
-"""The ``ctxengine`` command: build, config --explain, dag.
+"""The ``ctxengine`` command: build, config --explain, batch, dag.
 
-Exit codes: 0 success; 2 bad usage or bad configuration (message names file and key, no
-traceback); 3 when the budget cannot be met.
+Exit codes: 0 success; 1 the output could not be written (stdout closed or full, disk full),
+a batch row failed, or an internal error; 2 bad usage or bad configuration (the message names
+file and key); 3 when the budget cannot be met; 130 on Ctrl-C. Never a traceback, unless
+``--debug``.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -18,74 +22,176 @@ from .nodes.types import ConfigError, CtxEngineError
 
 MODES = ("dev", "research", "review")
 PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
+#: Named options shared by build and config: argparse dest -> flag (build_overrides takes the dest).
+NAMED_OPTIONS = {
+    "mode": "--mode", "max_tokens": "--max-tokens", "reserve_tokens": "--reserve-tokens", "compact": "--compact",
+    "strategy": "--strategy", "layout": "--layout", "phase": "--phase", "phase_number": "--phase-number",
+}
+#: The widest value shown in `config` text output; longer ones end in "..." (--format json shows them whole).
+VALUE_WIDTH = 60
+
+
+class _StdoutError(Exception):
+    """stdout is closed or full: the output cannot be delivered."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse drops a failed write of --help or --version silently; here it is an error like any other."""
+
+    def _print_message(self, message: str, file=None) -> None:
+        if message and file is sys.stdout:
+            _emit(message)
+        else:
+            super()._print_message(message, file)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script."""
-    args = _parser().parse_args(argv)
+    """Entry point of the console script: the exit code, with one line on stderr for any error."""
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)  # until the arguments are parsed
     try:
-        return args.handler(args)
+        args = _parser().parse_args(argv)
+        debug = bool(getattr(args, "debug", False))
+        if debug:
+            code = args.handler(args)
+        else:
+            from .driver import quiet_failures
+
+            with quiet_failures():
+                code = args.handler(args)
+        _flush_stdout()
+        return code
+    except SystemExit as exc:  # argparse: usage errors (2), --help and --version (0)
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+    except _StdoutError as exc:
+        _silence_stdout()
+        _say(f"error: {exc}")
+        return 1
     except CtxEngineError as exc:
-        print(f"ctxengine: error: {exc}", file=sys.stderr)
+        if debug:
+            traceback.print_exc()
+        _say(f"error: {exc}")
         return exc.exit_code
-    except BrokenPipeError:
-        return 0
+    except Exception as exc:  # noqa: BLE001 - one line for anything unexpected
+        if debug:
+            traceback.print_exc()
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        _say(f"internal error: {type(exc).__name__}: {first} (run with --debug for the traceback)")
+        return 1
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    common = _Parser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="print the traceback of an error (and Hamilton's own failure logs)")
+    parser = _Parser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
+    parser.add_argument("--version", action="version", version=f"ctxengine {_version()}",
+                        help="print the installed version and exit")
+    parser.add_argument("--debug", action="store_true", default=False,
+                        help="print the traceback of an error (and Hamilton's own failure logs)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="build | config | batch | dag (ctxengine COMMAND -h for its options)")
 
-    build = sub.add_parser("build", help="assemble the context for a request")
+    build = sub.add_parser("build", parents=[common], help="assemble the context for a request")
     _add_project(build)
     request = build.add_mutually_exclusive_group()
-    request.add_argument("--request", default=None, help="the user request text")
-    request.add_argument("--request-file", default=None, help="read the user request from this file ('-' for stdin)")
-    build.add_argument("--mode", choices=MODES, help="the mode template (config key 'template')")
-    build.add_argument("--max-tokens", type=int, help="budget.maxTokens")
-    build.add_argument("--reserve-tokens", type=int, help="budget.reserveTokens")
-    build.add_argument("--compact", action="store_true", default=None, help="compact even when the context fits")
-    build.add_argument("--strategy", choices=("auto", "tail", "head", "middle"), help="force one truncation strategy")
-    build.add_argument("--layout", choices=("auto", "article", "gsd"), help="project layout (state.layout)")
-    build.add_argument("--phase", choices=PHASES, help="GSD phase type: which .planning/ files load (disclosure.phase)")
+    request.add_argument("--request", default=None, metavar="TEXT", help="the user request text")
+    request.add_argument("--request-file", default=None, metavar="FILE",
+                         help="read the user request from this file ('-' for stdin)")
+    _add_named(build)
     _add_set(build)
-    build.add_argument("--format", choices=("text", "json"), default="text")
-    build.add_argument("-o", "--output", default=None, help="write the result to this file instead of stdout")
+    build.add_argument("--format", choices=("text", "json"), default="text",
+                       help="text: the context on stdout, the budget on stderr; json: context, budget, "
+                            "sections, ledger and more as one JSON object (default: text)")
+    build.add_argument("-o", "--output", default=None, metavar="FILE",
+                       help="write the result to this file (atomically; its folder must exist) instead of stdout")
     build.add_argument("--lineage", default=None, metavar="FILE",
                        help="also draw which sources fed which sections and what truncation did (.svg, .png, .dot)")
     build.set_defaults(handler=_build)
 
-    config = sub.add_parser("config", help="show the effective configuration")
+    config = sub.add_parser("config", parents=[common], help="show the effective configuration")
     _add_project(config)
+    _add_named(config)
     _add_set(config)
     config.add_argument("--explain", action="store_true", help="print every value with where it came from")
-    config.add_argument("--format", choices=("text", "json"), default="text")
+    config.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: aligned columns; json: a list of {key, value, origin} (default: text)")
     config.set_defaults(handler=_config)
 
-    batch = sub.add_parser("batch", help="build many projects; one CSV row per project")
-    batch.add_argument("projects", nargs="+", help="project folders")
-    batch.add_argument("--request", default="", help="the user request for every project")
+    batch = sub.add_parser("batch", parents=[common], help="build many projects; one CSV row per project")
+    batch.add_argument("projects", nargs="+", metavar="PROJECT_DIR", help="project folders")
+    batch.add_argument("--request", default="", metavar="TEXT", help="the user request for every project")
     _add_set(batch)
-    batch.add_argument("-o", "--output", default=None, help="write the CSV here instead of stdout")
+    batch.add_argument("-o", "--output", default=None, metavar="FILE",
+                       help="write the CSV here instead of stdout (row by row; Ctrl-C keeps the finished rows)")
     batch.set_defaults(handler=_batch)
 
-    dag = sub.add_parser("dag", help="draw the dataflow graph")
-    dag.add_argument("-o", "--output", default="dag.svg", help="output file (.svg, .png, .pdf or .dot)")
+    dag = sub.add_parser("dag", parents=[common], help="draw the dataflow graph")
+    dag.add_argument("-o", "--output", default="dag.svg", metavar="FILE",
+                     help="output file (.svg, .png, .pdf or .dot; its folder must exist; default: dag.svg)")
     dag.set_defaults(handler=_dag)
     return parser
 
 
 def _add_project(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("project_dir", nargs="?", default=None, help="project folder (default: the bundled example)")
+    parser.add_argument("project_dir", nargs="?", default=None, metavar="PROJECT_DIR",
+                        help="project folder (default: the bundled example 'demo')")
+    parser.add_argument("--example", default=None, metavar="NAME",
+                        help=f"use a bundled example project instead of PROJECT_DIR ({_example_names()})")
+
+
+def _add_named(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mode", choices=MODES, help="the mode template (config key 'template')")
+    parser.add_argument("--max-tokens", type=int, metavar="N", help="the model's context window (budget.maxTokens)")
+    parser.add_argument("--reserve-tokens", type=int, metavar="N",
+                        help="tokens kept free for the response (budget.reserveTokens)")
+    parser.add_argument("--compact", action="store_true", default=None,
+                        help="compact even when the context fits (truncation.compact)")
+    parser.add_argument("--strategy", choices=("auto", "tail", "head", "middle"),
+                        help="force one truncation strategy (truncation.strategy)")
+    parser.add_argument("--layout", choices=("auto", "article", "gsd"), help="project layout (state.layout)")
+    parser.add_argument("--phase", choices=PHASES,
+                        help="GSD phase type: which .planning/ files load (disclosure.phase)")
+    parser.add_argument("--phase-number", type=_phase_number, metavar="N",
+                        help="pin the current GSD phase, e.g. 12 or 8.1 (state.gsdPhase; default: read STATE.md)")
 
 
 def _add_set(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a configuration value, e.g. --set budget.maxTokens=32000")
+                        help="override a configuration value, e.g. --set budget.maxTokens=32000 (repeatable)")
+
+
+def _phase_number(text: str) -> str:
+    if not re.fullmatch(r"\d+(\.\d+)*", text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a phase number; write it like 12 or 8.1")
+    return text.strip()
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("ctxengine")
+    except metadata.PackageNotFoundError:
+        return "(not installed: run pip install -e .)"
+
+
+def _example_names() -> str:
+    from importlib import resources
+
+    root = resources.files("ctxengine.examples")
+    names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    return ", ".join(names)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return dict(parse_override(text) for text in args.sets)
+
+
+def _named(args: argparse.Namespace) -> dict[str, Any]:
+    return {dest: getattr(args, dest) for dest in NAMED_OPTIONS if getattr(args, dest, None) is not None}
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -103,6 +209,13 @@ def parse_override(text: str) -> tuple[str, Any]:
 def _project(args: argparse.Namespace) -> Path:
     from .api import bundled_example
 
+    if args.example is not None:
+        if args.project_dir is not None:
+            raise CtxEngineError(f"give either PROJECT_DIR ({args.project_dir!r}) or --example {args.example}, not both")
+        try:
+            return bundled_example(args.example)
+        except CtxEngineError as exc:
+            raise CtxEngineError(f"--example {args.example!r}: {exc}") from None
     if args.project_dir is None:
         return bundled_example()
     path = Path(args.project_dir)
@@ -124,101 +237,194 @@ def _request_text(args: argparse.Namespace) -> str:
         raise CtxEngineError(f"--request-file {args.request_file!r}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
+def _warn_if_empty(request: str, how: str) -> None:
+    if not request.strip():
+        _say(f"warning: no request given: the context has no user request; {how}")
+
+
 def _build(args: argparse.Namespace) -> int:
     from .api import run_nodes
+    from .viz.output import check_output_path
 
+    if args.output is not None:  # a wrong folder fails now, not after the build
+        check_output_path(args.output, "-o")
+    if args.lineage:
+        check_output_path(args.lineage, "--lineage")
+    request = _request_text(args)
+    _warn_if_empty(request, "use --request TEXT or --request-file FILE")
     outputs = ["build_result"] + (["context_lineage"] if args.lineage else [])
-    out = run_nodes(
-        outputs,
-        _project(args),
-        _request_text(args),
-        overrides=_overrides(args),
-        mode=args.mode,
-        max_tokens=args.max_tokens,
-        reserve_tokens=args.reserve_tokens,
-        compact=args.compact,
-        strategy=args.strategy,
-        layout=args.layout,
-        phase=args.phase,
-    )
+    out = run_nodes(outputs, _project(args), request, overrides=_overrides(args), **_named(args))
     result = out["build_result"]
     if args.format == "json":
-        text = json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"
-    else:
-        text = result.context if result.context.endswith("\n") else result.context + "\n"
+        _write(json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n", args.output)
+    else:  # the output first: when it cannot be written, the error is the only line on stderr
+        _write(result.context if result.context.endswith("\n") else result.context + "\n", args.output)
         for warning in result.warnings:
-            print(f"ctxengine: warning: {warning}", file=sys.stderr)
+            _say(f"warning: {warning}")
         budget = result.budget
-        print(
-            f"ctxengine: {budget.total_tokens} / {budget.available_tokens} tokens "
-            f"({budget.utilization_rate:.1%}){' OVER BUDGET' if budget.is_over_budget else ''}",
-            file=sys.stderr,
-        )
-    _write(text, args.output)
+        _say(f"{budget.total_tokens} / {budget.available_tokens} tokens "
+             f"({budget.utilization_rate:.1%}){' OVER BUDGET' if budget.is_over_budget else ''}")
     if args.lineage:
         from .viz.lineage import write_lineage
 
         written, note = write_lineage(out["context_lineage"], args.lineage)
-        print(f"ctxengine: wrote {written}" + (f" ({note})" if note else ""), file=sys.stderr)
+        _say(f"wrote {written}" + (f" ({note})" if note else ""))
     return 0
 
 
 def _config(args: argparse.Namespace) -> int:
-    from .api import explain_config
+    from .api import build_overrides, explain_config
 
-    rows, warnings = explain_config(_project(args), _overrides(args))
+    sets = _overrides(args)
+    rows, warnings = explain_config(_project(args), build_overrides(sets, **_named(args)))
     for warning in warnings:
-        print(f"ctxengine: warning: {warning}", file=sys.stderr)
+        _say(f"warning: {warning}")
+    flags = _flag_origins(args, sets)
+    rows = [(key, value, f"{origin} ({flags[key]})" if origin == "override" and key in flags else origin)
+            for key, value, origin in rows]
     if args.format == "json":
-        print(json.dumps([{"key": k, "value": v, "origin": o} for k, v, o in rows], indent=2))
+        _emit(json.dumps([{"key": k, "value": v, "origin": o} for k, v, o in rows], indent=2, ensure_ascii=False) + "\n")
         return 0
-    width = max(len(key) for key, _, _ in rows)
-    for key, value, origin in rows:
-        shown = json.dumps(value, ensure_ascii=False)
-        print(f"{key:<{width}}  {shown}" + (f"    <- {origin}" if args.explain else ""))
+    table = [(key, _shown(value), origin) for key, value, origin in rows]
+    _emit(explain_table(table, with_origin=args.explain))
     return 0
 
 
-def _batch(args: argparse.Namespace) -> int:
-    from .batch import build_many
+def explain_table(rows: Sequence[tuple[str, str, str]], with_origin: bool = True) -> str:
+    """``rows`` of (key, value, origin) as aligned columns under a header."""
+    header = ("KEY", "VALUE", "ORIGIN") if with_origin else ("KEY", "VALUE")
+    cells = [header] + [row if with_origin else row[:2] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header) - 1)]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip() for row in cells]
+    return "\n".join(lines) + "\n"
 
-    frame = build_many(args.projects, args.request, _overrides(args))
-    _write(frame.to_csv(index=False), args.output)
-    failed = int(frame["error"].notna().sum())
-    print(f"ctxengine: {len(frame)} projects, {failed} failed", file=sys.stderr)
+
+def _shown(value: Any) -> str:
+    shown = json.dumps(value, ensure_ascii=False)
+    return shown if len(shown) <= VALUE_WIDTH else shown[: VALUE_WIDTH - 3] + "..."
+
+
+def _flag_origins(args: argparse.Namespace, sets: dict[str, Any]) -> dict[str, str]:
+    """Dotted key -> the named option that set it (a --set of the same key wins)."""
+    from .api import build_overrides
+
+    flags = {}
+    for dest, value in _named(args).items():
+        for key in build_overrides(None, **{dest: value}):
+            flags[key] = NAMED_OPTIONS[dest]
+    return {key: flag for key, flag in flags.items() if key not in sets}
+
+
+def _batch(args: argparse.Namespace) -> int:
+    from .batch import iter_records, write_records
+    from .viz.output import atomic_output
+
+    _warn_if_empty(args.request, "use --request TEXT")
+    records = iter_records(args.projects, args.request, _overrides(args), debug=bool(getattr(args, "debug", False)))
+    if args.output is None:
+        rows, failed = write_records(records, _StdoutSink())
+    else:
+        with atomic_output(args.output, "-o", keep_on_interrupt=True) as fh:
+            rows, failed = write_records(records, fh)
+    if failed:
+        _say(f"{failed} of {rows} projects failed (the error column says why)")
+        return 1
+    _say(f"{rows} projects built" + (f"; wrote {args.output}" if args.output else ""))
     return 0
 
 
 def _dag(args: argparse.Namespace) -> int:
     from .driver import default_driver
     from .viz.dag import write_dag
+    from .viz.output import check_output_path
 
+    check_output_path(args.output, "-o")
     written, note = write_dag(default_driver(), args.output)
-    print(f"ctxengine: wrote {written}" + (f" ({note})" if note else ""), file=sys.stderr)
+    _say(f"wrote {written}" + (f" ({note})" if note else ""))
     return 0
 
 
 def _write(text: str, output: str | None) -> None:
     if output is None:
-        sys.stdout.write(text)
+        _emit(text)
         return
+    from .viz.output import write_atomic
+
+    write_atomic(output, text, "-o")
+
+
+class _StdoutSink:
+    """A file-like stdout for row-by-row output: every write is flushed at once."""
+
+    def write(self, text: str) -> int:
+        _emit(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _emit(text: str) -> None:
+    """Write ``text`` to stdout and flush; a closed or full stdout becomes :class:`_StdoutError`."""
     try:
-        Path(output).write_text(text, encoding="utf-8")
+        sys.stdout.write(text)
+        sys.stdout.flush()
     except OSError as exc:
-        raise CtxEngineError(f"-o {output!r}: cannot write ({exc.strerror}); give a file path in an existing folder") from None
+        raise _StdoutError(_stdout_problem(exc)) from None
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        raise _StdoutError(_stdout_problem(exc)) from None
+
+
+def _stdout_problem(exc: OSError) -> str:
+    if isinstance(exc, BrokenPipeError):
+        return "stdout was closed before all the output was written"
+    return f"cannot write to stdout ({exc.strerror or exc})"
+
+
+def _silence_stdout() -> None:
+    """Point stdout's file descriptor at /dev/null, so what is still buffered can never fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _say(message: str) -> None:
+    """One line on stderr (a closed stderr is ignored: there is nowhere left to report)."""
+    try:
+        print(f"ctxengine: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def run() -> None:
     """The console script: :func:`main`, then a fast exit.
 
-    The output is flushed first; skipping the interpreter's teardown (pandas, numpy and a
-    100K-entry tokenizer table) saves about 0.1 s of every command.
+    The output is flushed first (a failure there is reported like any other: one line, exit 1);
+    skipping the interpreter's teardown (pandas, numpy and a 100K-entry tokenizer table) saves
+    about 0.1 s of every command.
     """
-    code = main()
     try:
-        sys.stdout.flush()
+        code = main()
+        try:
+            _flush_stdout()
+        except _StdoutError as exc:  # a last resort: main() flushes what it writes
+            _silence_stdout()
+            _say(f"error: {exc}")
+            code = code or 1
+    except KeyboardInterrupt:
+        _say("interrupted")
+        code = 130
+    try:
         sys.stderr.flush()
-    except BrokenPipeError:
+    except (OSError, ValueError):
         pass
     os._exit(code)
 

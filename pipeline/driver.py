@@ -11,6 +11,8 @@ import os
 
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")  # before hamilton is imported: ~0.8 s less
 
+import contextlib  # noqa: E402
+import contextvars  # noqa: E402
 import logging  # noqa: E402
 from functools import lru_cache  # noqa: E402
 from types import ModuleType  # noqa: E402
@@ -49,14 +51,31 @@ NODE_MODULES: tuple[ModuleType, ...] = (
 )
 
 
+_QUIET_FAILURES = contextvars.ContextVar("ctxengine_quiet_failures", default=False)
+
+
 class _UserErrorFilter(logging.Filter):
     """Hamilton logs every node failure with a traceback; a CtxEngineError is the user's
-    input at fault, reported once by the caller with its own message, so drop that log."""
+    input at fault, reported once by the caller with its own message, so drop that log
+    (and every failure log inside :func:`quiet_failures`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if "Need help with Hamilton?" in str(record.msg):  # the driver's banner on every failure
             return False
+        if record.exc_info and _QUIET_FAILURES.get():
+            return False
         return not (record.exc_info and isinstance(record.exc_info[1], CtxEngineError))
+
+
+@contextlib.contextmanager
+def quiet_failures():
+    """Within this block Hamilton logs no node failure: the caller reports each one itself
+    (batch rows, the CLI without --debug)."""
+    token = _QUIET_FAILURES.set(True)
+    try:
+        yield
+    finally:
+        _QUIET_FAILURES.reset(token)
 
 
 for _name in ("hamilton.execution.graph_functions", "hamilton.driver"):

@@ -119,7 +119,8 @@ def test_batch_reports_a_broken_project_as_a_row(tmp_path):
     broken = write_project(tmp_path / "broken", {".planning/config.json": "{not json"})
     good = corpus_projects()[0]
     done = run_cli("batch", str(good), str(broken), "-o", str(tmp_path / "out.csv"))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # a failed row fails the batch (the row still says why)
+    assert "1 of 2 projects failed" in done.stderr
     import pandas as pd
 
     frame = pd.read_csv(tmp_path / "out.csv")

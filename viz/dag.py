@@ -39,5 +39,5 @@ def dag_digraph(dr):
 
 
 def write_dag(dr, output: str | Path) -> tuple[Path, str | None]:
-    """Write the diagram of ``dr`` to ``output`` (format from its suffix); (path written, note)."""
+    """Write the diagram of ``dr`` to ``output`` (format from its suffix), atomically; (path written, note)."""
     return write_digraph(dag_digraph(dr), output)

@@ -40,5 +40,5 @@ def lineage_digraph(graph) -> graphviz.Digraph:
 
 
 def write_lineage(graph, output: str | Path) -> tuple[Path, str | None]:
-    """Write the lineage diagram to ``output`` (format from its suffix); (path written, note)."""
-    return write_digraph(lineage_digraph(graph), output)
+    """Write the lineage diagram to ``output`` (format from its suffix), atomically; (path written, note)."""
+    return write_digraph(lineage_digraph(graph), output, option="--lineage")

@@ -1,0 +1,339 @@
+"""The CLI never loses output and never shows a traceback: the real command in a subprocess
+against /dev/full, a closed pipe, Ctrl-C during a stalled URL fetch, a file size limit; plus
+atomic writes, the missing-folder rule, batch failures, and the newcomer options."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import http.server
+import io
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import DEMO, REPO, local_http_server, write_project
+
+CLI = [sys.executable, "-m", "ctxengine"]
+INTERRUPTED = "ctxengine: interrupted"
+
+
+def _env() -> dict:
+    return dict(os.environ, HAMILTON_AUTOLOAD_EXTENSIONS="0")
+
+
+def _default_sigint() -> None:
+    """In the child: Ctrl-C raises KeyboardInterrupt even when the test runner ignores SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def run_cli(*args: str, cwd: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
+    kwargs.setdefault("capture_output", True)
+    return subprocess.run([*CLI, *args], cwd=cwd, text=True, env=_env(), timeout=120, **kwargs)
+
+
+def one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------- stdout closed or full
+
+
+def test_stdout_to_dev_full_is_one_line_and_exit_1():
+    with open("/dev/full", "w") as full:
+        done = run_cli("build", "--request", "x", stdout=full, stderr=subprocess.PIPE, capture_output=False)
+    assert done.returncode == 1
+    assert one_line(done.stderr) == "ctxengine: error: cannot write to stdout (No space left on device)"
+
+
+def test_help_to_dev_full_is_one_line_and_exit_1():
+    with open("/dev/full", "w") as full:
+        done = run_cli("build", "--help", stdout=full, stderr=subprocess.PIPE, capture_output=False)
+    assert done.returncode == 1
+    assert "No space left on device" in one_line(done.stderr)
+
+
+def test_closed_pipe_is_one_line_and_no_traceback():
+    proc = subprocess.Popen([*CLI, "build", "--request", "x", "--format", "json"], env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader went away before anything was written (like `| head -c 10`)
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1
+    assert one_line(stderr) == "ctxengine: error: stdout was closed before all the output was written"
+
+
+# ----------------------------------------------------------------------------- Ctrl-C
+
+
+class _Stall(http.server.BaseHTTPRequestHandler):
+    """Answers nothing until released: a build that fetches from it is busy until Ctrl-C."""
+
+    started = threading.Event()
+    release = threading.Event()
+
+    def do_GET(self):  # noqa: N802
+        type(self).started.set()
+        type(self).release.wait(60)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/markdown")
+            self.end_headers()
+            self.wfile.write(b"# Late\n")
+        except OSError:
+            pass  # the client is gone
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def stalled_project(tmp_path):
+    """(project whose reference URL stalls, the --set options that allow and wait for it)."""
+    _Stall.started.clear()
+    _Stall.release.clear()
+    with local_http_server(_Stall) as url:
+        project = write_project(tmp_path / "slow", {".planning/config.json": {"references": {"project": [f"{url}/doc.md"]}}})
+        sets = ["--set", "trust.allowPrivateUrls=true", "--set", "references.urlTimeout=60",
+                "--set", "trust.urlConnectTimeout=60", "--set", "trust.buildDeadline=60"]
+        try:
+            yield project, sets
+        finally:
+            _Stall.release.set()
+
+
+def _interrupt_when_fetching(args: list[str]) -> tuple[int, str]:
+    proc = subprocess.Popen([*CLI, *args], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
+    try:
+        assert _Stall.started.wait(90), "the CLI never fetched the stalled URL"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, stderr
+
+
+def test_ctrl_c_during_a_build_exits_130_with_one_line(stalled_project):
+    project, sets = stalled_project
+    code, stderr = _interrupt_when_fetching(["build", str(project), "--request", "x", *sets])
+    assert code == 130
+    assert one_line(stderr) == INTERRUPTED
+
+
+def test_ctrl_c_during_a_batch_keeps_the_finished_rows(stalled_project, tmp_path):
+    project, sets = stalled_project
+    out = tmp_path / "runs.csv"
+    code, stderr = _interrupt_when_fetching(["batch", str(DEMO), str(project), "--request", "x", *sets, "-o", str(out)])
+    assert code == 130
+    assert one_line(stderr) == INTERRUPTED
+    rows = list(csv.DictReader(out.open()))
+    assert [Path(r["project_dir"]).name for r in rows] == ["demo"]
+    assert rows[0]["error"] == "" and int(rows[0]["total_tokens"]) > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "slow"]  # no temporary file left
+
+
+# ----------------------------------------------------------------------------- atomic output, one folder rule
+
+
+def _limit_file_size() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
+
+
+def test_a_failed_write_leaves_the_old_output_intact(tmp_path):
+    out = tmp_path / "out.json"
+    assert run_cli("build", "--request", "x", "--format", "json", "-o", str(out)).returncode == 0
+    old = out.read_bytes()
+    assert len(old) > 2000
+    done = run_cli("build", "--request", "y", "--format", "json", "-o", str(out), preexec_fn=_limit_file_size)
+    assert done.returncode == 1
+    line = one_line(done.stderr)
+    assert str(out) in line and "File too large" in line and "the old file is unchanged" in line
+    assert out.read_bytes() == old
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+@pytest.mark.parametrize("args", [
+    ("build", "--request", "x", "-o", "{missing}/out.md"),
+    ("build", "--request", "x", "--lineage", "{missing}/lineage.dot"),
+    ("dag", "-o", "{missing}/dag.dot"),
+    ("batch", str(DEMO), "--request", "x", "-o", "{missing}/runs.csv"),
+])
+def test_a_missing_output_folder_is_refused_the_same_everywhere(tmp_path, args):
+    missing = tmp_path / "no" / "such"
+    done = run_cli(*(a.format(missing=missing) for a in args))
+    assert done.returncode == 2
+    line = one_line(done.stderr)
+    assert f"the folder '{missing}' does not exist" in line and "create it first" in line
+    assert not (tmp_path / "no").exists()
+
+
+def test_atomic_output_keeps_the_mode_and_cleans_up(tmp_path):
+    from ctxengine.viz.output import atomic_output, write_atomic
+
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    target.chmod(0o640)
+    write_atomic(target, "new")
+    assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o640
+    with pytest.raises(RuntimeError):
+        with atomic_output(target) as fh:
+            fh.write("half")
+            raise RuntimeError("boom")
+    assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_output(target, keep_on_interrupt=True) as fh:
+            fh.write("row 1\n")
+            raise KeyboardInterrupt
+    assert target.read_text() == "row 1\n" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+# ----------------------------------------------------------------------------- batch
+
+
+def test_batch_with_a_broken_project_exits_1_with_a_summary(tmp_path):
+    broken = write_project(tmp_path / "broken", {".planning/config.json": "{not json"})
+    done = run_cli("batch", str(DEMO), str(broken), "--request", "x")
+    assert done.returncode == 1
+    assert one_line(done.stderr) == "ctxengine: 1 of 2 projects failed (the error column says why)"
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert [Path(r["project_dir"]).name for r in rows] == ["demo", "broken"]
+    assert rows[0]["error"] == ""
+    assert rows[1]["error"].startswith("ConfigError: ") and "config.json:1:" in rows[1]["error"]
+
+
+def test_batch_columns_are_the_run_record():
+    from ctxengine.batch import RECORD_COLUMNS, build_record
+
+    assert tuple(build_record(DEMO, "x")) == RECORD_COLUMNS
+
+
+def test_batch_all_good_exits_0():
+    done = run_cli("batch", str(DEMO), "--request", "x")
+    assert done.returncode == 0, done.stderr
+    assert one_line(done.stderr) == "ctxengine: 1 projects built"
+
+
+# ----------------------------------------------------------------------------- errors and --debug
+
+
+def test_bad_config_has_a_traceback_only_with_debug(tmp_path):
+    project = write_project(tmp_path, {".planning/config.json": {"budget": {"maxTokens": "many"}}})
+    plain = run_cli("build", str(project), "--request", "x")
+    assert plain.returncode == 2 and "Traceback" not in plain.stderr and "budget.maxTokens" in plain.stderr
+    debug = run_cli("--debug", "build", str(project), "--request", "x")
+    assert debug.returncode == 2 and "Traceback" in debug.stderr
+    after = run_cli("build", "--debug", str(project), "--request", "x")  # --debug after the command too
+    assert after.returncode == 2 and "Traceback" in after.stderr
+
+
+def test_an_unexpected_error_is_one_line_unless_debug():
+    # a list of numbers where section titles belong is not validated by the config stage (yet)
+    args = ("build", "--request", "x", "--set", "truncation.requiredSections=[1]")
+    done = run_cli(*args)
+    if done.returncode == 2:
+        pytest.skip("the config stage now refuses this value (exit 2): find another unexpected error")
+    assert done.returncode == 1
+    line = one_line(done.stderr)
+    assert line.startswith("ctxengine: internal error: TypeError: ")
+    assert line.endswith("(run with --debug for the traceback)")
+    debug = run_cli("--debug", *args)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_api_wrong_types_name_the_argument():
+    import ctxengine
+
+    with pytest.raises(TypeError, match=r"^request must be str, not NoneType"):
+        ctxengine.build_context(DEMO, None)
+    with pytest.raises(TypeError, match=r"^project_dir must be str or PathLike or None, not int"):
+        ctxengine.build_context(3, "x")
+    with pytest.raises(TypeError, match=r"^overrides must be Mapping or None, not list"):
+        ctxengine.build_context(DEMO, "x", overrides=[("budget.maxTokens", 1)])
+
+
+# ----------------------------------------------------------------------------- newcomer polish
+
+
+def test_version_comes_from_the_package_metadata():
+    from importlib import metadata
+
+    done = run_cli("--version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"ctxengine {metadata.version('ctxengine')}"
+
+
+def test_every_option_of_every_command_has_help():
+    from ctxengine.cli import _parser
+
+    missing = []
+    parsers = [("ctxengine", _parser())]
+    while parsers:
+        name, parser = parsers.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend((f"{name} {sub}", p) for sub, p in action.choices.items())
+            if not action.help or action.help == argparse.SUPPRESS:
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+    assert missing == []
+
+
+def test_an_empty_request_is_a_warning():
+    done = run_cli("build")
+    assert done.returncode == 0
+    assert ("ctxengine: warning: no request given: the context has no user request; "
+            "use --request TEXT or --request-file FILE") in done.stderr.splitlines()
+    assert "no request given" not in run_cli("build", "--request", "x").stderr
+
+
+def test_config_explain_is_in_aligned_columns():
+    done = run_cli("config", "--explain", "--set", "budget.softLimit=0.7")
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == ["KEY", "VALUE", "ORIGIN"]
+    value_at, origin_at = header.index("VALUE"), header.index("ORIGIN")
+    assert len(rows) > 40
+    for row in rows:
+        assert row[value_at - 2:value_at] == "  " and row[value_at] != " ", row
+        assert row[origin_at - 2:origin_at] == "  " and row[origin_at] != " ", row
+    by_key = {row.split()[0]: row for row in rows}
+    assert by_key["budget.softLimit"][origin_at:] == "override"
+    assert by_key["outputInstructions"][value_at:origin_at].rstrip().endswith("...")
+
+
+def test_phase_number_is_an_override_named_in_the_provenance():
+    done = run_cli("config", "--explain", "--phase-number", "12", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    rows = {row["key"]: row for row in json.loads(done.stdout)}
+    assert rows["state.gsdPhase"]["value"] == "12"
+    assert rows["state.gsdPhase"]["origin"] == "override (--phase-number)"
+    bad = run_cli("build", "--phase-number", "twelve")
+    assert bad.returncode == 2 and "is not a phase number" in bad.stderr
+
+
+def test_example_names_the_choices_and_excludes_a_project_dir(tmp_path):
+    done = run_cli("build", "--request", "x", "--example", "nosuch")
+    assert done.returncode == 2
+    assert "--example 'nosuch'" in one_line(done.stderr) and "choose one of: demo" in done.stderr
+    both = run_cli("build", str(tmp_path), "--request", "x", "--example", "demo")
+    assert both.returncode == 2 and "not both" in both.stderr
+    demo = run_cli("build", "--request", "x", "--example", "demo")
+    assert demo.returncode == 0 and demo.stdout == run_cli("build", "--request", "x").stdout
+
+
+def test_example_gsd_builds():
+    if not (REPO / "examples" / "gsd").is_dir():
+        pytest.skip("examples/gsd is not in this checkout yet (another branch adds it)")
+    done = run_cli("build", "--example", "gsd", "--request", "What is the next task?")
+    assert done.returncode == 0, done.stderr
+    assert "# User Request" in done.stdout
