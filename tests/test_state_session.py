@@ -189,6 +189,39 @@ def test_a_bare_blank_line_separates_two_user_messages():
     assert [r.messages[0].content for r in history.rounds] == ["/add a.py", "now edit it"]
 
 
+@pytest.mark.parametrize("text", ["####\n", "hi\n####", "####\n####\n\n####", "# aider chat started at x\n####\n"])
+def test_an_empty_user_line_alone_makes_no_round(text):
+    history = S.parse_session(text, "x.aider.chat.history.md")
+    assert all(r.messages for r in history.rounds)
+    assert [r.index for r in history.rounds] == list(range(1, len(history.rounds) + 1))
+
+
+def test_an_empty_user_line_keeps_the_reply_that_follows():
+    text = "#### first\nok\n####\nreply to nothing\n#### second\ndone\n"
+    history = S.parse_session(text, "x.aider.chat.history.md")
+    assert [[(m.role, m.content) for m in r.messages] for r in history.rounds] == [
+        [("user", "first"), ("assistant", "ok")],
+        [("assistant", "reply to nothing")],
+        [("user", "second"), ("assistant", "done")],
+    ]
+    assert history.rounds[1].lines == (4, 4)
+    assert "(no user request)" in S.round_summary(history.rounds[1])
+
+
+def test_deeply_nested_json_line_is_skipped_with_a_warning(tmp_path):
+    deep = '{"role": "user", "content": ' + "[" * 1000 + "]" * 1000 + "}"
+    log = tmp_path / "session.log"
+    log.write_text(_jsonl({"role": "user", "content": "hi"}, deep, "[" * 100000,
+                          {"role": "assistant", "content": "hello"}, {"role": ["user"], "content": "x"},
+                          {"role": "user", "content": "again", "round": {"n": 1}}))
+    history = S.parse_session(log.read_text(), str(log))
+    assert [(m.role, m.content) for r in history.rounds for m in r.messages] == [
+        ("user", "hi"), ("assistant", "hello"), ("user", "again")]
+    assert [w.split(": ", 1)[0] for w in history.warnings] == [f"{log}:{n}" for n in (2, 3, 5, 6)]
+    assert "nested too deeply" in history.warnings[0] and "nested too deeply" in history.warnings[1]
+    assert "'role' must be one of" in history.warnings[2] and "'round' must be a number" in history.warnings[3]
+
+
 def _naive_round_count(text: str) -> int:
     """An independent, line-by-line count of aider rounds: runs of '#### ' lines."""
     count, previous, blank = 0, None, False

@@ -142,6 +142,21 @@ def test_unsupported_or_bad_tags(template):
         render(template, {}, name="t")
 
 
+def test_sections_nested_past_the_limit_name_template_and_line():
+    deep = "intro\n" + "{{#a}}" * 5000 + "x" + "{{/a}}" * 5000
+    with pytest.raises(TemplateError, match=r"'deep.md', line 2: sections nested more than 100 deep"):
+        render(deep, {"a": True}, name="deep.md")
+    limit = "{{#a}}" * 100 + "x" + "{{/a}}" * 100
+    assert render(limit, {"a": True}) == "x"  # up to the limit renders
+
+
+def test_list_sections_nested_in_each_other_stop_with_a_template_error():
+    template = "{{#a}}" * 25 + "x" + "{{/a}}" * 25  # 2**25 passes over a two-item list
+    with pytest.raises(TemplateError, match=r"'t': sections repeat more than"):
+        render(template, {"a": [1, 2]}, name="t")
+    assert render("{{#a}}{{#a}}x{{/a}}{{/a}}", {"a": [1, 2]}) == "xxxx"
+
+
 def test_compiled_templates_are_cached():
     text = "cached {{x}}"
     assert compile_template(text, "c") is compile_template(text, "c")

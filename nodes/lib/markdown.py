@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..types import CtxEngineError
 from .yamlio import YAMLError, load_yaml
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
@@ -13,7 +14,7 @@ _FENCE_LINE = re.compile(r"^[ \t]*(```|~~~)")
 _HEADING_LINE = re.compile(r"^( {0,3})(#{1,6})([ \t].*|)$")
 
 
-class FrontmatterError(ValueError):
+class FrontmatterError(CtxEngineError, ValueError):
     """YAML frontmatter that does not parse; ``line`` is 1-based in the whole file."""
 
     def __init__(self, message: str, line: int | None):
@@ -44,6 +45,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int]:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else None
         raise FrontmatterError(f"frontmatter is not valid YAML: {getattr(exc, 'problem', exc)}", line) from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # YAML that scans but whose values do not construct (a date like 2021-13-45, !!int 0x_)
+        raise FrontmatterError(f"frontmatter has a value YAML cannot read ({exc}); quote it", 2) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

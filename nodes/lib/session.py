@@ -106,6 +106,51 @@ def _normalise_call(call: Any, fallback_id: str) -> dict | None:
     return {"id": str(call_id), "name": str(name), "arguments": arguments}
 
 
+def _message_of(raw: str, number: int, path: str, warnings: list[str]) -> tuple[Any, Message | None]:
+    """(its ``round`` value, its Message) of one log line; None, with a warning, for a bad line."""
+    try:
+        obj = json.loads(raw)
+    except ValueError as exc:
+        msg = getattr(exc, "msg", str(exc))
+        warnings.append(f"{path}:{number}: malformed JSON line skipped ({msg})")
+        return None, None
+    if not isinstance(obj, dict):
+        warnings.append(f"{path}:{number}: not a JSON object; line skipped")
+        return None, None
+    role = obj.get("role")
+    if not isinstance(role, str) or role not in _ROLES:
+        warnings.append(
+            f"{path}:{number}: 'role' must be one of user, assistant, tool, system (got {role!r}); line skipped"
+        )
+        return None, None
+    round_key = obj.get("round")
+    if isinstance(round_key, (list, dict)):
+        warnings.append(f"{path}:{number}: 'round' must be a number or a string; ignored")
+        round_key = None
+    calls = ()
+    raw_calls = obj.get("tool_calls") or ()
+    if raw_calls and not isinstance(raw_calls, list):
+        warnings.append(f"{path}:{number}: 'tool_calls' must be a list; calls ignored")
+        raw_calls = ()
+    if raw_calls:
+        normalised = [_normalise_call(c, f"L{number}.{i}") for i, c in enumerate(raw_calls, 1)]
+        if any(c is None for c in normalised):
+            warnings.append(f"{path}:{number}: a tool call that is not an object was ignored")
+        calls = tuple(c for c in normalised if c is not None)
+    call_id = obj.get("call_id", obj.get("tool_call_id"))
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+    message = Message(
+        role=role,
+        content=_text_of(obj.get("content")),
+        round=0,  # set by parse_jsonl, once rounds are numbered
+        line=number,
+        tool_calls=calls,
+        call_id=None if call_id is None else str(call_id),
+        usage=usage,
+    )
+    return round_key, message
+
+
 def parse_jsonl(text: str, path: str) -> SessionHistory:
     """Rounds of a JSON Lines session log; bad lines become warnings with their line number.
 
@@ -118,55 +163,29 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
     current_key: Any = object()
     auto = 0
     lines = text.split("\n")
-    loads = json.loads
     for number, raw in enumerate(lines, 1):
         if not raw or raw.isspace():
             continue
+        line_warnings: list[str] = []
         try:
-            obj = loads(raw)
-        except ValueError as exc:
-            msg = getattr(exc, "msg", str(exc))
-            warnings.append(f"{path}:{number}: malformed JSON line skipped ({msg})")
+            round_key, message = _message_of(raw, number, path, line_warnings)
+        except RecursionError:  # json.loads / json.dumps of a value nested ~1000 levels deep
+            warnings.append(f"{path}:{number}: JSON nested too deeply to read; line skipped "
+                            "(a session message needs no more than a few levels of nesting)")
             continue
-        if not isinstance(obj, dict):
-            warnings.append(f"{path}:{number}: not a JSON object; line skipped")
+        warnings.extend(line_warnings)
+        if message is None:
             continue
-        role = obj.get("role")
-        if role not in _ROLES:
-            warnings.append(
-                f"{path}:{number}: 'role' must be one of user, assistant, tool, system (got {role!r}); line skipped"
-            )
-            continue
-        calls = ()
-        raw_calls = obj.get("tool_calls") or ()
-        if raw_calls and not isinstance(raw_calls, list):
-            warnings.append(f"{path}:{number}: 'tool_calls' must be a list; calls ignored")
-            raw_calls = ()
-        if raw_calls:
-            normalised = [_normalise_call(c, f"L{number}.{i}") for i, c in enumerate(raw_calls, 1)]
-            if any(c is None for c in normalised):
-                warnings.append(f"{path}:{number}: a tool call that is not an object was ignored")
-            calls = tuple(c for c in normalised if c is not None)
-        call_id = obj.get("call_id", obj.get("tool_call_id"))
-        key = obj.get("round")
+        role = message.role
+        key = round_key
         if key is None:
             if role == "user":
                 auto += 1
                 key = ("auto", auto)
             else:
                 key = current_key
-        usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
-        message = Message(
-            role=role,
-            content=_text_of(obj.get("content")),
-            round=0,  # set below, once rounds are numbered
-            line=number,
-            tool_calls=calls,
-            call_id=None if call_id is None else str(call_id),
-            usage=usage,
-        )
         if not groups or key != current_key:
-            if role == "user" and groups and obj.get("round") is None and all(m.role != "user" for m in groups[-1]):
+            if role == "user" and groups and round_key is None and all(m.role != "user" for m in groups[-1]):
                 current_key = key  # lead-in messages (a system prompt) join the first request's round
             else:
                 groups.append([])
@@ -295,7 +314,8 @@ def parse_aider(text: str, path: str) -> SessionHistory:
             ends[-1] = last
 
     rounds = []
-    for index, (group, end) in enumerate(zip(groups, ends), 1):
+    kept = [(group, end) for group, end in zip(groups, ends) if group]  # an empty `####` with no reply: no round
+    for index, (group, end) in enumerate(kept, 1):
         messages = tuple([Message(role, body, index, first) for role, body, first in group])
         begin = next((m.line for m in messages if m.role == "user"), messages[0].line)
         rounds.append(Round(index=index, messages=messages, lines=(begin, end)))

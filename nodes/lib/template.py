@@ -30,6 +30,8 @@ _VAR, _RAW, _SECTION, _INVERTED, _IF = "var", "raw", "section", "inverted", "if"
 _OPENERS = {"#": _SECTION, "^": _INVERTED, "?": _IF}
 _STANDALONE_SIGILS = frozenset(("#", "^", "?", "/", "!"))
 _BLANK_RUN = re.compile(r"\n{3,}")
+MAX_NESTING = 100  # sections inside sections; rendering recurses once per level
+MAX_REPEATS = 1_000_000  # section passes in one rendering (lists nested in lists multiply)
 
 
 class _Literal(str):
@@ -54,7 +56,11 @@ class Template:
         if escape not in ESCAPES:
             raise ValueError(f"escape must be one of {', '.join(ESCAPES)}, not {escape!r}")
         out: list[str] = []
-        _render_nodes(self.tree, [data], out, escape == "html")
+        budget = [MAX_REPEATS]
+        _render_nodes(self.tree, [data], out, escape == "html", budget)
+        if budget[0] < 0:
+            raise TemplateError(f"template {self.name!r}: sections repeat more than {MAX_REPEATS} times "
+                                "(a list section nested in another?); nest fewer list sections")
         return "".join(_squeezed(out) if squeeze else out)
 
 
@@ -147,6 +153,9 @@ def _parse(text: str, name: str) -> tuple:
             raise _error(name, text, start, f"{kind} ({{{{{sigil} ...}}}}) are not supported")
         parts = _name_parts(tag_name, name, text, start)
         if sigil in _OPENERS:
+            if len(frames) > MAX_NESTING:
+                raise _error(name, text, start, f"sections nested more than {MAX_NESTING} deep "
+                             f"(at {{{{{sigil}{tag_name}}}}}); close sections sooner or flatten the template")
             frames.append((_OPENERS[sigil], tag_name, start, []))
         elif sigil == "/":
             kind, open_name, open_pos, children = frames.pop() if len(frames) > 1 else (None, None, 0, [])
@@ -201,7 +210,9 @@ def _text_of(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _render_nodes(nodes: tuple, stack: list, out: list, html: bool) -> None:
+def _render_nodes(nodes: tuple, stack: list, out: list, html: bool, budget: list) -> None:
+    """Append the rendering of ``nodes`` to ``out``; ``budget[0]`` counts down section passes
+    and below zero rendering stops (the caller raises)."""
     for node in nodes:
         if node.__class__ is _Literal:
             out.append(node)
@@ -211,23 +222,25 @@ def _render_nodes(nodes: tuple, stack: list, out: list, html: bool) -> None:
         if kind is _VAR:
             text = _text_of(value)
             out.append(html_escape(text) if html and text else str(text))
-        elif kind is _RAW:
-            out.append(str(_text_of(value)))
-        elif kind is _INVERTED:
-            if not value:
-                _render_nodes(children, stack, out, html)
-        elif not value:
             continue
-        elif kind is _IF:
-            _render_nodes(children, stack, out, html)
+        if kind is _RAW:
+            out.append(str(_text_of(value)))
+            continue
+        if (not value) is not (kind is _INVERTED):
+            continue
+        budget[0] -= len(value) if kind is _SECTION and isinstance(value, (list, tuple)) else 1
+        if budget[0] < 0:
+            return
+        if kind is not _SECTION:
+            _render_nodes(children, stack, out, html, budget)
         elif isinstance(value, (list, tuple)):
             for item in value:
                 stack.append(item)
-                _render_nodes(children, stack, out, html)
+                _render_nodes(children, stack, out, html, budget)
                 stack.pop()
         else:
             stack.append(value)
-            _render_nodes(children, stack, out, html)
+            _render_nodes(children, stack, out, html, budget)
             stack.pop()
 
 

