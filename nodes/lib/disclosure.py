@@ -275,18 +275,22 @@ def merge_rules(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict:
     out = {key: value for key, value in base.items()}
     for key in ("modes", "phases"):
         if key in over:
-            merged = dict(base.get(key) or {})
-            merged.update(over.get(key) or {})
-            out[key] = merged
+            mine, theirs = base.get(key) or {}, over.get(key)
+            both = isinstance(mine, Mapping) and isinstance(theirs, Mapping)
+            out[key] = {**mine, **theirs} if both else theirs  # parse_rules names a wrong shape
     if "triggers" in over:
-        by_name = {str(t.get("name")): t for t in base.get("triggers") or [] if isinstance(t, Mapping)}
-        order = list(by_name)
-        for trigger in over.get("triggers") or []:
-            name = str(trigger.get("name")) if isinstance(trigger, Mapping) else repr(trigger)
-            if name not in by_name:
-                order.append(name)
-            by_name[name] = trigger
-        out["triggers"] = [by_name[name] for name in order]
+        theirs = over.get("triggers")
+        if not isinstance(theirs, list):
+            out["triggers"] = theirs  # parse_rules names the wrong shape
+        else:
+            by_name = {str(t.get("name")): t for t in base.get("triggers") or [] if isinstance(t, Mapping)}
+            order = list(by_name)
+            for trigger in theirs:
+                name = str(trigger.get("name")) if isinstance(trigger, Mapping) else repr(trigger)
+                if name not in by_name:
+                    order.append(name)
+                by_name[name] = trigger
+            out["triggers"] = [by_name[name] for name in order]
     if "state" in over:
         out["state"] = over["state"]
     return out
@@ -302,18 +306,37 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
+def _mapping(value: Any, where: str, shape: str) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where} must be a mapping of {shape}, got {_shown(value)}")
+    return value
+
+
+def _sequence(value: Any, where: str, shape: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"{where} must be a list of {shape}, got {_shown(value)}")
+    return value
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def parse_rules(data: Any, source: str) -> DisclosureRules:
     """Validate the rules mapping; a ConfigError names the file and the key to fix."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: the top level must be a mapping with modes, triggers, phases, state")
     state = _strings(data.get("state"), f"{source}: key 'state'")
     modes: dict[str, tuple[ModeRule, ...]] = {}
-    for mode, entries in (data.get("modes") or {}).items():
+    for mode, entries in _mapping(data.get("modes"), f"{source}: key 'modes'", "mode -> rules").items():
         where = f"{source}: key 'modes.{mode}'"
-        if not isinstance(entries, list):
-            raise ConfigError(f"{where} must be a list of {{name, load}} rules")
         rules = []
-        for index, entry in enumerate(entries):
+        for index, entry in enumerate(_sequence(entries, where, "{name, load} rules")):
             if isinstance(entry, str):
                 entry = {"name": entry, "load": [entry]}
             if not isinstance(entry, Mapping):
@@ -324,7 +347,7 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
             rules.append(ModeRule(str(entry.get("name") or load[0]), load))
         modes[str(mode)] = tuple(rules)
     triggers = []
-    for index, entry in enumerate(data.get("triggers") or []):
+    for index, entry in enumerate(_sequence(data.get("triggers"), f"{source}: key 'triggers'", "trigger rules")):
         where = f"{source}: key 'triggers[{index}]'"
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{where} must be a mapping with name, keywords or paths, and load")
@@ -339,7 +362,7 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
             raise ConfigError(f"{where} needs 'load' globs and 'keywords' or 'paths' to fire on")
         triggers.append(TriggerRule(str(entry.get("name") or f"trigger {index}"), load, keywords, paths, where_in))
     phases: dict[str, tuple[PhaseEntry, ...]] = {}
-    for phase, spec in (data.get("phases") or {}).items():
+    for phase, spec in _mapping(data.get("phases"), f"{source}: key 'phases'", "phase -> manifest").items():
         where = f"{source}: key 'phases.{phase}'"
         if str(phase) not in PHASES:
             raise ConfigError(f"{where}: unknown phase {phase!r}; GSD phases are {', '.join(PHASES)}")
@@ -347,7 +370,7 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
             raise ConfigError(f"{where} must be a mapping with 'required' and 'optional' lists")
         entries = []
         for kind in ("required", "optional"):
-            for index, item in enumerate(spec.get(kind) or []):
+            for index, item in enumerate(_sequence(spec.get(kind), f"{where}.{kind}", "globs")):
                 if isinstance(item, str):
                     item = {"glob": item}
                 if not isinstance(item, Mapping) or not isinstance(item.get("glob"), str):
