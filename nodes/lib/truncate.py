@@ -1312,15 +1312,25 @@ def _with_change(state: TruncationState, section, reduced: Reduced | None, step:
                    removed=removed, pristine=state.pristine - {key})
 
 
+def priority_frontier(state: TruncationState) -> int | None:
+    """The lowest priority of the sections that still have tokens to give (present and not
+    immutable, in any pool); None when there is none. Every step acts only at this priority:
+    a higher priority waits until every section of a lower one is gone."""
+    return min((s.priority for s in state.sections if s.tier != "immutable" and state.tokens.get(s.key, 0) > 0),
+               default=None)
+
+
 def _candidates(state: TruncationState, scope: str, wanted: Callable[[Any], bool]) -> list:
-    """Sections a step may act on, in cut order: pools over their share first (only those
-    when ``scope`` is "pools"), then lowest priority first, ties in render order."""
+    """Sections a step may act on now, in cut order: those at the priority frontier (see
+    :func:`priority_frontier`), pools over their share first (only those when ``scope`` is
+    "pools"), ties in render order. Pools shape how much each section of one priority gives,
+    never the order across priorities."""
+    level = priority_frontier(state)
     debts = state.pool_debts()
-    chosen = [s for s in state.sections if s.tier != "immutable" and wanted(s)]
+    chosen = [s for s in state.sections if s.tier != "immutable" and s.priority == level and wanted(s)]
     if scope == "pools":
         chosen = [s for s in chosen if s.pool in debts]
-    order = cut_order([(s.pool, s.priority) for s in chosen], {p: 0 for p in debts} | {
-        s.pool: 1 for s in chosen if s.pool not in debts})
+    order = sorted(range(len(chosen)), key=lambda i: (0 if chosen[i].pool in debts else 1, i))
     return [chosen[i] for i in order]
 
 
@@ -1365,16 +1375,33 @@ def _why(state: TruncationState, section, scope: str, what: str) -> str:
             f"priority {section.priority} ({section.tier})")
 
 
-def _step(state: TruncationState, scope: str, wanted, act) -> TruncationState:
-    """Run ``act`` over the candidates while the context is over its target."""
-    for section in _candidates(state, scope, wanted):
-        if state.need <= 0:
+def _step(state: TruncationState, scope: str, wanted, act, exhaust: bool = False) -> TruncationState:
+    """Run ``act`` over the candidates at the priority frontier while the context is over its
+    target, each given its part of the room (:func:`summary_parts`: sections of one priority
+    share the cut by size). When they are all gone the next priority follows; while one is
+    left, higher priorities wait, so the step stops there (``exhaust``, the last step: it
+    takes the whole room from them, one after the other, until the target is met)."""
+    split = True
+    for _ in range(4 * len(state.sections) + 4):
+        candidates = _candidates(state, scope, wanted)
+        if state.need <= 0 or not candidates:
             break
-        current = next((s for s in state.sections if s.key == section.key), None)
-        room = _room(state, current, scope) if current is not None else 0
-        if room <= 0:
-            continue
-        state = act(state, current, room)
+        level, total = priority_frontier(state), state.total
+        parts = summary_parts(state, candidates, scope) if split and len(candidates) > 1 else {}
+        for section in candidates:
+            if state.need <= 0:
+                break
+            current = next((s for s in state.sections if s.key == section.key), None)
+            room = _room(state, current, scope) if current is not None else 0
+            room = min(room, parts.get(section.key, room))
+            if room <= 0:
+                continue
+            state = act(state, current, room)
+        if priority_frontier(state) != level:
+            continue  # that priority is gone: the next one may give
+        if not exhaust or (not split and state.total >= total):
+            break
+        split = False
     return state
 
 
@@ -1382,7 +1409,7 @@ def drop_discardable(state: TruncationState, scope: str, step: str) -> Truncatio
     """Discardable sections dropped, lowest priority first, while over the target."""
     def act(st, section, room):
         return _with_change(st, section, None, step, _why(st, section, scope, "discardable: dropped without a summary"))
-    return _step(state, scope, lambda s: s.tier == "discardable", act)
+    return _step(state, scope, lambda s: s.tier == "discardable", act, exhaust=True)
 
 
 def head_cut_deprecated(state: TruncationState, scope: str, step: str, strategies: Mapping[str, Strategy],
@@ -1405,16 +1432,16 @@ def compact_histories(state: TruncationState, scope: str, step: str, strategies:
 
 def summarize_summarizable(state: TruncationState, scope: str, step: str, strategies: Mapping[str, Strategy],
                            counter, min_keep: int) -> TruncationState:
-    """Summarizable sections of the middle strategy replaced by a summary, lowest priority
-    first, each summary capped at what the section may keep."""
+    """Summarizable sections of the middle strategy at the priority frontier replaced by a
+    summary, each capped at what the section may keep (its part of the room)."""
     def wanted(s):
         return (s.tier == "summarizable" and not is_history(s) and state.strategies.get(s.key) == "middle"
                 and s.key in state.pristine)
 
-    parts = summary_parts(state, _candidates(state, scope, wanted), scope)
-
     def act(st, section, room):
-        keep = max(min_keep, st.tokens[section.key] - min(room, parts.get(section.key, room)))
+        if section.key not in st.pristine:
+            return st
+        keep = max(min_keep, st.tokens[section.key] - room)
         reduced = strategies["middle"].summarize(section, keep, counter)
         if reduced is None or reduced.tokens >= st.tokens[section.key]:
             return st
@@ -1423,10 +1450,10 @@ def summarize_summarizable(state: TruncationState, scope: str, step: str, strate
 
 
 def summary_parts(state: TruncationState, candidates: Sequence, scope: str) -> dict[str, int]:
-    """How many tokens each section to summarize gives: the room of the step (per pool in the
+    """How many tokens each of ``candidates`` gives: the room of the step (per pool in the
     pools pass) split in proportion to each section's tokens times (100 - its priority), so
-    lower priorities give more but no section is summarized to nothing while another of
-    nearly the same priority stays whole (a summary keeps most where it is short)."""
+    that no section is cut to nothing while another of the same priority stays whole (the
+    steps hand it the sections of one priority, see :func:`_step`)."""
     groups: dict[str, list] = {}
     for section in candidates:
         groups.setdefault(section.pool if scope == "pools" else "", []).append(section)
@@ -1446,7 +1473,8 @@ def cut_summarizable(state: TruncationState, scope: str, step: str, strategies: 
     and where the full text is), lowest priority first; a cut that would leave fewer than
     ``min_keep`` tokens drops the section instead."""
     return _step(state, scope, lambda s: s.tier == "summarizable",
-                 lambda st, s, room: _cut(st, s, room, step, scope, strategies, counter, min_keep, "cut"))
+                 lambda st, s, room: _cut(st, s, room, step, scope, strategies, counter, min_keep, "cut"),
+                 exhaust=scope == "all")
 
 
 def _cut(state: TruncationState, section, room: int, step: str, scope: str, strategies, counter, min_keep: int,
@@ -1460,7 +1488,12 @@ def _cut(state: TruncationState, section, room: int, step: str, scope: str, stra
                             _why(state, section, scope, f"{what}: fewer than {min_keep} tokens would be left, dropped"))
     strategy = strategies[state.strategies.get(section.key, "middle")]
     original = state.originals[section.key]
-    recut = section.key not in state.pristine and _last_action(state, section.key) in ("cut", "compacted")
+    last = _last_action(state, section.key)
+    if strategy.summarizer is not None and not is_history(section) and last in (None, "kept", "summarized"):
+        summary = strategy.summarize(original, keep, counter)  # least loss: a summary of the whole first
+        if summary is not None and summary.tokens <= keep and summary.tokens < tokens:
+            return _with_change(state, section, summary, step, _why(state, section, scope, f"{what}: summarized"))
+    recut = section.key not in state.pristine and last in ("cut", "compacted", "summarized")
     source = original if (recut or is_history(section)) else section
     estimated = section.key not in state.exact
     reduced = strategy.cut(source, keep, counter, state.initial[section.key] if source is original else tokens,
