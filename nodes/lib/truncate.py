@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..types import LedgerEntry, Message, Round
-from .summarize import fact_ids
+from .summarize import closing_fence, fact_ids, open_fence, prose_cut, whole_line_only
 
 # ----------------------------------------------------------------------------- measuring
 
@@ -441,6 +441,12 @@ def cut_text(text: str, keep: int, counter, shape: str = "head", origin: Origin 
         head_end, head_tokens = _prefix_end(text, head_budget, counter)
         tail_start, tail_tokens = _suffix_start(text, tail_budget, counter, floor=head_end)
         head, tail = text[:head_end].rstrip("\n"), text[tail_start:].lstrip("\n")
+        fence = open_fence(head) if head else None
+        if fence is not None:  # a code block cut keeps its fence closed, and opened
+            head += "\n" + closing_fence(fence)
+        fence = open_fence(text[:tail_start]) if tail else None
+        if fence is not None:
+            tail = fence + "\n" + tail
         first_cut = text.count("\n", 0, head_end) + 1
         last_cut = last_line - (text[tail_start:].count("\n") + (0 if text.endswith("\n") else 1)) if tail else last_line
         lines = (first_cut, max(first_cut, last_cut))
@@ -557,19 +563,22 @@ def _longest_suffix(text: str, budget: int, counter, floor: int = 0) -> tuple[in
 
 
 def _token_prefix(text: str, budget: int, counter) -> tuple[int, int]:
-    """(end, tokens): a prefix cut at a token boundary (then back to a space when one is near)."""
-    window = text[: budget * 16 + 64]
+    """(end, tokens): part of the first line, when not even it fits: nothing of a code line,
+    an ``@`` line or a table row (kept whole or not at all); prose up to the last sentence
+    end that fits, else the last whole word."""
+    first = text.split("\n", 1)[0]
+    if whole_line_only(first):
+        return 0, 0
+    window = first[: budget * 16 + 64]
     prefix = counter.decode(counter.encode(window)[:budget]).rstrip("\ufffd")
     while prefix and not window.startswith(prefix):
         prefix = prefix[:-1]
-    space = prefix.rfind(" ")
-    if space > len(prefix) * 0.8:
-        prefix = prefix[:space + 1]
-    count = counter.count(prefix)
-    while count > budget and prefix:
-        prefix = prefix[: len(prefix) - max(1, len(prefix) // 20)]
-        count = counter.count(prefix)
-    return len(prefix), count
+    end = prose_cut(first, len(prefix))
+    count = counter.count(first[:end])
+    while count > budget and end > 0:
+        end = prose_cut(first, end - 1)
+        count = counter.count(first[:end])
+    return end, count
 
 
 # ----------------------------------------------------------------------------- history: graded tail
