@@ -441,12 +441,7 @@ def cut_text(text: str, keep: int, counter, shape: str = "head", origin: Origin 
         head_end, head_tokens = _prefix_end(text, head_budget, counter)
         tail_start, tail_tokens = _suffix_start(text, tail_budget, counter, floor=head_end)
         head, tail = text[:head_end].rstrip("\n"), text[tail_start:].lstrip("\n")
-        fence = open_fence(head) if head else None
-        if fence is not None:  # a code block cut keeps its fence closed, and opened
-            head += "\n" + closing_fence(fence)
-        fence = open_fence(text[:tail_start]) if tail else None
-        if fence is not None:
-            tail = fence + "\n" + tail
+        head, tail = _fenced(head, tail, open_fence(text[:tail_start]) if tail else None)
         first_cut = text.count("\n", 0, head_end) + 1
         last_cut = last_line - (text[tail_start:].count("\n") + (0 if text.endswith("\n") else 1)) if tail else last_line
         lines = (first_cut, max(first_cut, last_cut))
@@ -458,6 +453,20 @@ def cut_text(text: str, keep: int, counter, shape: str = "head", origin: Origin 
             break
         slack += result_tokens - keep
     return Cut(result, result_tokens, cut_tokens, lines)
+
+
+def _fenced(head: str, tail: str, tail_fence: str | None) -> tuple[str, str]:
+    """The kept beginning and end of a cut with their code blocks whole: a block the beginning
+    ends inside is closed (or left out when only its opening fence is kept), a block the end
+    starts inside is opened again (or its lone closing fence left out)."""
+    fence = open_fence(head) if head else None
+    if fence is not None:
+        lines = head.split("\n")
+        head = "\n".join(lines[:-1]) if lines[-1] == fence else head + "\n" + closing_fence(fence)
+    if tail_fence is not None:
+        first, _, rest = tail.partition("\n")
+        tail = rest if first.strip() == closing_fence(tail_fence).strip() else tail_fence + "\n" + tail
+    return head, tail
 
 
 def _shape_budgets(shape: str, body: int) -> tuple[int, int]:
