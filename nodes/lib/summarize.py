@@ -25,9 +25,11 @@ Priority orders:
   paths (a/b.py, foo.md) and numbers. When even the top-level headings do not fit, the
   summary is the first lines of the document.
 * headings: frontmatter, headings, the first sentence under each heading.
-* plan (article plan.md): headings and the task count line, in-progress tasks with their
-  detail, pending task lines, other prose, pending detail. Done and cancelled tasks are only
-  counted.
+* plan (article plan.md, the GSD plan section, a GSD PLAN.md), whole lines only: the task
+  count line and in-progress task lines, every task's skeleton (<name>, <files>, <verify>,
+  <done>; Files/Verify/Done lines), pending task lines, action prose, other prose, pending
+  detail, done task lines; @ lines, code blocks and <context> blocks last. Task boxes are read
+  by nodes/lib/plan.py (one parser for the plan stage and this summary).
 * diff: a total line and one ``<status> <path> +n/-m`` line per file.
 """
 

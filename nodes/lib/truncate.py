@@ -1393,12 +1393,13 @@ def _why(state: TruncationState, section, scope: str, what: str) -> str:
             f"priority {section.priority} ({section.tier})")
 
 
-def _step(state: TruncationState, scope: str, wanted, act, exhaust: bool = False) -> TruncationState:
+def _step(state: TruncationState, scope: str, wanted, act, exhaust: bool = False, stuck=None) -> TruncationState:
     """Run ``act`` over the candidates at the priority frontier while the context is over its
     target, each given its part of the room (:func:`summary_parts`: sections of one priority
     share the cut by size). When they are all gone the next priority follows; while one is
     left, higher priorities wait, so the step stops there (``exhaust``, the last step: it
-    takes the whole room from them, one after the other, until the target is met)."""
+    takes the whole room from them, one after the other, until the target is met; a section
+    that cannot be made smaller is then given to ``stuck``, which drops it)."""
     split = True
     for _ in range(4 * len(state.sections) + 4):
         candidates = _candidates(state, scope, wanted)
@@ -1417,8 +1418,12 @@ def _step(state: TruncationState, scope: str, wanted, act, exhaust: bool = False
             state = act(state, current, room)
         if priority_frontier(state) != level:
             continue  # that priority is gone: the next one may give
-        if not exhaust or (not split and state.total >= total):
+        if not exhaust:
             break
+        if not split and state.total >= total:
+            if stuck is None or state.need <= 0:
+                break
+            state = stuck(state, candidates[0])  # nothing smaller to be had: it goes, the next may give
         split = False
     return state
 
@@ -1490,9 +1495,12 @@ def cut_summarizable(state: TruncationState, scope: str, step: str, strategies: 
     """Summarizable sections cut at paragraph or line boundaries (a marker names what was cut
     and where the full text is), lowest priority first; a cut that would leave fewer than
     ``min_keep`` tokens drops the section instead."""
+    def stuck(st, section):
+        return _with_change(st, section, None, step,
+                            _why(st, section, scope, "cut: it could not be made smaller, dropped"))
     return _step(state, scope, lambda s: s.tier == "summarizable",
                  lambda st, s, room: _cut(st, s, room, step, scope, strategies, counter, min_keep, "cut"),
-                 exhaust=scope == "all")
+                 exhaust=scope == "all", stuck=stuck)
 
 
 def _cut(state: TruncationState, section, room: int, step: str, scope: str, strategies, counter, min_keep: int,
