@@ -1,18 +1,23 @@
 """Truncation: when the context does not fit (or should be compacted), cut it down by priority.
 
 The trigger decides whether and to what target (hard: over the available tokens; soft: over
-``budget.softLimit``; requested: ``truncation.compact``). Budget pools (shares of maxTokens)
-decide where the work starts: a pool under its share lends the rest to the buffer, a pool over
-it borrows, and when the buffer is spent the pools over their share are cut first
-(``pool_*`` steps), each by its part of the cut (in proportion to its debt), then everything
-else (the same steps again). Each step is a node and acts only while the context is still over
-its target, least loss first:
+``budget.softLimit``; requested: ``truncation.compact``). Priority decides the order of cuts,
+whatever pool a section is in: every step acts only on the sections of the lowest priority
+that still has tokens to give (the priority frontier), so a higher priority is never reduced
+while a lower one is present. Budget pools (shares of maxTokens) shape how much the sections
+of one priority give: a pool under its share lends the rest to the buffer, a pool over it
+borrows, and when the buffer is spent the pools over their share give first (``pool_*``
+steps), each by its part of the cut (in proportion to its debt), then everything (the same
+steps again). Each step is a node and acts only while the context is still over its target,
+least loss first:
 
     drop discardable -> head-cut deprecated -> compact history -> summarize -> cut
 
-The summarize step splits its room between the sections it summarizes (by size, lower
-priority giving more) rather than summarizing the lowest priority to nothing first; the last
-step gives the tokens left unused back to the reduced sections, highest priority first.
+Sections of one priority share the room of a step by size. The cut step (the last) goes on
+from priority to priority until the target is met; a section it reaches whole is summarized
+first when its summary fits (so the current plan, the last summarizable content to be cut,
+keeps its task list). The last step gives the tokens left unused back to the reduced
+sections, highest priority first.
 
 Strategies are nodes too (``tail_strategy``, ``head_strategy``, ``middle_strategy``), picked
 per section by content kind (``truncation.strategies``) unless ``truncation.strategy`` forces

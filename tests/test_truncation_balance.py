@@ -35,7 +35,7 @@ def _state(sections, target: int, shares: dict) -> t.TruncationState:
 
 def test_pool_quotas_split_the_need_in_proportion_to_the_debts():
     a = _ref("alpha", 60, 30, pool="references")
-    b = _ref("beta", 70, 10, pool="state")
+    b = _ref("beta", 60, 10, pool="state")
     state = _state([a, b], 0, {"references": 100, "state": 100, "buffer": 0})
     ta, tb = state.tokens[a.key], state.tokens[b.key]
     state = t.replace(state, target=(ta + tb) // 2)
@@ -50,7 +50,21 @@ def test_pool_quotas_split_the_need_in_proportion_to_the_debts():
     assert after.tokens[a.key] >= 0.9 * (ta - quotas["references"])  # a summary lands at or a little under its cap
 
 
-def test_summary_parts_spread_the_room_by_size_and_priority():
+def test_a_pool_over_its_share_waits_for_lower_priorities_elsewhere():
+    low = _ref("alpha", 55, 30, pool="references")  # its pool is within its share
+    high = _ref("beta", 70, 30, pool="state")  # its pool is far over
+    state = _state([low, high], 0, {"references": 10 ** 6, "state": 100, "buffer": 0})
+    state = t.replace(state, target=state.total - 300)
+    for scope in ("pools", "all"):
+        after = t.summarize_summarizable(state, scope, f"summarizable_summarized", STRATEGIES, COUNTER, 48)
+        assert after.tokens[high.key] == state.tokens[high.key]  # untouched while the lower one has tokens
+    after = t.cut_summarizable(t.replace(state, target=state.tokens[high.key] - 200), "all", "summarizable_cut",
+                               STRATEGIES, COUNTER, 48)
+    assert low.key not in after.tokens and after.tokens[high.key] < state.tokens[high.key]  # the lower one went first
+    assert [e.section_key for e in after.ledger] == [low.key, high.key]
+
+
+def test_summary_parts_spread_the_room_by_size_within_a_priority():
     low, high = _ref("low", 60, 20), _ref("high", 70, 20)
     state = _state([low, high], 0, {"references": 10, "buffer": 0})
     state = t.replace(state, target=state.total - 1000)
@@ -59,7 +73,13 @@ def test_summary_parts_spread_the_room_by_size_and_priority():
     # same size: the lower priority gives (100 - 60) / (100 - 70) times as much
     assert abs(parts[low.key] / parts[high.key] - 40 / 30) < 0.05
     after = t.summarize_summarizable(state, "all", "summarizable_summarized", STRATEGIES, COUNTER, 48)
-    assert 48 < after.tokens[low.key] < after.tokens[high.key] < state.tokens[high.key]
+    assert after.tokens[low.key] < state.tokens[low.key] and after.tokens[high.key] == state.tokens[high.key]
+    one, two = _ref("one", 60, 20), _ref("two", 60, 10)  # one priority: both give, by size
+    state = _state([one, two], 0, {"references": 10, "buffer": 0})
+    state = t.replace(state, target=state.total - 800)
+    after = t.summarize_summarizable(state, "all", "summarizable_summarized", STRATEGIES, COUNTER, 48)
+    given = {k: state.tokens[k] - after.tokens[k] for k in (one.key, two.key)}
+    assert given[one.key] > given[two.key] > 0 and after.total <= after.target + 20
 
 
 def test_refill_gives_unused_tokens_back_to_a_dropped_deprecated_document():

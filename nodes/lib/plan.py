@@ -1,7 +1,9 @@
 """The article layout's plan (``.planning/plans/current/plan.md``): tasks with a status box.
 
 LAYOUT.md: tasks are list items with a box, ``[x]`` completed, ``[>]`` in progress, ``[ ]``
-pending, ``[-]`` cancelled; indented lines under a task belong to it. In the context an
+pending, ``[-]`` cancelled; indented lines under a task belong to it. ``[~]`` and ``[/]``
+(the "partly done" boxes of other task-list conventions) read as in progress too. This is the
+one task-box parser: :func:`task_boxes` serves the plan stage and the plan summary alike. In the context an
 in-progress or pending task keeps its detail, a completed (or cancelled) one keeps only its
 first line, and a count line says how many tasks are in each state. Pure functions.
 """
@@ -21,7 +23,7 @@ PENDING = "pending"
 CANCELLED = "cancelled"
 STATUSES = (DONE, IN_PROGRESS, PENDING, CANCELLED)
 
-_MARKS = {"x": DONE, "X": DONE, ">": IN_PROGRESS, " ": PENDING, "-": CANCELLED}
+_MARKS = {"x": DONE, "X": DONE, ">": IN_PROGRESS, "~": IN_PROGRESS, "/": IN_PROGRESS, " ": PENDING, "-": CANCELLED}
 _TASK = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[(.)\][ \t]*(.*)$")
 _TASK_ID = re.compile(r"^([A-Za-z]{1,5}-?\d+(?:\.\d+)*)\b[:.)]?")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
@@ -70,6 +72,46 @@ def _indent_width(text: str) -> int:
     return len(text.expandtabs(4)) - len(text.expandtabs(4).lstrip())
 
 
+@dataclass(frozen=True)
+class TaskBox:
+    """A task line of a plan: 0-based index of its line, its indent, box mark, status (None
+    for an unknown mark), text after the box, and the 0-based index of its last line (its
+    detail: the lines after it indented deeper, blank lines between them included)."""
+
+    index: int
+    indent: int
+    mark: str
+    status: str | None
+    text: str
+    end: int
+
+
+def task_boxes(lines: list[str], start: int = 0) -> list[TaskBox]:
+    """Every task line of ``lines`` from ``start`` on, outside code fences, with its extent
+    (nested tasks included, inside the extent of their parent)."""
+    in_fence = False
+    found: list[tuple[int, int, str, str]] = []
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        match = None if in_fence else _TASK.match(line)
+        if match:
+            found.append((i, _indent_width(match.group(1)), match.group(2), match.group(3).strip()))
+    boxes = []
+    for i, indent, mark, rest in found:
+        end = i
+        for j in range(i + 1, len(lines)):
+            if not lines[j].strip():
+                continue
+            if _indent_width(lines[j]) <= indent:
+                break
+            end = j
+        boxes.append(TaskBox(i, indent, mark, _MARKS.get(mark), rest, end))
+    return boxes
+
+
 def parse_plan(text: str, path: str = "plan.md") -> ArticlePlan:
     """Tasks of plan.md, and the plan rendered with completed tasks cut to their first line."""
     lines = text.replace("\r\n", "\n").split("\n")
@@ -84,36 +126,20 @@ def parse_plan(text: str, path: str = "plan.md") -> ArticlePlan:
                 skip_to = i + 1
                 break
 
-    # Pass 1: find the task lines (outside code fences) and the extent of each task.
+    fenced: set[int] = set()  # lines inside code fences (never a title)
     in_fence = False
-    found: list[tuple[int, int, str, str]] = []  # (index, indent, mark, rest)
-    fenced: set[int] = set()
     for i in range(skip_to, len(lines)):
-        line = lines[i]
-        if _FENCE.match(line):
+        if _FENCE.match(lines[i]):
             in_fence = not in_fence
             fenced.add(i)
-            continue
-        if in_fence:
+        elif in_fence:
             fenced.add(i)
-            continue
-        match = _TASK.match(line)
-        if match:
-            found.append((i, _indent_width(match.group(1)), match.group(2), match.group(3).strip()))
 
     tasks: list[PlanTask] = []
     extents: list[tuple[int, int, str]] = []  # (first index, last index, status)
     stack: list[int] = []  # indents of the open tasks, for depth
-    for i, indent, mark, rest in found:
-        end = i
-        for j in range(i + 1, len(lines)):
-            line = lines[j]
-            if not line.strip():
-                continue
-            if _indent_width(line) <= indent:
-                break
-            end = j
-        status = _MARKS.get(mark)
+    for box in task_boxes(lines, skip_to):
+        i, indent, mark, rest, end, status = box.index, box.indent, box.mark, box.text, box.end, box.status
         if status is None:
             warnings.append(
                 f"{path}:{i + 1}: unknown task box [{mark}]; read as pending "

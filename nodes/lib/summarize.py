@@ -25,9 +25,11 @@ Priority orders:
   paths (a/b.py, foo.md) and numbers. When even the top-level headings do not fit, the
   summary is the first lines of the document.
 * headings: frontmatter, headings, the first sentence under each heading.
-* plan (article plan.md): headings and the task count line, in-progress tasks with their
-  detail, pending task lines, other prose, pending detail. Done and cancelled tasks are only
-  counted.
+* plan (article plan.md, the GSD plan section, a GSD PLAN.md), whole lines only: the task
+  count line and in-progress task lines, every task's skeleton (<name>, <files>, <verify>,
+  <done>; Files/Verify/Done lines), pending task lines, action prose, other prose, pending
+  detail, done task lines; @ lines, code blocks and <context> blocks last. Task boxes are read
+  by nodes/lib/plan.py (one parser for the plan stage and this summary).
 * diff: a total line and one ``<status> <path> +n/-m`` line per file.
 """
 
@@ -42,6 +44,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import yaml
 
 from ..types import ConfigError, Section
+from . import plan as _plan
 from .sentences import sentence_spans
 from .tokens import TokenCounter
 
@@ -107,9 +110,7 @@ def summarize_section(section: Section, max_tokens: int, counter: TokenCounter, 
     text = section.content
     kind = section.kind
     data = section.data or {}
-    if kind == "plan":
-        if data.get("layout") == "gsd":  # a GSD plan view is prose around the position
-            return summarize_text(text, max_tokens, counter, method)
+    if kind == "plan":  # either layout: the task boxes and <task> blocks come first
         return plan_summary(text, max_tokens, counter, method=method)
     if kind == "git":
         return diff_summary(text, max_tokens, counter, files=data.get("files"), renames=data.get("renames"))
@@ -141,6 +142,76 @@ def headings_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
     return _markdown_summary(text, max_tokens, counter, key_sentences=False)
 
 
+# ============================================================================ whole lines
+
+_ANY_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")  # a fence at any indentation (code under a list item)
+_WHOLE_LINE = re.compile(r"^[ \t]*(?:@\S|\|)")  # an @ reference line, a markdown table row
+
+
+def open_fence(text: str) -> str | None:
+    """The opening line of the fenced code block that ``text`` ends inside, or None."""
+    opened = None
+    mark = ""
+    for line in text.split("\n"):
+        m = _ANY_FENCE.match(line)
+        if not m:
+            continue
+        if opened is None:
+            opened, mark = line, m.group(1)
+        elif m.group(1)[0] == mark[0] and len(m.group(1)) >= len(mark) and not line.strip()[len(m.group(1)):].strip():
+            opened = None
+    return opened
+
+
+def closing_fence(opening: str) -> str:
+    """The line that closes the fenced block ``opening`` opens (same indentation and fence)."""
+    return opening[: len(opening) - len(opening.lstrip())] + _ANY_FENCE.match(opening).group(1)
+
+
+def whole_line_only(line: str, in_fence: bool = False) -> bool:
+    """Whether ``line`` may only be kept whole or not at all: a line of a fenced code block
+    (``in_fence``) or a fence, an ``@`` reference line, a markdown table row."""
+    return in_fence or bool(_ANY_FENCE.match(line)) or bool(_WHOLE_LINE.match(line))
+
+
+def prose_cut(line: str, limit: int) -> int:
+    """Where to cut the prose ``line`` at or before ``limit`` characters: after the last
+    sentence that ends there, else after the last whole word; 0 when there is neither."""
+    ends = [b for _, b in sentence_spans(line) if b <= limit and b < len(line.rstrip())]
+    if ends:
+        return ends[-1]
+    space = line.rfind(" ", 0, limit + 1)
+    return space if space > 0 else 0
+
+
+def safe_prefix(text: str, end: int) -> str:
+    """``text[:end]`` cut back so that it never ends inside a line it may only keep whole
+    (code, ``@`` line, table row: back to the line start) nor inside a prose sentence when
+    one ends earlier on the line (see :func:`prose_cut`); a fenced block left open is closed."""
+    if end < len(text) and text[end:end + 1] != "\n":
+        start = text.rfind("\n", 0, end) + 1
+        line_end = text.find("\n", start)
+        line = text[start: len(text) if line_end < 0 else line_end]
+        if whole_line_only(line, open_fence(text[:start]) is not None):
+            end = start
+        else:
+            end = start + prose_cut(line, end - start)
+    prefix = text[:end].rstrip()
+    fence = open_fence(prefix)
+    return prefix + "\n" + closing_fence(fence) if fence is not None else prefix
+
+
+def safe_suffix(text: str, start: int) -> str:
+    """``text[start:]`` moved on to the next line start when ``start`` is inside a line; a
+    fenced block it starts inside gets its opening line back."""
+    if 0 < start < len(text) and text[start - 1] != "\n":
+        newline = text.find("\n", start)
+        start = len(text) if newline < 0 else newline + 1
+    suffix = text[start:].lstrip("\n")
+    fence = open_fence(text[:start])
+    return fence + "\n" + suffix if fence is not None and suffix else suffix
+
+
 # ============================================================================ estimates and fitting
 
 
@@ -163,8 +234,10 @@ def _fits_quickly(text: str, max_tokens: int, counter: TokenCounter) -> bool:
 
 
 def fit_tokens(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """``text`` unchanged when it fits, else its longest token prefix that fits (cut back to a
-    line or word end when one is near), never more than ``max_tokens`` by exact count."""
+    """``text`` unchanged when it fits, else its longest token prefix that fits, cut back to
+    a line end (a sentence or word end in prose; never inside a code line, an ``@`` line or a
+    table row, and a fenced block is closed: :func:`safe_prefix`), never more than
+    ``max_tokens`` by exact count."""
     if max_tokens <= 0 or not text:
         return ""
     if _fits_quickly(text, max_tokens, counter):
@@ -172,12 +245,8 @@ def fit_tokens(text: str, max_tokens: int, counter: TokenCounter) -> str:
     # a token rarely spans more than a dozen characters: no need to encode all of a huge text
     tokens = counter.encode(text[: max_tokens * 12 + 64])[:max_tokens]
     while tokens:
-        cut = counter.decode(tokens).rstrip("\ufffd")
-        soft = max(cut.rfind("\n"), cut.rfind(" "))
-        if soft >= len(cut) * 0.8:
-            cut = cut[:soft]
-        cut = cut.rstrip()
-        if counter.count(cut) <= max_tokens:
+        cut = safe_prefix(text, len(counter.decode(tokens).rstrip("\ufffd")))
+        if cut and counter.count(cut) <= max_tokens:
             return cut
         tokens = tokens[: max(0, len(tokens) - max(1, len(tokens) // 50))]
     return ""
@@ -837,8 +906,8 @@ def _fit_tail(text: str, max_tokens: int, counter: TokenCounter) -> str:
     tokens = counter.encode(text[-(max_tokens * 12 + 64):])
     tokens = tokens[-max_tokens:] if max_tokens else []
     while tokens:
-        cut = counter.decode(tokens).lstrip("\ufffd").lstrip()
-        if counter.count(cut) <= max_tokens:
+        cut = safe_suffix(text, len(text) - len(counter.decode(tokens).lstrip("\ufffd")))
+        if cut and counter.count(cut) <= max_tokens:
             return cut
         tokens = tokens[max(1, len(tokens) // 50):]
     return ""
@@ -846,136 +915,237 @@ def _fit_tail(text: str, max_tokens: int, counter: TokenCounter) -> str:
 
 # ============================================================================ plan
 
-_TASK = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])[ \t]+\[([ xX>~/\-])\][ \t]+(.*)$")
-_COUNT_LINE = re.compile(r"^[ \t]*Tasks:[ \t]*\d+[ \t]+done\b")
-_STATUS = {
-    "x": "done", "X": "done", ">": "in progress", "~": "in progress", "/": "in progress",
-    " ": "pending", "-": "cancelled",
-}
+_COUNT_LINE = re.compile(r"^[ \t]*(?:Tasks|Plans):[ \t]*\d+[ \t]+done\b")
+_OPEN_TAG = re.compile(r"^[ \t]*<([A-Za-z_][\w-]*)\b[^>]*>")
+_KEY_TAGS = frozenset({"name", "files", "verify", "done", "acceptance", "acceptance_criteria"})
+_NOISE_TAGS = frozenset({"context", "execution_context"})
+_WRAPPER_TAGS = frozenset({"task", "tasks"})
+_LEAD_TAGS = frozenset({"objective"})
+_KEY_LABEL = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?\**(?:files?|verify|verification|done|acceptance)\**[ \t]*:", re.I)
+_AT_LINE = re.compile(r"^[ \t]*@\S")
+# ranks of plan units, kept first to last (see plan_summary)
+(_R_COUNT, _R_OPEN_BOX, _R_OPEN_KEY, _R_PENDING_BOX, _R_OPEN_DETAIL, _R_PROSE, _R_PENDING_KEY,
+ _R_PENDING_DETAIL, _R_DONE_BOX, _R_NOISE) = range(10)
 
 
-def plan_tasks(text: str) -> list[dict]:
-    """The tasks of an article-format plan: [{"status", "line", "detail": [line index, ...],
-    "index": line index}, ...]; indented lines under a task (and nested items) belong to it."""
-    lines = text.split("\n")
-    tasks: list[dict] = []
-    in_fence = False
+@dataclass
+class _PlanUnit:
+    first: int  # body line indices, inclusive
+    last: int
+    role: str  # count | box | heading | key | lead | prose | noise | open | close
+    owner: int | None = None  # line index of the top-level task box it belongs to
+    pair: int | None = None  # unit id of the matching open / close tag line
+
+
+def _close_line(lines: Sequence[str], start: int, tag: str) -> int | None:
+    """Index of the line at or after ``start`` that closes ``<tag>`` (None when none does)."""
+    closing = f"</{tag}>"
+    first = lines[start]
+    if closing in first[first.index(">") + 1:]:
+        return start
+    for j in range(start + 1, len(lines)):
+        if closing in lines[j]:
+            return j
+    return None
+
+
+def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
+    """The plan's lines as units: task boxes, headings, the count line, whole GSD task
+    elements (<name>, <files>, <verify>, <done>) and the <task> wrappers as key units, the
+    first line of an <objective>, @ lines, code blocks and <context> blocks as noise, the
+    open and close tag lines of other elements as pairs, and every other line as prose."""
+    owner_of: dict[int, int] = {}
+    top = []
+    for box in boxes:
+        if any(t.index < box.index <= t.end for t in top):
+            continue  # a nested task is detail of its parent
+        top.append(box)
+        for i in range(box.index + 1, box.end + 1):
+            owner_of[i] = box.index
+    box_lines = {box.index for box in top}
+    units: list[_PlanUnit] = []
+    stack: list[tuple[str, int]] = []  # open prose elements: (tag, unit id of the open line)
+    lead_wanted = False
     i = 0
     while i < len(lines):
         line = lines[i]
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        m = None if in_fence else _TASK.match(line)
-        if not m:
+        owner = owner_of.get(i)
+        if not line.strip():
             i += 1
             continue
-        indent = len(m.group(1).expandtabs(4))
-        detail = []
-        j = i + 1
-        while j < len(lines):
-            nxt = lines[j]
-            if not nxt.strip():
-                k = j
-                while k < len(lines) and not lines[k].strip():
-                    k += 1
-                if k < len(lines) and len(lines[k]) - len(lines[k].lstrip()) > indent:
-                    detail.extend(range(j, k))
-                    j = k
-                    continue
-                break
-            if len(nxt.expandtabs(4)) - len(nxt.expandtabs(4).lstrip()) <= indent:
-                break
-            detail.append(j)
-            j += 1
-        tasks.append({"status": _STATUS[m.group(2)], "index": i, "line": line, "detail": detail})
-        i = j
-    return tasks
+        if i in box_lines:
+            units.append(_PlanUnit(i, i, "box", i))
+            i += 1
+            continue
+        fence = _ANY_FENCE.match(line)
+        if fence:
+            j = i + 1
+            while j < len(lines) and not (lines[j].strip().startswith(fence.group(1))
+                                          and not lines[j].strip().lstrip(fence.group(1)[0])):
+                j += 1
+            units.append(_PlanUnit(i, min(j, len(lines) - 1), "noise", owner))
+            i = j + 1
+            continue
+        tag = _OPEN_TAG.match(line)
+        name = tag.group(1).lower() if tag else ""
+        if line.strip().lower() in ("</task>", "</tasks>") and not (stack and stack[-1][0] in _WRAPPER_TAGS):
+            units.append(_PlanUnit(i, i, "key", owner))
+            i += 1
+            continue
+        if stack and line.strip().lower() == f"</{stack[-1][0]}>":
+            tag_name, opened = stack.pop()
+            units.append(_PlanUnit(i, i, "close", owner, opened))
+            units[opened].pair = len(units) - 1
+            i += 1
+            continue
+        if tag and name in _KEY_TAGS | _NOISE_TAGS:
+            j = _close_line(lines, i, name)
+            j = i if j is None else j
+            units.append(_PlanUnit(i, j, "key" if name in _KEY_TAGS else "noise", owner))
+            i = j + 1
+            continue
+        if tag and name in _WRAPPER_TAGS:
+            units.append(_PlanUnit(i, i, "key", owner))
+            i += 1
+            continue
+        if tag and name in _LEAD_TAGS | {"action", "output", "success_criteria", "verification", "notes"} or (
+                tag and _close_line(lines, i, name) not in (None, i)):
+            if _close_line(lines, i, name) == i:  # a one-line element
+                units.append(_PlanUnit(i, i, "lead" if name in _LEAD_TAGS else "prose", owner))
+            else:
+                stack.append((name, len(units)))
+                units.append(_PlanUnit(i, i, "open", owner))
+                lead_wanted = name in _LEAD_TAGS
+            i += 1
+            continue
+        if _COUNT_LINE.match(line) and owner is None:
+            role = "count"
+        elif _HEADING.match(line) and owner is None:
+            role = "heading"
+        elif _AT_LINE.match(line):
+            role = "noise"
+        elif _KEY_LABEL.match(line) or _TASK_BOX.match(line):
+            role = "key"
+        elif lead_wanted and stack:
+            role = "lead"
+        else:
+            role = "prose"
+        lead_wanted = False if role == "lead" else lead_wanted
+        units.append(_PlanUnit(i, i, role, owner, stack[-1][1] if stack else None))
+        i += 1
+    return units
+
+
+_TASK_BOX = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\[.\][ \t]")
 
 
 def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str = "extractive") -> str:
-    """An article plan.md within ``max_tokens``: headings, the task count line, in-progress
-    tasks with their detail, then pending tasks (their lines first, detail if room), other
-    prose; done and cancelled tasks only in the count. Text without status-box tasks gets the
-    ``method`` summary (extractive | headings)."""
+    """A plan (article plan.md with task boxes, or the GSD plan section and PLAN.md with
+    <task> blocks) within ``max_tokens``: whole source lines only, in their order, and a last
+    line saying how many were left out. Kept first: the task count line, in-progress task
+    lines; then the skeleton of the current work (every task's <name>, <files>, <verify> and
+    <done>, the <task> tags, Files/Verify/Done lines, the objective's first line, an
+    in-progress task's own detail lines); then pending task lines, the prose of in-progress
+    elements (<action>), other prose, pending tasks' skeletons and detail, done task lines; @ lines, code blocks and
+    <context> blocks last. A heading comes with the first line under it that is kept; done
+    and cancelled tasks' detail is only counted. Text with
+    neither task boxes nor <task> blocks gets the ``method`` summary (extractive | headings)."""
     if max_tokens <= 0 or not text:
         return ""
     if _fits_quickly(text, max_tokens, counter):
         return text
     norm = text.replace("\r\n", "\n")
     raw_fm, body = _split_frontmatter(norm)
-    tasks = plan_tasks(body)
-    if not tasks:
-        return summarize_text(text, max_tokens, counter, method)
     lines = body.split("\n")
-    counts = Counter(t["status"] for t in tasks)
-    # the plan section already carries a count line (nodes/lib/plan.py): reuse it
-    existing = next((i for i, line in enumerate(lines) if _COUNT_LINE.match(line)), None)
-    if existing is not None:
-        count_line = lines[existing].rstrip() + " (done and cancelled not listed)"
-    else:
-        count_line = (
-            f"Tasks: {counts['done']} done / {counts['in progress']} in progress / {counts['pending']} pending / "
-            f"{counts['cancelled']} cancelled (done and cancelled not listed)"
-        )
-    # units: 0 = frontmatter, 1 = count line, 2.. = body lines
-    texts = [compact_frontmatter(raw_fm, tight=True) if raw_fm is not None else "", count_line] + lines
-    base = 2
-    owned: dict[int, str] = {}
-    if existing is not None:
-        owned[existing] = "count"  # shown as unit 1
-    groups = {"in progress": ([], []), "pending": ([], [])}
-    for task in tasks:
-        owned[task["index"]] = task["status"]
-        for d in task["detail"]:
-            owned[d] = task["status"]
-        if task["status"] in groups:
-            heads, details = groups[task["status"]]
-            heads.append(base + task["index"])
-            details.extend(base + d for d in task["detail"] if lines[d].strip())
-    headings_ids, prose = [], []
-    in_fence = False
-    for i, line in enumerate(lines):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        if i in owned or not line.strip():
-            continue
-        (headings_ids if not in_fence and _HEADING.match(line) else prose).append(base + i)
-    order = [1] + groups["in progress"][0] + headings_ids + groups["in progress"][1]
-    order += ([0] if raw_fm is not None else []) + groups["pending"][0] + prose + groups["pending"][1]
-    blocking = frozenset([1] + groups["in progress"][0] + groups["pending"][0])
-    requires: list[tuple[int, ...]] = [()] * len(texts)
-    for task in tasks:  # a detail line needs its task line and the detail lines before it
-        chain = [base + task["index"]]
-        for d in task["detail"]:
-            requires[base + d] = tuple(chain)
-            chain.append(base + d)
-    first_task = base + (existing if existing is not None else tasks[0]["index"])
+    boxes = _plan.task_boxes(lines)
+    if not boxes and "<task" not in body:
+        return summarize_text(text, max_tokens, counter, method)
+    units = _plan_units(lines, boxes)
+    status = {box.index: box.status or _plan.PENDING for box in boxes}
+    existing = next((u for u, unit in enumerate(units) if unit.role == "count"), None)
+    top = [status[unit.first] for unit in units if unit.role == "box"]
+    synthesized = None if existing is not None else _plan.count_line(Counter(top))
+    texts = ["\n".join(lines[u.first:u.last + 1]) for u in units]
+    total_lines = sum(1 for line in lines if line.strip())
+
+    def rank(u: _PlanUnit) -> int | None:
+        state = status.get(u.owner) if u.owner is not None else None
+        if u.role == "count":
+            return _R_COUNT
+        if u.role == "box":
+            return {_plan.IN_PROGRESS: _R_OPEN_BOX, _plan.PENDING: _R_PENDING_BOX}.get(state, _R_DONE_BOX)
+        if state in (_plan.DONE, _plan.CANCELLED):
+            return None  # only counted
+        if u.role == "heading":
+            return None  # comes with the first line under it that is kept
+        if u.role == "noise":
+            return _R_NOISE
+        if u.role in ("key", "lead"):
+            return _R_PENDING_KEY if state == _plan.PENDING else _R_OPEN_KEY
+        if u.role in ("open", "close"):
+            return None  # comes with the lines it encloses
+        if state == _plan.PENDING:
+            return _R_PENDING_DETAIL
+        if state == _plan.IN_PROGRESS:  # a task's own lines stay with it; the prose of an <action> waits
+            return _R_OPEN_DETAIL if u.pair is not None else _R_OPEN_KEY
+        return _R_PROSE
+
+    ranks = [rank(u) for u in units]
+    extra = 1 if synthesized is not None else 0  # unit 0: the synthesized count line
+    requires: list[tuple[int, ...]] = [()] * (len(units) + extra)
+    heads: list[tuple[int, int]] = []  # the open headings: (level, unit id)
+    for uid, unit in enumerate(units):
+        need = []
+        if unit.role == "heading":
+            level = len(_HEADING.match(lines[unit.first]).group(1))
+            while heads and heads[-1][0] >= level:
+                heads.pop()
+            heads.append((level, uid))
+        if unit.role != "box":  # a line comes under its headings (a task line stands on its own)
+            need.extend(h + extra for _, h in heads if h != uid)
+        if unit.owner is not None and unit.role != "box":
+            need.append(next(k for k, u in enumerate(units) if u.role == "box" and u.first == unit.owner) + extra)
+        if unit.pair is not None:  # an element's lines come with its open and close tag lines
+            opened = unit.pair if unit.role != "open" else uid
+            need.append(opened + extra)
+            if units[opened].pair is not None:
+                need.append(units[opened].pair + extra)
+        requires[uid + extra] = tuple(k for k in need if k != uid + extra)
+    order = ([0] if synthesized is not None else []) + [
+        uid + extra for uid in sorted((u for u in range(len(units)) if ranks[u] is not None),
+                                      key=lambda u: (ranks[u], units[u].first))]
+    blocking = frozenset(uid + extra for uid in range(len(units))
+                         if ranks[uid] in (_R_COUNT, _R_OPEN_BOX, _R_PENDING_BOX) and units[uid].role == "box") | (
+        {0} if synthesized is not None else {existing})
+    first_box = next((u.first for u in units if u.role == "box"), 0)
+    fm = compact_frontmatter(raw_fm, tight=True) if raw_fm is not None else None
 
     def render(sel: set[int]) -> str:
-        out: list[str] = []
-        if 0 in sel and raw_fm is not None:
-            out.append(texts[0])
-        gap = False
-        last = None
-        for uid in range(base, len(texts)):
-            if uid == first_task and 1 in sel:
-                if out and gap:
-                    out.append("")
-                out.append(count_line)
-                gap, last = False, uid
-            if uid in sel:
-                if out and (gap or (last is not None and _HEADING.match(texts[uid]))):
-                    out.append("")
-                out.append(texts[uid])
-                gap, last = False, uid
-            elif not texts[uid].strip() and last is not None:
-                gap = True
-        return "\n".join(out)
+        out: list[str] = [fm] if fm is not None else []
+        last_line = None
+        shown = 0
+        for uid, unit in enumerate(units):
+            if synthesized is not None and unit.first >= first_box and 0 in sel and synthesized not in out:
+                out.extend(([""] if out else []) + [synthesized, ""])
+                last_line = None
+            if uid + extra not in sel:
+                continue
+            if last_line is not None and any(not lines[k].strip() for k in range(last_line + 1, unit.first)):
+                out.append("")
+            out.append(texts[uid])
+            shown += sum(1 for k in range(unit.first, unit.last + 1) if lines[k].strip())
+            last_line = unit.last
+        if total_lines > shown:
+            out.append(f"[… {total_lines - shown} of {total_lines} plan lines not shown]")
+        return "\n".join(out).strip("\n")
 
-    costs = [_est(t, counter) + 1 for t in texts]
+    all_texts = ([synthesized] if synthesized is not None else []) + texts
+    costs = [_est(t, counter) + 1 for t in all_texts]
+    costs[0 if synthesized is not None else (existing + extra if existing is not None else 0)] += 12  # the note
     solved = _solve(_Problem(costs, requires, order, render, blocking=blocking), max_tokens, counter)
     if solved is None:
-        return fit_tokens(count_line, max_tokens, counter)
+        note = synthesized or (texts[existing] if existing is not None else "")
+        return note if note and counter.count(note) <= max_tokens else ""
     return solved[0]
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..types import LedgerEntry, Message, Round
-from .summarize import fact_ids
+from .summarize import closing_fence, fact_ids, open_fence, prose_cut, whole_line_only
 
 # ----------------------------------------------------------------------------- measuring
 
@@ -441,6 +441,7 @@ def cut_text(text: str, keep: int, counter, shape: str = "head", origin: Origin 
         head_end, head_tokens = _prefix_end(text, head_budget, counter)
         tail_start, tail_tokens = _suffix_start(text, tail_budget, counter, floor=head_end)
         head, tail = text[:head_end].rstrip("\n"), text[tail_start:].lstrip("\n")
+        head, tail = _fenced(head, tail, open_fence(text[:tail_start]) if tail else None)
         first_cut = text.count("\n", 0, head_end) + 1
         last_cut = last_line - (text[tail_start:].count("\n") + (0 if text.endswith("\n") else 1)) if tail else last_line
         lines = (first_cut, max(first_cut, last_cut))
@@ -452,6 +453,20 @@ def cut_text(text: str, keep: int, counter, shape: str = "head", origin: Origin 
             break
         slack += result_tokens - keep
     return Cut(result, result_tokens, cut_tokens, lines)
+
+
+def _fenced(head: str, tail: str, tail_fence: str | None) -> tuple[str, str]:
+    """The kept beginning and end of a cut with their code blocks whole: a block the beginning
+    ends inside is closed (or left out when only its opening fence is kept), a block the end
+    starts inside is opened again (or its lone closing fence left out)."""
+    fence = open_fence(head) if head else None
+    if fence is not None:
+        lines = head.split("\n")
+        head = "\n".join(lines[:-1]) if lines[-1] == fence else head + "\n" + closing_fence(fence)
+    if tail_fence is not None:
+        first, _, rest = tail.partition("\n")
+        tail = rest if first.strip() == closing_fence(tail_fence).strip() else tail_fence + "\n" + tail
+    return head, tail
 
 
 def _shape_budgets(shape: str, body: int) -> tuple[int, int]:
@@ -557,19 +572,22 @@ def _longest_suffix(text: str, budget: int, counter, floor: int = 0) -> tuple[in
 
 
 def _token_prefix(text: str, budget: int, counter) -> tuple[int, int]:
-    """(end, tokens): a prefix cut at a token boundary (then back to a space when one is near)."""
-    window = text[: budget * 16 + 64]
+    """(end, tokens): part of the first line, when not even it fits: nothing of a code line,
+    an ``@`` line or a table row (kept whole or not at all); prose up to the last sentence
+    end that fits, else the last whole word."""
+    first = text.split("\n", 1)[0]
+    if whole_line_only(first):
+        return 0, 0
+    window = first[: budget * 16 + 64]
     prefix = counter.decode(counter.encode(window)[:budget]).rstrip("\ufffd")
     while prefix and not window.startswith(prefix):
         prefix = prefix[:-1]
-    space = prefix.rfind(" ")
-    if space > len(prefix) * 0.8:
-        prefix = prefix[:space + 1]
-    count = counter.count(prefix)
-    while count > budget and prefix:
-        prefix = prefix[: len(prefix) - max(1, len(prefix) // 20)]
-        count = counter.count(prefix)
-    return len(prefix), count
+    end = prose_cut(first, len(prefix))
+    count = counter.count(first[:end])
+    while count > budget and end > 0:
+        end = prose_cut(first, end - 1)
+        count = counter.count(first[:end])
+    return end, count
 
 
 # ----------------------------------------------------------------------------- history: graded tail
@@ -1312,15 +1330,25 @@ def _with_change(state: TruncationState, section, reduced: Reduced | None, step:
                    removed=removed, pristine=state.pristine - {key})
 
 
+def priority_frontier(state: TruncationState) -> int | None:
+    """The lowest priority of the sections that still have tokens to give (present and not
+    immutable, in any pool); None when there is none. Every step acts only at this priority:
+    a higher priority waits until every section of a lower one is gone."""
+    return min((s.priority for s in state.sections if s.tier != "immutable" and state.tokens.get(s.key, 0) > 0),
+               default=None)
+
+
 def _candidates(state: TruncationState, scope: str, wanted: Callable[[Any], bool]) -> list:
-    """Sections a step may act on, in cut order: pools over their share first (only those
-    when ``scope`` is "pools"), then lowest priority first, ties in render order."""
+    """Sections a step may act on now, in cut order: those at the priority frontier (see
+    :func:`priority_frontier`), pools over their share first (only those when ``scope`` is
+    "pools"), ties in render order. Pools shape how much each section of one priority gives,
+    never the order across priorities."""
+    level = priority_frontier(state)
     debts = state.pool_debts()
-    chosen = [s for s in state.sections if s.tier != "immutable" and wanted(s)]
+    chosen = [s for s in state.sections if s.tier != "immutable" and s.priority == level and wanted(s)]
     if scope == "pools":
         chosen = [s for s in chosen if s.pool in debts]
-    order = cut_order([(s.pool, s.priority) for s in chosen], {p: 0 for p in debts} | {
-        s.pool: 1 for s in chosen if s.pool not in debts})
+    order = sorted(range(len(chosen)), key=lambda i: (0 if chosen[i].pool in debts else 1, i))
     return [chosen[i] for i in order]
 
 
@@ -1365,16 +1393,38 @@ def _why(state: TruncationState, section, scope: str, what: str) -> str:
             f"priority {section.priority} ({section.tier})")
 
 
-def _step(state: TruncationState, scope: str, wanted, act) -> TruncationState:
-    """Run ``act`` over the candidates while the context is over its target."""
-    for section in _candidates(state, scope, wanted):
-        if state.need <= 0:
+def _step(state: TruncationState, scope: str, wanted, act, exhaust: bool = False, stuck=None) -> TruncationState:
+    """Run ``act`` over the candidates at the priority frontier while the context is over its
+    target, each given its part of the room (:func:`summary_parts`: sections of one priority
+    share the cut by size). When they are all gone the next priority follows; while one is
+    left, higher priorities wait, so the step stops there (``exhaust``, the last step: it
+    takes the whole room from them, one after the other, until the target is met; a section
+    that cannot be made smaller is then given to ``stuck``, which drops it)."""
+    split = True
+    for _ in range(4 * len(state.sections) + 4):
+        candidates = _candidates(state, scope, wanted)
+        if state.need <= 0 or not candidates:
             break
-        current = next((s for s in state.sections if s.key == section.key), None)
-        room = _room(state, current, scope) if current is not None else 0
-        if room <= 0:
-            continue
-        state = act(state, current, room)
+        level, total = priority_frontier(state), state.total
+        parts = summary_parts(state, candidates, scope) if split and len(candidates) > 1 else {}
+        for section in candidates:
+            if state.need <= 0:
+                break
+            current = next((s for s in state.sections if s.key == section.key), None)
+            room = _room(state, current, scope) if current is not None else 0
+            room = min(room, parts.get(section.key, room))
+            if room <= 0:
+                continue
+            state = act(state, current, room)
+        if priority_frontier(state) != level:
+            continue  # that priority is gone: the next one may give
+        if not exhaust:
+            break
+        if not split and state.total >= total:
+            if stuck is None or state.need <= 0:
+                break
+            state = stuck(state, candidates[0])  # nothing smaller to be had: it goes, the next may give
+        split = False
     return state
 
 
@@ -1382,7 +1432,7 @@ def drop_discardable(state: TruncationState, scope: str, step: str) -> Truncatio
     """Discardable sections dropped, lowest priority first, while over the target."""
     def act(st, section, room):
         return _with_change(st, section, None, step, _why(st, section, scope, "discardable: dropped without a summary"))
-    return _step(state, scope, lambda s: s.tier == "discardable", act)
+    return _step(state, scope, lambda s: s.tier == "discardable", act, exhaust=True)
 
 
 def head_cut_deprecated(state: TruncationState, scope: str, step: str, strategies: Mapping[str, Strategy],
@@ -1405,16 +1455,16 @@ def compact_histories(state: TruncationState, scope: str, step: str, strategies:
 
 def summarize_summarizable(state: TruncationState, scope: str, step: str, strategies: Mapping[str, Strategy],
                            counter, min_keep: int) -> TruncationState:
-    """Summarizable sections of the middle strategy replaced by a summary, lowest priority
-    first, each summary capped at what the section may keep."""
+    """Summarizable sections of the middle strategy at the priority frontier replaced by a
+    summary, each capped at what the section may keep (its part of the room)."""
     def wanted(s):
         return (s.tier == "summarizable" and not is_history(s) and state.strategies.get(s.key) == "middle"
                 and s.key in state.pristine)
 
-    parts = summary_parts(state, _candidates(state, scope, wanted), scope)
-
     def act(st, section, room):
-        keep = max(min_keep, st.tokens[section.key] - min(room, parts.get(section.key, room)))
+        if section.key not in st.pristine:
+            return st
+        keep = max(min_keep, st.tokens[section.key] - room)
         reduced = strategies["middle"].summarize(section, keep, counter)
         if reduced is None or reduced.tokens >= st.tokens[section.key]:
             return st
@@ -1423,10 +1473,10 @@ def summarize_summarizable(state: TruncationState, scope: str, step: str, strate
 
 
 def summary_parts(state: TruncationState, candidates: Sequence, scope: str) -> dict[str, int]:
-    """How many tokens each section to summarize gives: the room of the step (per pool in the
+    """How many tokens each of ``candidates`` gives: the room of the step (per pool in the
     pools pass) split in proportion to each section's tokens times (100 - its priority), so
-    lower priorities give more but no section is summarized to nothing while another of
-    nearly the same priority stays whole (a summary keeps most where it is short)."""
+    that no section is cut to nothing while another of the same priority stays whole (the
+    steps hand it the sections of one priority, see :func:`_step`)."""
     groups: dict[str, list] = {}
     for section in candidates:
         groups.setdefault(section.pool if scope == "pools" else "", []).append(section)
@@ -1445,8 +1495,12 @@ def cut_summarizable(state: TruncationState, scope: str, step: str, strategies: 
     """Summarizable sections cut at paragraph or line boundaries (a marker names what was cut
     and where the full text is), lowest priority first; a cut that would leave fewer than
     ``min_keep`` tokens drops the section instead."""
+    def stuck(st, section):
+        return _with_change(st, section, None, step,
+                            _why(st, section, scope, "cut: it could not be made smaller, dropped"))
     return _step(state, scope, lambda s: s.tier == "summarizable",
-                 lambda st, s, room: _cut(st, s, room, step, scope, strategies, counter, min_keep, "cut"))
+                 lambda st, s, room: _cut(st, s, room, step, scope, strategies, counter, min_keep, "cut"),
+                 exhaust=scope == "all", stuck=stuck)
 
 
 def _cut(state: TruncationState, section, room: int, step: str, scope: str, strategies, counter, min_keep: int,
@@ -1460,7 +1514,12 @@ def _cut(state: TruncationState, section, room: int, step: str, scope: str, stra
                             _why(state, section, scope, f"{what}: fewer than {min_keep} tokens would be left, dropped"))
     strategy = strategies[state.strategies.get(section.key, "middle")]
     original = state.originals[section.key]
-    recut = section.key not in state.pristine and _last_action(state, section.key) in ("cut", "compacted")
+    last = _last_action(state, section.key)
+    if strategy.summarizer is not None and not is_history(section) and last in (None, "kept", "summarized"):
+        summary = strategy.summarize(original, keep, counter)  # least loss: a summary of the whole first
+        if summary is not None and summary.tokens <= keep and summary.tokens < tokens:
+            return _with_change(state, section, summary, step, _why(state, section, scope, f"{what}: summarized"))
+    recut = section.key not in state.pristine and last in ("cut", "compacted", "summarized")
     source = original if (recut or is_history(section)) else section
     estimated = section.key not in state.exact
     reduced = strategy.cut(source, keep, counter, state.initial[section.key] if source is original else tokens,
