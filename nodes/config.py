@@ -100,8 +100,8 @@ RANGES: dict[str, Range] = {
     "trust.maxRedirects": Range(0, 20, whole=True),
     "trust.urlConnectTimeout": Range(0, 3600.0, above=True),
     "trust.buildDeadline": Range(0, _HOURS, above=True),
-    "monitor.thresholdRounds": Range(0, 1000, whole=True),
-    "monitor.keepRounds": Range(1, 1000, whole=True),
+    "monitor.thresholdRounds": Range(0, _COUNT, whole=True),
+    "monitor.keepRounds": Range(0, _COUNT, whole=True),
     "monitor.summaryTokensPerRound": Range(0, 100_000, whole=True),
 }
 #: Words a key takes besides a value of its default's type.
@@ -171,7 +171,8 @@ def project_config(project_dir: str) -> dict:
 
 @tag(stage="config")
 def resolved_config(
-    project_dir: str, defaults: dict, user_config: dict, user_config_path: str, project_config: dict, overrides: dict
+    project_dir: str, defaults: dict, project_config: dict, overrides: dict,
+    user_config: dict | None = None, user_config_path: str = "",
 ) -> ResolvedConfig:
     """Defaults, then the user's file, then config.json, then overrides, validated, with the
     origin of each value. trust.* keys in config.json are ignored with a warning."""
@@ -180,6 +181,7 @@ def resolved_config(
     if nesting_depth(overrides, MAX_DEPTH) > MAX_DEPTH:
         raise ConfigError(f"{OVERRIDE_ORIGIN}: the overrides nest deeper than {MAX_DEPTH} levels; "
                           "pass dotted keys (budget.maxTokens) with plain values")
+    user_config = user_config or {}
     values = _deep_copy(defaults)
     provenance = {key: DEFAULTS_ORIGIN for key in _leaf_keys(defaults)}
     warnings: list[str] = []
