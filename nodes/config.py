@@ -100,7 +100,7 @@ RANGES: dict[str, Range] = {
     "trust.maxRedirects": Range(0, 20, whole=True),
     "trust.urlConnectTimeout": Range(0, 3600.0, above=True),
     "trust.buildDeadline": Range(0, _HOURS, above=True),
-    "monitor.thresholdRounds": Range(0, _COUNT, whole=True),
+    "monitor.thresholdRounds": Range(-1, _COUNT, whole=True),  # -1: never
     "monitor.keepRounds": Range(0, _COUNT, whole=True),
     "monitor.summaryTokensPerRound": Range(0, 100_000, whole=True),
 }

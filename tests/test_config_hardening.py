@@ -55,7 +55,7 @@ def test_every_numeric_default_has_a_range_and_every_range_a_default():
 
 def _bad_values(key: str) -> list[tuple[str, object]]:
     rule = cfg._range_for(key)
-    bad = [("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf), ("negative", -1)]
+    bad = [("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf), ("negative", min(-1, rule.low - 1))]
     if rule.above or rule.low > 0:
         bad.append(("zero", 0))
     bad.append(("too-large", rule.high * 2 + 1 if rule.whole else rule.high + 0.5))
