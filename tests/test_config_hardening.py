@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 import tracemalloc
 
@@ -19,7 +18,7 @@ from ctxengine.nodes.lib.quote import quoted
 from ctxengine.nodes.lib.reserve import effective_reserve
 from ctxengine.nodes.lib.tokens import model_presets
 from ctxengine.nodes.lib.yamlio import YAMLError, load_yaml, nesting_depth
-from conftest import DEMO, corpus_projects, write_project
+from conftest import corpus_projects, write_project
 from test_cli import run_cli
 
 BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
@@ -352,4 +351,3 @@ def test_a_session_with_32000_tokens_leaves_25600(tmp_path):
     result = session.next_context("Add a login endpoint")
     assert result.budget.available_tokens == 25600
     assert session.records[-1].available_tokens == 25600
-    assert os.path.isdir(DEMO)
