@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-
 from hamilton.function_modifiers import tag
 
+from .lib.reserve import effective_reserve
 from .lib.truncate import MemoCounter, near_threshold
 from .lib.tokens import TokenCounter, budget_report_for, model_presets, token_counter_for
 from .types import BudgetReport, ConfigError
@@ -12,7 +12,7 @@ from .types import BudgetReport, ConfigError
 
 @tag(stage="budget")
 def model_preset(context_config: dict) -> dict:
-    """The configured model's preset from configs/models.yaml: its window and encoding."""
+    """The configured model's preset from configs/models.yaml: its window, encoding and maxOutputTokens."""
     presets = model_presets()
     name = context_config["model"]
     if name not in presets:
@@ -35,17 +35,24 @@ def run_counter(token_counter: TokenCounter) -> MemoCounter:
 
 
 @tag(stage="budget")
-def available_tokens(context_config: dict, model_preset: dict) -> int:
+def reserve_tokens(context_config: dict, model_preset: dict) -> int:
+    """Tokens kept free for the model's answer: budget.reserveTokens, or when it is "auto"
+    budget.reserveShare of the budget capped by the model's maxOutputTokens."""
+    return effective_reserve(context_config["budget"], model_preset)
+
+
+@tag(stage="budget")
+def available_tokens(context_config: dict, model_preset: dict, reserve_tokens: int) -> int:
     """Tokens the context may use: budget.maxTokens (never more than the model's window)
-    minus budget.reserveTokens."""
+    minus the reserve."""
     budget = context_config["budget"]
     window = min(int(budget["maxTokens"]), int(model_preset["window"]))
-    available = window - int(budget["reserveTokens"])
+    available = window - reserve_tokens
     if available <= 0:
         raise ConfigError(
             f"key 'budget.reserveTokens' ({budget['reserveTokens']}) leaves nothing of the {window}-token window "
             f"(budget.maxTokens {budget['maxTokens']}, model {model_preset['name']!r} window {model_preset['window']}); "
-            "lower budget.reserveTokens or choose a model with a larger window"
+            "lower budget.reserveTokens (or set it to auto) or choose a model with a larger window"
         )
     return available
 

@@ -1,29 +1,44 @@
-"""Stage 1, configuration: bundled defaults, then .planning/config.json, then overrides.
+"""Stage 1, configuration: bundled defaults, then the user's file, then .planning/config.json,
+then overrides.
 
 Every effective value carries its origin. Unknown keys are kept and ignored (real GSD
 config.json files carry many of their own); a near-miss of a known key earns a warning with
-the suggestion; a wrong type is a ConfigError that names the file and the key.
+the suggestion; a wrong type or a value out of its range (:data:`RANGES`) is a ConfigError
+that names the file and the key. The ``trust.*`` keys widen what ctxengine reads and fetches,
+so they come only from the defaults, the user's file or the overrides: a project's
+config.json cannot set them.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from hamilton.function_modifiers import cache, tag
 
+from .lib.quote import quoted
+from .lib.reserve import is_auto
 from .lib.textio import read_config_text
 from .lib.tokens import model_presets
-from .lib.yamlio import load_yaml
+from .lib.yamlio import YAMLError, load_yaml, nesting_depth
 from .types import ConfigError
 
 DEFAULTS_ORIGIN = "defaults (configs/defaults.yaml)"
-OVERRIDE_ORIGIN = "override"
+OVERRIDE_ORIGIN = "override (--set or API)"
+USER_ORIGIN = "user config"
+#: The environment variable naming the user's configuration file.
+USER_CONFIG_ENV = "CTXENGINE_CONFIG"
+USER_CONFIG_HINT = "~/.config/ctxengine/config.yaml"
+#: How deeply a configuration may nest (objects and lists).
+MAX_DEPTH = 32
+#: Keys that only the user may set (defaults, user file, overrides), never the project.
+TRUSTED_PREFIX = "trust"
 
 # GSD's own config.json keys: never "did you mean" them, never interpret them.
 _GSD_KEYS = {
@@ -33,6 +48,64 @@ _GSD_KEYS = {
 }
 # GSD keys that mean one of ours: (GSD key, our dotted key).
 _GSD_ALIASES = {"context_window": "budget.maxTokens", "context": "template"}
+
+
+class Range(NamedTuple):
+    """The values a numeric key may take: ``low`` to ``high`` (``low`` excluded when
+    ``above``), whole numbers only when ``whole``."""
+
+    low: float
+    high: float
+    whole: bool = False
+    above: bool = False
+
+    def admits(self, value: float) -> bool:
+        if not math.isfinite(value) or (self.whole and value != int(value)):
+            return False
+        return (value > self.low if self.above else value >= self.low) and value <= self.high
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.whole else "a number"
+        low = f"above {self.low:,}" if self.above else f"from {self.low:,}"
+        return f"{kind} {low} {'and at most' if self.above else 'to'} {self.high:,}"
+
+
+_GIB = 1 << 30
+_HOURS = 24 * 3600.0
+_COUNT = 1_000_000
+#: The range of every numeric key of configs/defaults.yaml ("parent.*": every key under parent).
+RANGES: dict[str, Range] = {
+    "references.maxDepth": Range(0, 64, whole=True),
+    "references.urlTimeout": Range(0, 3600.0, above=True),
+    "references.urlMaxBytes": Range(1, _GIB, whole=True),
+    "references.maxFileBytes": Range(1, _GIB, whole=True),
+    "state.maxHistoryRounds": Range(0, _COUNT, whole=True),
+    "state.gitDiffMaxLines": Range(1, 10 * _COUNT, whole=True),
+    "state.fileTreeMaxEntries": Range(1, 10 * _COUNT, whole=True),
+    "state.gitTimeout": Range(0, 3600.0, above=True),
+    "state.gitMaxBytes": Range(1, _GIB, whole=True),
+    "state.gitLogCount": Range(0, 1000, whole=True),
+    "priorities.*": Range(0, 100),
+    "budget.maxTokens": Range(1, 10 * _COUNT, whole=True),
+    "budget.reserveTokens": Range(0, 10 * _COUNT, whole=True),  # or "auto"
+    "budget.reserveShare": Range(0, 0.9),
+    "budget.softLimit": Range(0, 1, above=True),
+    "budget.pools.*": Range(0, 1),
+    "budget.exactBand.*": Range(0, 1000, above=True),
+    "truncation.minKeepTokens": Range(0, _COUNT, whole=True),
+    "truncation.keepRecentRounds": Range(0, _COUNT, whole=True),
+    "truncation.recentShare": Range(0, 1),
+    "truncation.maxFitPasses": Range(1, 100, whole=True),
+    "disclosure.maxFileBytes": Range(1, _GIB, whole=True),
+    "trust.maxRedirects": Range(0, 20, whole=True),
+    "trust.urlConnectTimeout": Range(0, 3600.0, above=True),
+    "trust.buildDeadline": Range(0, _HOURS, above=True),
+    "monitor.thresholdRounds": Range(-1, _COUNT, whole=True),  # -1: never
+    "monitor.keepRounds": Range(0, _COUNT, whole=True),
+    "monitor.summaryTokensPerRound": Range(0, 100_000, whole=True),
+}
+#: Words a key takes besides a value of its default's type.
+_ALTERNATIVES = {"budget.reserveTokens": ("auto", None)}
 
 
 @dataclass(frozen=True)
@@ -51,6 +124,41 @@ def defaults() -> dict:
     return _deep_copy(_bundled_defaults())
 
 
+@tag(stage="config", loader="environment")
+@cache(behavior="recompute")
+def user_config_path() -> str:
+    """The user's configuration file: $CTXENGINE_CONFIG, else config.yaml (or .yml, .json) in
+    $XDG_CONFIG_HOME/ctxengine (~/.config/ctxengine when unset). It need not exist."""
+    named = os.environ.get(USER_CONFIG_ENV, "").strip()
+    if named:
+        return os.path.abspath(os.path.expanduser(named))
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".config")
+    folder = os.path.join(os.path.abspath(base), "ctxengine")
+    for name in ("config.yaml", "config.yml", "config.json"):
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    return os.path.join(folder, "config.yaml")
+
+
+@tag(stage="config", loader="file")
+@cache(behavior="recompute")
+def user_config(user_config_path: str) -> dict:
+    """The user's configuration file parsed (YAML, or JSON for .json; {} when there is none)."""
+    if not os.path.isfile(user_config_path):
+        return {}
+    text = read_config_text(user_config_path)
+    if user_config_path.lower().endswith(".json"):
+        return _parse_json(user_config_path, text)
+    try:
+        data = load_yaml(text) if text.strip() else {}
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{user_config_path}:{mark.line + 1}" if mark is not None else user_config_path
+        raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}); "
+                          f"fix the file (the user config, ${USER_CONFIG_ENV}) or remove it") from None
+    return _top_level_object(user_config_path, {} if data is None else data, "a YAML mapping")
+
+
 @tag(stage="config", loader="file")
 @cache(behavior="recompute")
 def project_config(project_dir: str) -> dict:
@@ -58,31 +166,37 @@ def project_config(project_dir: str) -> dict:
     path = os.path.join(project_dir, ".planning", "config.json")
     if not os.path.isfile(path):
         return {}
-    text = read_config_text(path)
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); fix the file or remove it"
-        ) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a JSON object, not {type(data).__name__}")
-    return data
+    return _parse_json(path, read_config_text(path))
 
 
 @tag(stage="config")
-def resolved_config(project_dir: str, defaults: dict, project_config: dict, overrides: dict) -> ResolvedConfig:
-    """Defaults, then config.json, then overrides, validated, with the origin of each value."""
+def resolved_config(
+    project_dir: str, defaults: dict, project_config: dict, overrides: dict,
+    user_config: dict | None = None, user_config_path: str = "",
+) -> ResolvedConfig:
+    """Defaults, then the user's file, then config.json, then overrides, validated, with the
+    origin of each value. trust.* keys in config.json are ignored with a warning."""
     config_path = os.path.join(project_dir, ".planning", "config.json")
+    overrides = overrides or {}
+    if nesting_depth(overrides, MAX_DEPTH) > MAX_DEPTH:
+        raise ConfigError(f"{OVERRIDE_ORIGIN}: the overrides nest deeper than {MAX_DEPTH} levels; "
+                          "pass dotted keys (budget.maxTokens) with plain values")
+    user_config = user_config or {}
     values = _deep_copy(defaults)
     provenance = {key: DEFAULTS_ORIGIN for key in _leaf_keys(defaults)}
     warnings: list[str] = []
+    user_origin = f"{user_config_path} ({USER_ORIGIN})"
     layers = [
-        (config_path, _project_layer(project_config, defaults)),
-        (OVERRIDE_ORIGIN, _flatten(overrides or {})),
+        (user_origin, _project_layer(user_config, defaults), os.path.dirname(user_config_path)),
+        (config_path, _project_layer(project_config, defaults), None),
+        (OVERRIDE_ORIGIN, _flatten(overrides), os.getcwd()),
     ]
-    for origin, flat in layers:
+    for origin, flat, base in layers:
         for dotted, value, how in flat:
+            if base is None and _is_trusted(dotted):
+                warnings.append(f"{quoted(dotted)[1:-1]} in {origin} is ignored: a project cannot widen what "
+                                f"ctxengine reads; set it in {USER_CONFIG_HINT} or with --set")
+                continue
             error_or_warning = _check(defaults, dotted, value, origin)
             if isinstance(error_or_warning, ConfigError):
                 raise error_or_warning
@@ -91,6 +205,8 @@ def resolved_config(project_dir: str, defaults: dict, project_config: dict, over
                 continue
             if _lookup(defaults, dotted) is _MISSING:
                 continue  # unknown: kept in the file, ignored here
+            if base is not None:
+                value = _absolute_paths(dotted, value, base)
             _assign(values, dotted, value)
             for key in [k for k in provenance if k == dotted or k.startswith(dotted + ".")]:
                 del provenance[key]
@@ -98,7 +214,8 @@ def resolved_config(project_dir: str, defaults: dict, project_config: dict, over
             for leaf in _leaf_keys(value, dotted) if isinstance(value, dict) else [dotted]:
                 provenance[leaf] = label
     _check_ranges(values, provenance)
-    return ResolvedConfig(values, provenance, tuple(warnings), (config_path,) if project_config else ())
+    files = tuple(path for path, data in ((user_config_path, user_config), (config_path, project_config)) if data)
+    return ResolvedConfig(values, provenance, tuple(warnings), files)
 
 
 @tag(stage="config")
@@ -109,13 +226,13 @@ def context_config(resolved_config: ResolvedConfig) -> dict:
 
 @tag(stage="config")
 def config_provenance(resolved_config: ResolvedConfig) -> dict:
-    """Dotted key -> where its effective value came from (defaults, config.json, override)."""
+    """Dotted key -> where its effective value came from (defaults, user config, config.json, override)."""
     return dict(resolved_config.provenance)
 
 
 @tag(stage="config")
 def config_warnings(resolved_config: ResolvedConfig) -> tuple:
-    """Warnings met while resolving the configuration (near-miss keys)."""
+    """Warnings met while resolving the configuration (near-miss keys, trust.* in config.json)."""
     return tuple(resolved_config.warnings)
 
 
@@ -196,6 +313,43 @@ def _project_layer(data: Mapping, defaults: Mapping) -> list[tuple[str, Any, str
     return flat
 
 
+def _parse_json(path: str, text: str) -> dict:
+    """A JSON configuration file: an object, not nested too deeply; errors name the file."""
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); fix the file or remove it"
+        ) from None
+    except RecursionError:
+        data = None
+    if data is None or nesting_depth(data, MAX_DEPTH) > MAX_DEPTH:
+        raise ConfigError(f"{path}: nested deeper than {MAX_DEPTH} levels; a configuration is a few levels "
+                          "of objects, fix the file")
+    return _top_level_object(path, data, "a JSON object")
+
+
+def _top_level_object(path: str, data: Any, what: str) -> dict:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be {what}, not {type(data).__name__}")
+    return data
+
+
+def _is_trusted(dotted: str) -> bool:
+    return dotted == TRUSTED_PREFIX or dotted.startswith(TRUSTED_PREFIX + ".")
+
+
+def _absolute_paths(dotted: str, value: Any, base: str) -> Any:
+    """trust.allowedPaths entries with ~ expanded, made absolute against ``base`` (the user
+    file's folder, or the working folder for overrides); a single path becomes a list."""
+    if dotted == "trust" and isinstance(value, dict) and "allowedPaths" in value:
+        return {**value, "allowedPaths": _absolute_paths("trust.allowedPaths", value["allowedPaths"], base)}
+    if dotted != "trust.allowedPaths":
+        return value
+    paths = [value] if isinstance(value, str) else value
+    return [os.path.normpath(os.path.join(base, os.path.expanduser(p))) for p in paths]
+
+
 def _type_name(value: Any) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
             list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
@@ -205,7 +359,7 @@ def _compatible(default: Any, value: Any) -> bool:
     if isinstance(default, bool):
         return isinstance(value, bool)
     if isinstance(default, (int, float)):
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return _is_number(value)
     if isinstance(default, list):
         return isinstance(value, list)
     if isinstance(default, dict):
@@ -216,65 +370,121 @@ def _compatible(default: Any, value: Any) -> bool:
 
 
 def _check(defaults: Mapping, dotted: str, value: Any, origin: str) -> ConfigError | str | None:
-    """A ConfigError for a wrong type, a warning for a near-miss key, else None."""
+    """A ConfigError for a wrong type or a non-finite number, a warning for a near-miss key, else None."""
     default = _lookup(defaults, dotted)
     if default is _MISSING:
         parent, _, leaf = dotted.rpartition(".")
         siblings = _lookup(defaults, parent) if parent else defaults
         if isinstance(siblings, dict):
-            close = difflib.get_close_matches(leaf, list(siblings), n=1, cutoff=0.75)
+            close = difflib.get_close_matches(leaf[:200], list(siblings), n=1, cutoff=0.75)
             if close and close[0] != leaf:
                 suggestion = f"{parent}.{close[0]}" if parent else close[0]
-                return (f"{origin}: unknown key {dotted!r} is ignored; did you mean {suggestion!r}?")
+                return f"{origin}: unknown key {quoted(dotted)} is ignored; did you mean {suggestion!r}?"
         return None
-    if default is None or _compatible(default, value):
+    if dotted in _ALTERNATIVES and (value in _ALTERNATIVES[dotted] or _is_number(value)):
+        return _not_finite(dotted, value, origin)
+    if dotted == "trust.allowedPaths" and isinstance(value, str):
+        value = [value]
+    if default is None or (_compatible(default, value) and dotted not in _ALTERNATIVES):
         if isinstance(default, dict) and isinstance(value, dict):
             for key, sub in value.items():
                 problem = _check(defaults, f"{dotted}.{key}", sub, origin)
                 if isinstance(problem, ConfigError):
                     return problem
-        return None
+        if dotted in _STRING_LISTS:
+            bad = [x for x in value if not isinstance(x, str)]
+            if bad:
+                return ConfigError(f"{origin}: key {quoted(dotted)} must be a list of strings, "
+                                   f"got {_type_name(bad[0])} {quoted(bad[0])} in it")
+        return _not_finite(dotted, value, origin)
+    also = "".join(f" or {alt!r}" for alt in _ALTERNATIVES.get(dotted, ()))
     return ConfigError(
-        f"{origin}: key {dotted!r} must be {_type_name(default)} (like the default {default!r}), "
-        f"got {_type_name(value)} {value!r}"
+        f"{origin}: key {quoted(dotted)} must be {'a number' if also else _type_name(default)}{also} "
+        f"(like the default {default!r}), "
+        f"got {_type_name(value)} {quoted(value)}"
     )
 
 
-def _check_ranges(values: Mapping, provenance: Mapping[str, str]) -> None:
+def _not_finite(dotted: str, value: Any, origin: str) -> ConfigError | None:
+    items = value if isinstance(value, list) else [value]
+    if any(isinstance(x, float) and not math.isfinite(x) for x in items):
+        return ConfigError(f"{origin}: key {quoted(dotted)} is {quoted(value)}; NaN and infinity are not "
+                           "allowed, give a finite number")
+    return None
+
+
+def _range_for(key: str) -> Range | None:
+    parent = key.rpartition(".")[0]
+    return RANGES.get(key) or RANGES.get(f"{parent}.*")
+
+
+def _numeric_leaves(tree: Mapping, prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) of every number in ``tree``; a list's items as ``key.<index>``."""
+    out = []
+    for key, value in tree.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict):
+            out.extend(_numeric_leaves(value, dotted))
+        elif isinstance(value, list):
+            out.extend((f"{dotted}.{i}", x) for i, x in enumerate(value) if _is_number(x))
+        elif _is_number(value):
+            out.append((dotted, value))
+    return out
+
+
+def _origin(provenance: Mapping[str, str], key: str) -> str:
+    while key and key not in provenance:
+        key = key.rpartition(".")[0]
+    return provenance.get(key, DEFAULTS_ORIGIN)
+
+
+def _check_ranges(values: dict, provenance: Mapping[str, str]) -> None:
+    """Every number within its range of :data:`RANGES` (whole-number keys become ints), and
+    the rules that tie keys together (reserve below the budget, pools summing to at most 1)."""
+    for key, value in _numeric_leaves(values):
+        rule = _range_for(key)
+        origin = _origin(provenance, key)
+        shown = key.rpartition(".")[0] if key.startswith("budget.exactBand.") else key
+        if rule is None:
+            if not math.isfinite(value):
+                raise ConfigError(f"{origin}: key {shown!r} is {value}; NaN and infinity are not allowed")
+            continue
+        if not rule.admits(value):
+            raise ConfigError(f"{origin}: key {shown!r} is {quoted(value)}; it must be {rule.describe()}")
+        if rule.whole and isinstance(value, float):
+            _assign(values, key, int(value))
     budget = values["budget"]
-    for key in ("maxTokens", "reserveTokens"):
-        if budget[key] < 0:
-            raise ConfigError(f"{provenance[f'budget.{key}']}: key 'budget.{key}' must not be negative")
-    if budget["reserveTokens"] >= budget["maxTokens"]:
+    reserve = budget["reserveTokens"]
+    if not is_auto(reserve) and reserve >= budget["maxTokens"]:
         raise ConfigError(
-            f"{provenance['budget.reserveTokens']}: key 'budget.reserveTokens' ({budget['reserveTokens']}) "
-            f"must be smaller than budget.maxTokens ({budget['maxTokens']}, from {provenance['budget.maxTokens']})"
+            f"{provenance['budget.reserveTokens']}: key 'budget.reserveTokens' ({reserve}) "
+            f"must be smaller than budget.maxTokens ({budget['maxTokens']}, from {provenance['budget.maxTokens']}); "
+            "lower it, or set it to auto (budget.reserveShare of the budget)"
         )
-    if not 0 < budget["softLimit"] <= 1:
-        raise ConfigError(f"{provenance['budget.softLimit']}: key 'budget.softLimit' must be in (0, 1]")
+    pools = budget.get("pools") or {}
+    if sum(pools.values()) > 1 + 1e-9:
+        origins = sorted({_origin(provenance, f"budget.pools.{name}") for name in pools})
+        raise ConfigError(f"{'; '.join(origins)}: keys 'budget.pools.*' are shares of budget.maxTokens and sum to "
+                          f"{sum(pools.values()):.4g}; lower them so they sum to at most 1")
     for key, allowed in _CHOICES.items():
         value = _lookup(values, key)
         if value is not _MISSING and value not in allowed:
             raise ConfigError(
-                f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} is {value!r}; "
+                f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} is {quoted(value)}; "
                 f"use one of {', '.join(str(choice) for choice in allowed if choice)}"
             )
     if values["model"] not in model_presets():
-        raise ConfigError(f"{provenance.get('model', DEFAULTS_ORIGIN)}: key 'model' is {values['model']!r}, which "
-                          f"configs/models.yaml does not know; use one of {', '.join(sorted(model_presets()))}")
+        raise ConfigError(f"{provenance.get('model', DEFAULTS_ORIGIN)}: key 'model' is {quoted(values['model'])}, "
+                          f"which configs/models.yaml does not know; use one of {', '.join(sorted(model_presets()))}")
     for kind, strategy in values["truncation"]["strategies"].items():
         if strategy not in _STRATEGIES:
             key = f"truncation.strategies.{kind}"
-            raise ConfigError(f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} is {strategy!r}; "
+            raise ConfigError(f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {quoted(key)} is {quoted(strategy)}; "
                               f"use one of {', '.join(_STRATEGIES)}")
     band = budget.get("exactBand")
     if not (isinstance(band, list) and len(band) == 2 and all(_is_number(x) for x in band) and band[0] <= band[1]):
         raise ConfigError(f"{provenance.get('budget.exactBand', DEFAULTS_ORIGIN)}: key 'budget.exactBand' must be "
-                          f"two numbers [low, high] with low <= high, like [0.5, 1.5]; got {band!r}")
-    for kind, priority in values["priorities"].items():
-        if not (_is_number(priority) and 0 <= priority <= 100):
-            key = f"priorities.{kind}"
-            raise ConfigError(f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} must be a number from 0 to 100")
+                          f"two numbers [low, high] with low <= high, like [0.5, 1.5]; got {quoted(band)}")
 
 
 def _is_number(value: Any) -> bool:
@@ -282,6 +492,7 @@ def _is_number(value: Any) -> bool:
 
 
 _STRATEGIES = ("tail", "head", "middle")
+_STRING_LISTS = {"trust.allowedPaths", "trust.allowedHosts", "truncation.requiredSections"}
 _CHOICES = {
     "template": ("dev", "research", "review"),
     "escape": ("none", "html"),

@@ -36,6 +36,7 @@ from hamilton.function_modifiers import parameterize, source, tag, value
 from .lib import session as _session
 from .lib import truncate as _t
 from .lib.layout import render_context
+from .lib.reserve import effective_reserve
 from .lib.summarize import as_summarizer
 from .lib.tokens import model_presets
 from .types import BudgetExceededError, BudgetReport, LedgerEntry, Section
@@ -139,15 +140,15 @@ def section_tallies(truncation_sections: list, run_counter: _t.MemoCounter, trun
 
 
 @tag(stage=STAGE)
-def pool_share_tokens(context_config: dict, available_tokens: int) -> dict:
+def pool_share_tokens(context_config: dict, available_tokens: int, reserve_tokens: int) -> dict:
     """Each pool's share in tokens: budget.pools weights of maxTokens; the reserve is
-    budget.reserveTokens and the other pools split the available tokens in proportion to
+    the answer reserve (reserve_tokens) and the other pools split the available tokens in proportion to
     their weights (the buffer takes the rounding)."""
     weights = dict(context_config["budget"].get("pools", {}))
     weights.pop(_t.RESERVE, None)
     weights.setdefault(_t.BUFFER, 0.0)
     shares = _t.pool_shares(available_tokens, weights)
-    shares[_t.RESERVE] = int(context_config["budget"]["reserveTokens"])
+    shares[_t.RESERVE] = reserve_tokens
     return shares
 
 
@@ -258,11 +259,11 @@ def _raise_immutable(sections, tokens, needed, available, context_config) -> Non
     immutable = [s for s in sections if s.tier == "immutable"]
     overhead = needed - sum(tokens[s.key] for s in immutable)
     budget = context_config["budget"]
-    reserve = int(budget["reserveTokens"])
+    reserve = effective_reserve(budget, model_presets()[context_config["model"]])
     listed = "; ".join(f"{s.title} ({s.key}): {tokens[s.key]:,} token{'s' if tokens[s.key] != 1 else ''}"
                        for s in immutable)
     fits = [name for name, p in sorted(model_presets().items(), key=lambda kv: kv[1]["window"])
-            if int(p["window"]) - reserve >= needed]
+            if int(p["window"]) - effective_reserve(budget, p, int(p["window"])) >= needed]
     models = ", ".join(fits) if fits else "none of configs/models.yaml"
     raise BudgetExceededError(
         f"the immutable sections alone do not fit: rendered alone they need {needed:,} tokens ({listed}; "

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import driver
+from .nodes.config import MAX_DEPTH, OVERRIDE_ORIGIN
+from .nodes.lib.yamlio import nesting_depth
 from .nodes.report import BuildResult
-from .nodes.types import CtxEngineError
+from .nodes.types import ConfigError, CtxEngineError
 
 
 def bundled_example(name: str = "demo") -> Path:
@@ -26,18 +28,22 @@ def build_overrides(
     *,
     mode: str | None = None,
     max_tokens: int | None = None,
-    reserve_tokens: int | None = None,
+    reserve_tokens: int | str | None = None,
+    reserve_share: float | None = None,
     compact: bool | None = None,
     strategy: str | None = None,
     layout: str | None = None,
     phase: str | None = None,
     phase_number: str | int | float | None = None,
 ) -> dict[str, Any]:
-    """Overrides as dotted keys: the named options first, then ``overrides`` on top."""
+    """Overrides as dotted keys: the named options first, then ``overrides`` on top.
+    ``reserve_tokens`` is a number or "auto" (the default: ``reserve_share`` of ``max_tokens``,
+    capped by the model's maxOutputTokens)."""
     named = {
         "template": mode,
         "budget.maxTokens": max_tokens,
         "budget.reserveTokens": reserve_tokens,
+        "budget.reserveShare": reserve_share,
         "truncation.compact": compact,
         "truncation.strategy": strategy,
         "state.layout": layout,
@@ -46,7 +52,16 @@ def build_overrides(
     }
     out = {key: value for key, value in named.items() if value is not None}
     out.update(overrides or {})
+    _check_depth(out)
     return out
+
+
+def _check_depth(overrides: Mapping[str, Any]) -> None:
+    """Refuse overrides nested past any configuration before the driver sees them (a failing
+    node's inputs are printed, and printing a 1000-deep dict overflows the stack)."""
+    if nesting_depth(overrides, MAX_DEPTH) > MAX_DEPTH:
+        raise ConfigError(f"{OVERRIDE_ORIGIN}: the overrides nest deeper than {MAX_DEPTH} levels; "
+                          "pass dotted keys (budget.maxTokens) with plain values")
 
 
 def build_context(
@@ -59,7 +74,7 @@ def build_context(
     """Assemble the context for ``request`` against ``project_dir`` and make it fit.
 
     ``options`` are the named overrides of :func:`build_overrides` (mode, max_tokens,
-    reserve_tokens, compact, strategy, layout, phase); ``overrides`` takes dotted keys
+    reserve_tokens, reserve_share, compact, strategy, layout, phase); ``overrides`` takes dotted keys
     (``{"budget.maxTokens": 32000}``). Raises a CtxEngineError subclass on bad input.
     """
     return run_nodes(["build_result"], project_dir, request, overrides=overrides, **options)["build_result"]
@@ -86,6 +101,7 @@ def explain_config(
 ) -> tuple[list[tuple[str, Any, str]], tuple[str, ...]]:
     """Every effective configuration value with its origin, and the configuration warnings."""
     project = project_dir if project_dir is not None else bundled_example()
+    _check_depth(overrides or {})
     out = driver.execute(["context_config", "config_provenance", "config_warnings"], project, overrides)
     rows = [(key, _lookup(out["context_config"], key), origin) for key, origin in sorted(out["config_provenance"].items())]
     return rows, out["config_warnings"]

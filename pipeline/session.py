@@ -62,8 +62,10 @@ class Session:
     """A multi-round session against one project (see the module docstring).
 
     ``overrides`` take dotted keys as in :func:`ctxengine.build_context`; the named options
-    (mode, max_tokens, reserve_tokens, compact, strategy, layout) and ``phase`` (the GSD phase
-    type: disclosure.phase) are shortcuts. ``seed_history=False`` starts from an empty history
+    (mode, max_tokens, reserve_tokens, reserve_share, compact, strategy, layout) and ``phase``
+    (the GSD phase type: disclosure.phase) are shortcuts. The answer reserve scales with
+    ``max_tokens`` unless ``reserve_tokens`` is given: ``Session(max_tokens=32000)`` leaves
+    25,600 tokens for the context (budget.reserveShare 0.2, within gpt-4o's maxOutputTokens). ``seed_history=False`` starts from an empty history
     even when the project has a session log.
 
     Attributes: ``rounds`` (the verbatim rounds, oldest first), ``summary`` (the rolling

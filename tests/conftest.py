@@ -17,6 +17,7 @@ os.environ.setdefault("CTXENGINE_CACHE_DIR", tempfile.mkdtemp(prefix="ctxengine-
 os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
 os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
 os.environ.setdefault("GIT_CEILING_DIRECTORIES", tempfile.gettempdir())
+os.environ["CTXENGINE_CONFIG"] = os.path.join(tempfile.mkdtemp(prefix="ctxengine-test-"), "none.yaml")  # no user config
 
 import pytest  # noqa: E402
 

@@ -26,11 +26,11 @@ def test_project_file_then_overrides_win_in_order(project):
     root = project({".planning/config.json": {"budget": {"maxTokens": 64000}, "template": "review"}})
     config, provenance, _ = _config(root, {"budget.maxTokens": 32000})
     assert config["budget"]["maxTokens"] == 32000
-    assert provenance["budget.maxTokens"] == "override"
+    assert provenance["budget.maxTokens"].startswith("override")
     assert config["template"] == "review"
     assert provenance["template"].endswith(".planning/config.json")
     # untouched siblings keep their defaults and their origin
-    assert config["budget"]["reserveTokens"] == 25600
+    assert config["budget"]["reserveTokens"] == "auto"
     assert provenance["budget.reserveTokens"].startswith("defaults")
 
 
@@ -111,5 +111,5 @@ def test_explain_lists_every_leaf_with_origin(project):
     rows, _ = explain_config(root, {"budget.softLimit": 0.9})
     by_key = {key: (value, origin) for key, value, origin in rows}
     assert by_key["model"][0] == "gpt-4" and by_key["model"][1].endswith("config.json")
-    assert by_key["budget.softLimit"] == (0.9, "override")
+    assert by_key["budget.softLimit"][0] == 0.9 and by_key["budget.softLimit"][1].startswith("override")
     assert by_key["budget.pools.buffer"][1].startswith("defaults")
