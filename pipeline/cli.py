@@ -280,8 +280,7 @@ def _config(args: argparse.Namespace) -> int:
     for warning in warnings:
         _say(f"warning: {warning}")
     flags = _flag_origins(args, sets)
-    rows = [(key, value, f"{origin} ({flags[key]})" if origin == "override" and key in flags else origin)
-            for key, value, origin in rows]
+    rows = [(key, value, _origin(origin, key, flags, sets)) for key, value, origin in rows]
     if args.format == "json":
         _emit(json.dumps([{"key": k, "value": v, "origin": o} for k, v, o in rows], indent=2, ensure_ascii=False) + "\n")
         return 0
@@ -302,6 +301,15 @@ def explain_table(rows: Sequence[tuple[str, str, str]], with_origin: bool = True
 def _shown(value: Any) -> str:
     shown = json.dumps(value, ensure_ascii=False)
     return shown if len(shown) <= VALUE_WIDTH else shown[: VALUE_WIDTH - 3] + "..."
+
+
+def _origin(origin: str, key: str, flags: dict[str, str], sets: dict[str, Any]) -> str:
+    """The configuration layer, with the CLI option that set an override named."""
+    from .nodes.config import OVERRIDE_ORIGIN
+
+    if origin != OVERRIDE_ORIGIN:
+        return origin
+    return f"override ({flags[key]})" if key in flags else "override (--set)" if key in sets else origin
 
 
 def _flag_origins(args: argparse.Namespace, sets: dict[str, Any]) -> dict[str, str]:

@@ -307,7 +307,7 @@ def test_config_explain_is_in_aligned_columns():
         assert row[value_at - 2:value_at] == "  " and row[value_at] != " ", row
         assert row[origin_at - 2:origin_at] == "  " and row[origin_at] != " ", row
     by_key = {row.split()[0]: row for row in rows}
-    assert by_key["budget.softLimit"][origin_at:] == "override"
+    assert by_key["budget.softLimit"][origin_at:] == "override (--set)"
     assert by_key["outputInstructions"][value_at:origin_at].rstrip().endswith("...")
 
 

@@ -290,9 +290,9 @@ def test_trust_keys_from_the_user_file_and_set_are_honoured_and_made_absolute(tm
     assert provenance["trust.allowedPaths"].startswith("override")
     with pytest.raises(ConfigError, match="trust.allowedPaths' must be a list of strings"):
         _config(tmp_path, {"trust.allowedPaths": ["ok", 3]})
-    done = run_cli("config", "--set", "trust.allowedPaths=[a]", cwd=tmp_path)
-    line = next(line for line in done.stdout.splitlines() if line.startswith("trust.allowedPaths "))
-    assert json.dumps([str(tmp_path / "a")]) in line
+    done = run_cli("config", "--set", "trust.allowedPaths=[a]", "--format", "json", cwd=tmp_path)
+    row = next(row for row in json.loads(done.stdout) if row["key"] == "trust.allowedPaths")
+    assert row["value"] == [str(tmp_path / "a")] and row["origin"] == "override (--set)"
 
 
 # ----------------------------------------------------------------------------- the answer reserve

@@ -131,7 +131,7 @@ def _acted(result, key_part: str) -> list:
 # ----------------------------------------------------------------------------- 1. priority decides the order
 
 
-@pytest.mark.parametrize("max_tokens", [4000, 8000])
+@pytest.mark.parametrize("max_tokens", [2500, 4000, 8000])
 def test_the_current_plan_keeps_its_tasks_while_research_and_roadmap_go_first(tmp_path, max_tokens):
     result = build(gsd_project(tmp_path), max_tokens)
     assert result.budget.total_tokens <= result.budget.available_tokens
@@ -141,30 +141,31 @@ def test_the_current_plan_keeps_its_tasks_while_research_and_roadmap_go_first(tm
                      f"<done>{done}</done>"):
             assert line in plan.content and line in result.context
     research = _acted(result, "research/R")
-    assert research  # the research documents gave first
+    roadmap_cuts = _acted(result, "roadmap")  # the roadmap (finished phases) is a section of its own
     plan_cuts = _acted(result, "plan")
-    later = [e for e in result.ledger if e.section_key == "roadmap" and e.action != "kept"]  # a roadmap section, when split
     for entry in plan_cuts:  # the plan only once everything of a lower priority had given
-        assert all(_over(r) > _over(entry) for r in research + later)
-    if max_tokens == 4000:
+        assert all(_over(r) > _over(entry) for r in research + roadmap_cuts)
+    assert "Position" in plan.content and "- [>] 11-02" in plan.content
+    if max_tokens == 8000:  # everything fits (the roadmap may be compacted to the soft limit)
+        assert not research and not plan_cuts
+        return
+    assert research and roadmap_cuts  # the research documents and the roadmap gave first
+    if max_tokens == 2500:
         assert {e.section_key for e in research if e.action == "dropped"} == {
             f"ref:.planning/research/R{i}.md" for i in range(1, 6)}
         assert [e.action for e in plan_cuts] == ["summarized"]
         assert "@.planning/PROJECT.md" not in plan.content and "@register" not in plan.content  # context and code first
-        roadmap_cut = _acted(result, "roadmap")  # a roadmap section of its own, when the plan section is split
-        assert roadmap_cut or plan.content.count("- [x] **Phase ") < len(FINISHED) // 2  # finished entries went
-        assert "Position" in plan.content and "- [>] 11-02" in plan.content
-    else:
-        assert plan_cuts == [] and "@.planning/PROJECT.md" in plan.content  # the plan is whole
+    else:  # 4000: research summarized, the roadmap cut, the current plan whole
+        assert plan_cuts == [] and "@.planning/PROJECT.md" in plan.content
 
 
 def test_a_priority_80_plan_waits_for_priority_70_documents_in_another_pool(tmp_path):
     # the state pool (the plan) is far over its share, the references pool (research at 70) far
     # under: the pools must not send the plan before the documents of a lower priority
-    pools = {"budget.pools": {"system": 0.02, "references": 0.9, "state": 0.01, "request": 0.02, "reserve": 0.2,
+    pools = {"budget.pools": {"system": 0.02, "references": 0.7, "state": 0.01, "request": 0.02, "reserve": 0.2,
                               "buffer": 0.05}}
-    result = build(gsd_project(tmp_path, research_priority=70), 5000, **pools)
-    assert result.pools["state"]["debt"] > 0 and result.pools["references"]["debt"] == 0
+    result = build(gsd_project(tmp_path, research_priority=70), 2000, **pools)
+    assert result.pools["state"]["debt"] > 0
     research = _acted(result, "research/R")
     plan_cuts = _acted(result, "plan")
     assert plan_cuts, "the plan had to give too"
@@ -175,7 +176,7 @@ def test_a_priority_80_plan_waits_for_priority_70_documents_in_another_pool(tmp_
 
 
 def test_within_one_priority_the_sections_share_the_cut(tmp_path):
-    result = build(gsd_project(tmp_path), 8000)
+    result = build(gsd_project(tmp_path), 4000)
     given: dict[str, int] = {}
     for e in _acted(result, "research/R"):
         given[e.section_key] = given.get(e.section_key, 0) + e.tokens_before - e.tokens_after
@@ -276,7 +277,7 @@ def _assert_whole_lines(out: str, source: str, what: str) -> None:
             or re.match(r"^---$|^\w[\w ]*: ", line), (what, line)  # no prose line ends mid-sentence
 
 
-@pytest.mark.parametrize("max_tokens", [3000, 4000])
+@pytest.mark.parametrize("max_tokens", [2000, 2500])
 def test_no_reduced_section_ends_inside_a_code_line_an_at_line_or_a_table_row(tmp_path, max_tokens):
     root = gsd_project(tmp_path)
     result = build(root, max_tokens)

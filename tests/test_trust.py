@@ -241,8 +241,10 @@ def test_a_url_body_is_cleaned_too(tmp_path):
 
 def test_a_huge_size_cap_on_a_tiny_file_allocates_nothing(tmp_path):
     project = rules_project(tmp_path / "proj", "# Rules\n@small.md\n", {".planning/small.md": "# Small\ntiny\n"})
-    result = build(project, **{"references.maxFileBytes": 30_000_000_000})
+    result = build(project, **{"references.maxFileBytes": 1 << 30})  # the largest cap the config allows
     assert "tiny" in result.context
+    with pytest.raises(ConfigError, match="references.maxFileBytes"):  # and past it, a clear error
+        build(project, **{"references.maxFileBytes": 30_000_000_000})
 
 
 def test_the_cap_applies_while_streaming(tmp_path):

@@ -923,6 +923,7 @@ _WRAPPER_TAGS = frozenset({"task", "tasks"})
 _LEAD_TAGS = frozenset({"objective"})
 _KEY_LABEL = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?\**(?:files?|verify|verification|done|acceptance)\**[ \t]*:", re.I)
 _AT_LINE = re.compile(r"^[ \t]*@\S")
+_POSITION_LINE = re.compile(r"^(?:Position|Decided by):[ \t]")  # the GSD plan section's position
 # ranks of plan units, kept first to last (see plan_summary)
 (_R_COUNT, _R_OPEN_BOX, _R_OPEN_KEY, _R_PENDING_BOX, _R_OPEN_DETAIL, _R_PROSE, _R_PENDING_KEY,
  _R_PENDING_DETAIL, _R_DONE_BOX, _R_NOISE) = range(10)
@@ -1020,6 +1021,8 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
             continue
         if _COUNT_LINE.match(line) and owner is None:
             role = "count"
+        elif _POSITION_LINE.match(line) and owner is None:
+            role = "position"
         elif _HEADING.match(line) and owner is None:
             role = "heading"
         elif _AT_LINE.match(line):
@@ -1043,7 +1046,7 @@ def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str 
     """A plan (article plan.md with task boxes, or the GSD plan section and PLAN.md with
     <task> blocks) within ``max_tokens``: whole source lines only, in their order, and a last
     line saying how many were left out. Kept first: the task count line, in-progress task
-    lines; then the skeleton of the current work (every task's <name>, <files>, <verify> and
+    lines, the GSD position lines; then the skeleton of the current work (every task's <name>, <files>, <verify> and
     <done>, the <task> tags, Files/Verify/Done lines, the objective's first line, an
     in-progress task's own detail lines); then pending task lines, the prose of in-progress
     elements (<action>), other prose, pending tasks' skeletons and detail, done task lines; @ lines, code blocks and
@@ -1070,7 +1073,7 @@ def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str 
 
     def rank(u: _PlanUnit) -> int | None:
         state = status.get(u.owner) if u.owner is not None else None
-        if u.role == "count":
+        if u.role in ("count", "position"):
             return _R_COUNT
         if u.role == "box":
             return {_plan.IN_PROGRESS: _R_OPEN_BOX, _plan.PENDING: _R_PENDING_BOX}.get(state, _R_DONE_BOX)
