@@ -52,8 +52,9 @@ def report(project: Path, budgets: list[int | None], phase: str | None) -> None:
         print(f"tokens   : {result.budget.total_tokens:,} of {result.budget.available_tokens:,} available "
               f"({result.budget.utilization_rate:.1%})")
         fates = section_fates(result)
-        before = {entry.section_key: entry.tokens_before for entry in result.ledger
-                  if entry.step == "truncation_start"}
+        before: dict[str, int] = {}
+        for entry in result.ledger:  # the first entry of a section has its tokens before any cut
+            before.setdefault(entry.section_key, entry.tokens_before)
         for key, fate in fates.items():
             kept = result.section_tokens.get(key, 0)
             was = before.get(key, kept)

@@ -224,12 +224,14 @@ def disclosure_decisions(
     requested_documents: tuple,
     ordered_references: list[Document],
     plan_section: Optional[Section],
+    roadmap_section: Optional[Section],
     context_config: dict,
     project_dir: str,
 ) -> DisclosureOutcome:
     """The decision for every candidate: loaded or not, its layer, and the rule or reason.
-    Documents the references or state stage already loaded are never loaded twice."""
-    already = _already_loaded(ordered_references, plan_section, project_dir)
+    Documents the references or state stage already loaded (STATE.md in the plan section,
+    ROADMAP.md in the roadmap section) are never loaded twice."""
+    already = _already_loaded(ordered_references, (plan_section, roadmap_section), project_dir)
     candidates = list(planning_files.documents.values())
     rows, warnings = _dis.decide(
         candidates,
@@ -420,7 +422,7 @@ def _relative(location: str, project_dir: str) -> str:
 
 
 def _already_loaded(
-    ordered_references: list[Document], plan_section: Optional[Section], project_dir: str
+    ordered_references: list[Document], state_sections: tuple[Optional[Section], ...], project_dir: str
 ) -> dict[str, tuple[str, str]]:
     """Project-relative path or URL -> (section key, how) of documents other stages loaded."""
     out: dict[str, tuple[str, str]] = {}
@@ -429,10 +431,10 @@ def _already_loaded(
         out.setdefault(_relative(doc.source.location, project_dir), (f"ref:{doc.source.location}", _how(doc, by_key)))
         if doc.source.kind == "file":
             out.setdefault(_relative(doc.key, project_dir), (f"ref:{doc.source.location}", _how(doc, by_key)))
-    if plan_section is not None:
-        for source in plan_section.sources:
+    for section in state_sections:
+        for source in section.sources if section is not None else ():
             if source.kind == "file":
-                out.setdefault(_relative(source.location, project_dir), (plan_section.key, "the plan section"))
+                out.setdefault(_relative(source.location, project_dir), (section.key, f"the {section.key} section"))
     return out
 
 

@@ -474,6 +474,16 @@ def test_execute_loads_state_and_config_not_the_plans_again():
 
 
 @pytest.mark.skipif(not corpus(), reason="the corpus is not available")
+def test_the_roadmap_of_a_phase_manifest_is_not_loaded_twice():
+    """GSD's plan manifest names ROADMAP.md; the roadmap section already carries it (narrowed to
+    the current milestone), so disclosure marks it as loaded there instead of a second copy."""
+    out = run(CORPUS / "ahmetb__kubectl-fields", "Plan the phase", disclosure__phase="plan")
+    roadmap = rows(out)[".planning/ROADMAP.md"]
+    assert roadmap["section"] == "roadmap" and roadmap["rule"].endswith("already loaded by the roadmap section")
+    assert "ref:.planning/ROADMAP.md" not in keys(out)
+
+
+@pytest.mark.skipif(not corpus(), reason="the corpus is not available")
 def test_repair_on_helix_loads_the_open_plan_of_the_gsd_position():
     # STATE.md says phase 8.1 is complete and 08.2 already holds plans: the position (shared
     # with the plan section) is phase 8.2, and repair loads its plan under way
