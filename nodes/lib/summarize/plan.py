@@ -157,96 +157,111 @@ def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str 
         return ""
     if fits_quickly(text, max_tokens, counter):
         return text
-    norm = text.replace("\r\n", "\n")
-    raw_fm, body = split_frontmatter(norm)
+    raw_fm, body = split_frontmatter(text.replace("\r\n", "\n"))
     lines = body.split("\n")
     boxes = _plan.task_boxes(lines)
     if not boxes and "<task" not in body:
         return summarize_text(text, max_tokens, counter, method)
-    units = _plan_units(lines, boxes)
-    status = {box.index: box.status or _plan.PENDING for box in boxes}
-    existing = next((u for u, unit in enumerate(units) if unit.role == "count"), None)
-    top = [status[unit.first] for unit in units if unit.role == "box"]
-    synthesized = None if existing is not None else _plan.count_line(Counter(top))
-    texts = ["\n".join(lines[u.first:u.last + 1]) for u in units]
-    total_lines = sum(1 for line in lines if line.strip())
+    plan = _PlanView(lines, _plan_units(lines, boxes), {box.index: box.status or _plan.PENDING for box in boxes},
+                     compact_frontmatter(raw_fm, tight=True) if raw_fm is not None else None)
+    solved = solve(plan.problem(), max_tokens, counter)
+    if solved is None:
+        note = plan.synthesized or (plan.texts[plan.existing] if plan.existing is not None else "")
+        return note if note and counter.count(note) <= max_tokens else ""
+    return solved[0]
 
-    def rank(u: _PlanUnit) -> int | None:
-        state = status.get(u.owner) if u.owner is not None else None
-        if u.role in ("count", "position"):
-            return _R_COUNT
-        if u.role == "box":
-            return {_plan.IN_PROGRESS: _R_OPEN_BOX, _plan.PENDING: _R_PENDING_BOX}.get(state, _R_DONE_BOX)
-        if state in (_plan.DONE, _plan.CANCELLED):
-            return None  # only counted
-        if u.role == "heading":
-            return None  # comes with the first line under it that is kept
-        if u.role == "noise":
-            return _R_NOISE
-        if u.role in ("key", "lead"):
-            return _R_PENDING_KEY if state == _plan.PENDING else _R_OPEN_KEY
-        if u.role in ("open", "close"):
-            return None  # comes with the lines it encloses
-        if state == _plan.PENDING:
-            return _R_PENDING_DETAIL
-        if state == _plan.IN_PROGRESS:  # a task's own lines stay with it; the prose of an <action> waits
-            return _R_OPEN_DETAIL if u.pair is not None else _R_OPEN_KEY
-        return _R_PROSE
 
-    ranks = [rank(u) for u in units]
-    extra = 1 if synthesized is not None else 0  # unit 0: the synthesized count line
-    requires: list[tuple[int, ...]] = [()] * (len(units) + extra)
-    heads: list[tuple[int, int]] = []  # the open headings: (level, unit id)
-    for uid, unit in enumerate(units):
-        need = []
-        if unit.role == "heading":
-            level = len(HEADING.match(lines[unit.first]).group(1))
-            while heads and heads[-1][0] >= level:
-                heads.pop()
-            heads.append((level, uid))
-        if unit.role != "box":  # a line comes under its headings (a task line stands on its own)
-            need.extend(h + extra for _, h in heads if h != uid)
-        if unit.owner is not None and unit.role != "box":
-            need.append(next(k for k, u in enumerate(units) if u.role == "box" and u.first == unit.owner) + extra)
-        if unit.pair is not None:  # an element's lines come with its open and close tag lines
-            opened = unit.pair if unit.role != "open" else uid
-            need.append(opened + extra)
-            if units[opened].pair is not None:
-                need.append(units[opened].pair + extra)
-        requires[uid + extra] = tuple(k for k in need if k != uid + extra)
-    order = ([0] if synthesized is not None else []) + [
-        uid + extra for uid in sorted((u for u in range(len(units)) if ranks[u] is not None),
-                                      key=lambda u: (ranks[u], units[u].first))]
-    blocking = frozenset(uid + extra for uid in range(len(units))
-                         if ranks[uid] in (_R_COUNT, _R_OPEN_BOX, _R_PENDING_BOX) and units[uid].role == "box") | (
-        {0} if synthesized is not None else {existing})
-    first_box = next((u.first for u in units if u.role == "box"), 0)
-    fm = compact_frontmatter(raw_fm, tight=True) if raw_fm is not None else None
+def _rank(unit: _PlanUnit, state: str | None) -> int | None:
+    """The rank a unit is kept by (lower first; see plan_summary), None for a unit that only
+    comes with others (headings, tag lines) or is only counted (done tasks' detail)."""
+    if unit.role in ("count", "position"):
+        return _R_COUNT
+    if unit.role == "box":
+        return {_plan.IN_PROGRESS: _R_OPEN_BOX, _plan.PENDING: _R_PENDING_BOX}.get(state, _R_DONE_BOX)
+    if state in (_plan.DONE, _plan.CANCELLED) or unit.role in ("heading", "open", "close"):
+        return None
+    if unit.role == "noise":
+        return _R_NOISE
+    if unit.role in ("key", "lead"):
+        return _R_PENDING_KEY if state == _plan.PENDING else _R_OPEN_KEY
+    if state == _plan.PENDING:
+        return _R_PENDING_DETAIL
+    if state == _plan.IN_PROGRESS:  # a task's own lines stay with it; the prose of an <action> waits
+        return _R_OPEN_DETAIL if unit.pair is not None else _R_OPEN_KEY
+    return _R_PROSE
 
-    def render(sel: set[int]) -> str:
-        out: list[str] = [fm] if fm is not None else []
+
+class _PlanView:
+    """A plan's units as a selection problem: unit 0 is the synthesized count line when the
+    plan has none (``extra``), then one unit per plan unit."""
+
+    def __init__(self, lines: Sequence[str], units: list[_PlanUnit], status: dict, fm: str | None):
+        self.lines, self.units, self.status, self.fm = lines, units, status, fm
+        self.existing = next((u for u, unit in enumerate(units) if unit.role == "count"), None)
+        top = [status[unit.first] for unit in units if unit.role == "box"]
+        self.synthesized = None if self.existing is not None else _plan.count_line(Counter(top))
+        self.extra = 1 if self.synthesized is not None else 0
+        self.texts = ["\n".join(lines[u.first:u.last + 1]) for u in units]
+        self.total_lines = sum(1 for line in lines if line.strip())
+        self.first_box = next((u.first for u in units if u.role == "box"), 0)
+
+    def problem(self) -> Problem:
+        ranks = [_rank(u, self.status.get(u.owner) if u.owner is not None else None) for u in self.units]
+        extra = self.extra
+        order = ([0] if extra else []) + [
+            uid + extra for uid in sorted((u for u in range(len(self.units)) if ranks[u] is not None),
+                                          key=lambda u: (ranks[u], self.units[u].first))]
+        blocking = frozenset(uid + extra for uid, unit in enumerate(self.units)
+                             if ranks[uid] in (_R_COUNT, _R_OPEN_BOX, _R_PENDING_BOX) and unit.role == "box") | (
+            {0} if extra else {self.existing})
+        all_texts = ([self.synthesized] if extra else []) + self.texts
+        costs = [estimate_tokens(t) + 1 for t in all_texts]
+        costs[0 if extra else (self.existing + extra if self.existing is not None else 0)] += 12  # the note
+        return Problem(costs, self.requirements(), order, self.render, blocking=blocking)
+
+    def requirements(self) -> list[tuple[int, ...]]:
+        """Per unit: its headings (a task line stands on its own), its task box, its element's tag lines."""
+        units, extra = self.units, self.extra
+        box_uid = {u.first: k for k, u in enumerate(units) if u.role == "box"}
+        requires: list[tuple[int, ...]] = [()] * (len(units) + extra)
+        heads: list[tuple[int, int]] = []  # the open headings: (level, unit id)
+        for uid, unit in enumerate(units):
+            need = []
+            if unit.role == "heading":
+                level = len(HEADING.match(self.lines[unit.first]).group(1))
+                while heads and heads[-1][0] >= level:
+                    heads.pop()
+                heads.append((level, uid))
+            if unit.role != "box":
+                need.extend(h + extra for _, h in heads if h != uid)
+                if unit.owner is not None:
+                    need.append(box_uid[unit.owner] + extra)
+            if unit.pair is not None:  # an element's lines come with its open and close tag lines
+                opened = unit.pair if unit.role != "open" else uid
+                need.append(opened + extra)
+                if units[opened].pair is not None:
+                    need.append(units[opened].pair + extra)
+            requires[uid + extra] = tuple(k for k in need if k != uid + extra)
+        return requires
+
+    def render(self, sel: set[int]) -> str:
+        """The selected lines in their order, a blank line where the plan had one, the count
+        line before the first task, and a note of how many lines were left out."""
+        lines, units, extra = self.lines, self.units, self.extra
+        out: list[str] = [self.fm] if self.fm is not None else []
         last_line = None
         shown = 0
         for uid, unit in enumerate(units):
-            if synthesized is not None and unit.first >= first_box and 0 in sel and synthesized not in out:
-                out.extend(([""] if out else []) + [synthesized, ""])
+            if extra and unit.first >= self.first_box and 0 in sel and self.synthesized not in out:
+                out.extend(([""] if out else []) + [self.synthesized, ""])
                 last_line = None
             if uid + extra not in sel:
                 continue
             if last_line is not None and any(not lines[k].strip() for k in range(last_line + 1, unit.first)):
                 out.append("")
-            out.append(texts[uid])
+            out.append(self.texts[uid])
             shown += sum(1 for k in range(unit.first, unit.last + 1) if lines[k].strip())
             last_line = unit.last
-        if total_lines > shown:
-            out.append(f"[… {total_lines - shown} of {total_lines} plan lines not shown]")
+        if self.total_lines > shown:
+            out.append(f"[… {self.total_lines - shown} of {self.total_lines} plan lines not shown]")
         return "\n".join(out).strip("\n")
-
-    all_texts = ([synthesized] if synthesized is not None else []) + texts
-    costs = [estimate_tokens(t) + 1 for t in all_texts]
-    costs[0 if synthesized is not None else (existing + extra if existing is not None else 0)] += 12  # the note
-    solved = solve(Problem(costs, requires, order, render, blocking=blocking), max_tokens, counter)
-    if solved is None:
-        note = synthesized or (texts[existing] if existing is not None else "")
-        return note if note and counter.count(note) <= max_tokens else ""
-    return solved[0]
