@@ -139,67 +139,75 @@ def _logical_lines(lines: list[str]) -> list[tuple[str, str]]:
 
 
 def build(text: str) -> Doc:
+    """The document model of ``text``: its units (compact frontmatter, headings, sentences,
+    table rows, code blocks) in sections of blocks of logical lines."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     raw_fm, body = split_frontmatter(text)
-    texts: list[str] = []
-    kinds: list[str] = []
-    where: list[tuple[int, int, int, int]] = []
-
-    def unit(t: str, kind: str, loc: tuple[int, int, int, int]) -> int:
-        texts.append(t)
-        kinds.append(kind)
-        where.append(loc)
-        return len(texts) - 1
-
-    frontmatter = unit(compact_frontmatter(raw_fm), "frontmatter", (-1, -1, 0, 0)) if raw_fm is not None else None
-    sections = [_Sec(None, 0, (), [])]
+    doc = Doc([], [], [_Sec(None, 0, (), [])], None, [])
+    if raw_fm is not None:
+        doc.frontmatter = _unit(doc, compact_frontmatter(raw_fm), "frontmatter", (-1, -1, 0, 0))
     stack: list[tuple[int, int]] = []  # (level, heading uid)
     for kind, payload in _parse_markdown(body):
-        si = len(sections) - 1
-        sec = sections[si]
+        si = len(doc.sections) - 1
         if kind == "heading":
-            level, line = payload
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            ancestors = tuple(uid for _, uid in stack)
-            uid = unit(line, "heading", (len(sections), -1, 0, 0))
-            sections.append(_Sec(uid, level, ancestors, []))
-            stack.append((level, uid))
+            _add_heading(doc, stack, *payload)
             continue
-        bi = len(sec.blocks)
+        bi = len(doc.sections[si].blocks)
         if kind == "code":
             full = "\n".join(payload)
-            uid = unit(full, "code", (si, bi, 0, 0))
-            sec.blocks.append(_Block("code", [_Line("", full, [uid])]))
-            continue
-        lines: list[str] = payload
-        if len(lines) >= 2 and all(ln.lstrip().startswith("|") for ln in lines):
-            block = _Block("table", [])
-            rows = lines
-            k = 0
-            if _TABLE_SEP.match(rows[1]):
-                head = "\n".join(rows[:2])
-                block.lines.append(_Line("", head, [unit(head, "header", (si, bi, 0, 0))]))
-                rows = rows[2:]
-                k = 1
-            for row in rows:
-                block.lines.append(_Line("", row, [unit(row, "row", (si, bi, k, 0))]))
-                k += 1
-            sec.blocks.append(block)
-            continue
-        block = _Block("text", [])
-        k = 0
-        for prefix, full in _logical_lines(lines):
-            rest = full[len(prefix):]
-            ids = []
-            for j, (a, b) in enumerate(sentence_spans(rest)):
-                ids.append(unit(rest[a:b], "sentence", (si, bi, k, j)))
-                k += 1
-            if ids:
-                block.lines.append(_Line(prefix, full, ids))
+            block = _Block("code", [_Line("", full, [_unit(doc, full, "code", (si, bi, 0, 0))])])
+        elif len(payload) >= 2 and all(ln.lstrip().startswith("|") for ln in payload):
+            block = _table_block(doc, payload, si, bi)
+        else:
+            block = _text_block(doc, payload, si, bi)
         if block.lines:
-            sec.blocks.append(block)
-    return Doc(texts, kinds, sections, frontmatter, where)
+            doc.sections[si].blocks.append(block)
+    return doc
+
+
+def _unit(doc: Doc, text: str, kind: str, loc: tuple[int, int, int, int]) -> int:
+    doc.texts.append(text)
+    doc.kinds.append(kind)
+    doc.where.append(loc)
+    return len(doc.texts) - 1
+
+
+def _add_heading(doc: Doc, stack: list[tuple[int, int]], level: int, line: str) -> None:
+    """A heading opens a section under the open headings of lower levels (its ancestors)."""
+    while stack and stack[-1][0] >= level:
+        stack.pop()
+    uid = _unit(doc, line, "heading", (len(doc.sections), -1, 0, 0))
+    doc.sections.append(_Sec(uid, level, tuple(u for _, u in stack), []))
+    stack.append((level, uid))
+
+
+def _table_block(doc: Doc, rows: list[str], si: int, bi: int) -> _Block:
+    """A table: its header (with the separator row) as one unit, each other row as one."""
+    block = _Block("table", [])
+    k = 0
+    if _TABLE_SEP.match(rows[1]):
+        head = "\n".join(rows[:2])
+        block.lines.append(_Line("", head, [_unit(doc, head, "header", (si, bi, 0, 0))]))
+        rows, k = rows[2:], 1
+    for row in rows:
+        block.lines.append(_Line("", row, [_unit(doc, row, "row", (si, bi, k, 0))]))
+        k += 1
+    return block
+
+
+def _text_block(doc: Doc, lines: list[str], si: int, bi: int) -> _Block:
+    """A paragraph or list: each logical line's sentences as units."""
+    block = _Block("text", [])
+    k = 0
+    for prefix, full in _logical_lines(lines):
+        rest = full[len(prefix):]
+        ids = []
+        for j, (a, b) in enumerate(sentence_spans(rest)):
+            ids.append(_unit(doc, rest[a:b], "sentence", (si, bi, k, j)))
+            k += 1
+        if ids:
+            block.lines.append(_Line(prefix, full, ids))
+    return block
 
 
 def render_doc(doc: Doc, selected: set[int]) -> str:
