@@ -3,7 +3,7 @@ how many more rounds fit, and whether to fold older rounds into a rolling summar
 
 Pure nodes over the session history; the arithmetic lives in nodes/lib/monitor.py. A round's
 tokens are the ``usage`` its log lines report (``total_tokens``, else prompt + completion or
-input + output), else the exact token count of its messages. ``preventive_compaction`` asks
+input + output), else the exact token count of its messages (by the run's memoizing counter). ``preventive_compaction`` asks
 the truncation stage to compact the history before a hard cut is forced: when the projected
 number of rounds left is at or below ``monitor.thresholdRounds``.
 """
@@ -17,50 +17,51 @@ from hamilton.function_modifiers import tag
 from .lib import monitor as _mon
 from .lib import session as _session
 from .lib.monitor import BudgetMonitor
-from .lib.tokens import TokenCounter
+from .lib.truncate import MemoCounter
 from .types import BudgetReport, LedgerEntry, Round, Section
 
 STEP = "preventive_compaction"
 
 
 @tag(stage="monitor")
-def round_token_use(session_history: Any, token_counter: TokenCounter) -> tuple:
+def round_token_use(session_history: Any, run_counter: MemoCounter) -> tuple:
     """Tokens each round of the session added (RoundUse, oldest first): the usage field where
     a log line has one, else the count of the round as the history renders it: exact for the
     rounds the growth is read from, estimated (chars / 4) for older ones."""
-    return _mon.round_uses(_session.rounds_of(session_history), token_counter.count, _session.render_round,
-                           estimate=token_counter.estimate, exact_last=2 * _mon.GROWTH_WINDOW)
+    return _mon.round_uses(_session.rounds_of(session_history), run_counter.count, _session.render_round,
+                           estimate=run_counter.estimate, exact_last=2 * _mon.GROWTH_WINDOW)
 
 
 @tag(stage="monitor")
 def budget_monitor(
-    session_history: Any,
     round_token_use: tuple,
     available_tokens: int,
     budget_report: BudgetReport,
     history_section: Optional[Section],
-    token_counter: TokenCounter,
+    round_summaries: tuple,
+    run_counter: MemoCounter,
 ) -> BudgetMonitor:
     """initial_budget (maxTokens - reserveTokens), cumulative_used (the context without the
     history, plus what every round occupies in it: verbatim rounds their tokens, rounds the
     history section summarises their summary line), current_round_used, remaining, and
     projected_rounds: floor(remaining / mean tokens of the last three rounds), None when
     nothing grows."""
-    rounds = _session.rounds_of(session_history)
     history = 0
     if history_section is not None:
-        # measured like the report: exactly, or by the same estimate when the report is one
+        # measured like the report: exactly (the run's counter: paragraphs the report counted
+        # are not counted again), or by the same estimate when the report is one
         exact = getattr(budget_report, "exact", True)
-        history = token_counter.count(history_section.content) if exact else token_counter.estimate(
+        history = run_counter.count(history_section.content) if exact else run_counter.estimate(
             history_section.content)
     base = max(0, budget_report.total_tokens - history)
     verbatim_from = 0
     if history_section is not None:
         verbatim_from = int((history_section.data or {}).get("verbatim_from", 0) or 0)
-    # a summarised round occupies its summary line (estimated: there can be thousands of them)
+    # a summarised round occupies its summary line (estimated: there can be thousands of them;
+    # the lines are the history section's own, made once by the round_summaries node)
     in_context = [
-        token_counter.estimate(_session.round_summary(round_)) if position < verbatim_from else use.tokens
-        for position, (round_, use) in enumerate(zip(rounds, round_token_use))
+        run_counter.estimate(summary) if position < verbatim_from else use.tokens
+        for position, (summary, use) in enumerate(zip(round_summaries, round_token_use))
     ]
     return _mon.budget_monitor_for(round_token_use, available_tokens, base, in_context)
 
@@ -103,7 +104,7 @@ def preventively_compacted_sections(sections: list, preventive_compaction: dict)
 
 @tag(stage="monitor")
 def preventive_ledger(
-    sections: list, preventively_compacted_sections: list, preventive_compaction: dict, token_counter: TokenCounter
+    sections: list, preventively_compacted_sections: list, preventive_compaction: dict, run_counter: MemoCounter
 ) -> list[LedgerEntry]:
     """One "compacted" ledger entry per section preventive compaction changed (step
     ``preventive_compaction``, tokens before and after, the monitor's reason); [] otherwise."""
@@ -112,8 +113,8 @@ def preventive_ledger(
     for section in preventively_compacted_sections:
         old = before.get(section.key)
         if old is not None and old.content != section.content:
-            entries.append(LedgerEntry(section.key, STEP, "compacted", token_counter.count(old.content),
-                                       token_counter.count(section.content), str(preventive_compaction["reason"])))
+            entries.append(LedgerEntry(section.key, STEP, "compacted", run_counter.count(old.content),
+                                       run_counter.count(section.content), str(preventive_compaction["reason"])))
     return entries
 
 

@@ -316,9 +316,18 @@ def session_history(session_files: dict[str, str]) -> _session.SessionHistory:
 
 
 @tag(stage=STAGE)
-def history_section(session_history: _session.SessionHistory, context_config: dict) -> Section | None:
+def round_summaries(session_history: _session.SessionHistory) -> tuple:
+    """Every round's one-line summary, oldest first (str each): made once per round and shared
+    by the history section and the budget monitor; a round seen before in this process (a
+    transcript that only grew) is not summarized again."""
+    return _session.round_summaries(_session.rounds_of(session_history))
+
+
+@tag(stage=STAGE)
+def history_section(session_history: _session.SessionHistory, round_summaries: tuple,
+                    context_config: dict) -> Section | None:
     """The "Session History" section: the last ``state.maxHistoryRounds`` rounds verbatim, older
-    rounds as one deterministic summary line each. ``data`` keeps the rounds so truncation can
+    rounds as their summary lines. ``data`` keeps the rounds so truncation can
     re-compact: {"rounds", "verbatim_from" (index into rounds), "format"}."""
     if not _on(context_config, "history") or not session_history.rounds:
         return None
@@ -331,7 +340,7 @@ def history_section(session_history: _session.SessionHistory, context_config: di
         + (f" in {session_history.sessions} sessions" if session_history.format == _session.AIDER else "")
         + f"; the last {len(rounds) - verbatim_from} verbatim, older ones summarised."
     )
-    content = head + "\n\n" + _session.compact_history(rounds, keep)
+    content = head + "\n\n" + _session.compact_history(rounds, keep, round_summaries)
     sources = []
     older, recent = rounds[:verbatim_from], rounds[verbatim_from:]
     for group in (older, recent):

@@ -6,7 +6,7 @@ Hamilton replaces a node by the config value of the same name (graph.py skips an
 name is a config key), so the node would be the string "extractive". Each returns a :class:`Summarizer` whose
 ``summarize(section, max_tokens, counter) -> str`` is deterministic, calls no model and fits
 ``max_tokens`` by exact count. Whatever the variant, plan, git, history, tree and
-environment sections get their own kind-specific summary (nodes/lib/summarize.py).
+environment sections get their own kind-specific summary (nodes/lib/summarize/).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -281,3 +282,85 @@ def test_round_summary_tells_the_outcome_and_the_failure_first():
     summary = round_summary(Round(7, messages))
     assert "done: The login handler returns 404 for a bad password." in summary
     assert "test_login FAILED" in summary
+
+
+# ----------------------------------------------------------------------------- growing transcripts
+
+
+def _aider_transcript(tag: str, rounds: int) -> str:
+    out = [f"# aider chat started at 2026-11-0{len(tag) % 9 + 1} 10:00:00\n\n> Aider v0.50.0 ({tag})\n"]
+    for i in range(1, rounds + 1):
+        out.append(f"\n#### Step {i} of {tag}: change src/mod_{i}.py\n\nI'll edit `src/mod_{i}.py` for {tag}.\n\n"
+                   f"> Applied edit to src/mod_{i}.py\n> Commit {i:07x} step {i} ({tag})\n")
+    return "".join(out)
+
+
+def _history_run(project: Path) -> dict:
+    import ctxengine
+    return ctxengine.run_nodes(["session_history", "round_summaries", "history_section", "budget_monitor"],
+                               str(project), "Next step", overrides={"state.maxHistoryRounds": 2})
+
+
+def test_a_grown_transcript_parses_and_summarizes_only_its_new_round(tmp_path):
+    text = _aider_transcript(tmp_path.name, 12)
+    (tmp_path / ".aider.chat.history.md").write_text(text, encoding="utf-8")
+    first = _history_run(tmp_path)
+    assert len(first["session_history"].rounds) == 12
+    parsed, summarized = S.ROUND_MEMO.parsed, S.ROUND_MEMO.summarized
+    grown = text + f"\n#### Step 13 of {tmp_path.name}: add docs\n\nDone: docs/x.md written.\n"
+    (tmp_path / ".aider.chat.history.md").write_text(grown, encoding="utf-8")
+    second = _history_run(tmp_path)
+    assert S.ROUND_MEMO.parsed - parsed == 1  # the new round's stretch, nothing else
+    assert S.ROUND_MEMO.summarized - summarized == 1
+    rounds = second["session_history"].rounds
+    assert len(rounds) == 13 and rounds[-1].messages[-1].content == "Done: docs/x.md written."
+    assert rounds[:12] == first["session_history"].rounds  # the re-used rounds are the same rounds
+    assert second["round_summaries"][:12] == first["round_summaries"]
+    S.ROUND_MEMO.clear()  # and a parse from nothing gives the same history
+    fresh = S.parse_session(grown, str(tmp_path / ".aider.chat.history.md"))
+    assert fresh == second["session_history"]
+    assert S.ROUND_MEMO.parsed == 13
+
+
+def test_each_round_is_summarized_once_per_build_and_both_consumers_share_the_lines(tmp_path):
+    (tmp_path / ".aider.chat.history.md").write_text(_aider_transcript(tmp_path.name, 9), encoding="utf-8")
+    summarized = S.ROUND_MEMO.summarized
+    out = _history_run(tmp_path)
+    assert S.ROUND_MEMO.summarized - summarized == 9  # not twice for the 7 summarised rounds
+    lines = out["round_summaries"]
+    assert isinstance(lines, tuple) and all(isinstance(x, str) for x in lines)
+    assert pickle.loads(pickle.dumps(lines)) == lines  # a value Hamilton's cache can store
+    content = out["history_section"].content
+    assert all(line in content for line in lines[:7]) and lines[8] not in content
+    assert lines[0].startswith("- Round 1 (lines")
+
+
+def test_the_memo_is_bounded_and_a_changed_round_is_parsed_again():
+    memo = S.RoundMemo(max_entries=3)
+    for i in range(5):
+        memo.parsed_round(("k", i), lambda: ("v", i))
+    assert memo.parsed == 5 and len(memo._parses) == 3
+    memo.parsed_round(("k", 4), lambda: ("never",))
+    assert memo.parsed == 5  # still there
+    memo.parsed_round(("k", 0), lambda: ("again",))
+    assert memo.parsed == 6  # evicted, parsed again
+    text = "#### one\n\nreply one\n\n#### two\n\nreply two\n"
+    S.parse_aider(text, "h.md")
+    before = S.ROUND_MEMO.parsed
+    changed = S.parse_aider(text.replace("reply one", "reply ONE"), "h.md")
+    assert S.ROUND_MEMO.parsed - before == 1  # the edited round only
+    assert changed.rounds[0].messages[1].content == "reply ONE"
+
+
+def test_round_stretches_parse_like_the_whole_corpus_transcript():
+    path = CORPUS_SESSIONS / "AFI-Protocol__afi-core.aider.chat.history.md"
+    if not path.exists():
+        pytest.skip("corpus transcript missing")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    whole = S.parse_aider(text, str(path))
+    S.ROUND_MEMO.clear()
+    cut = text.index("\n#### ", len(text) // 2)  # the first half alone, then the whole: re-used
+    half = S.parse_aider(text[:cut + 1], str(path))
+    again = S.parse_aider(text, str(path))
+    assert again == whole and again.rounds[:len(half.rounds) - 1] == half.rounds[:-1]
+    assert whole.sessions == 9 and len(whole.rounds) == 49

@@ -1,4 +1,4 @@
-"""Summarizers (nodes/lib/summarize.py, nodes/summarize.py): budgets by exact tiktoken count,
+"""Summarizers (nodes/lib/summarize/, nodes/summarize.py): budgets by exact tiktoken count,
 markdown structure kept, key sentences, plan / diff / history summaries, the Hamilton variants."""
 
 from __future__ import annotations

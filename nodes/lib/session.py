@@ -18,9 +18,12 @@ parses and compacts in a fraction of one tiktoken pass over it. The truncation s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -46,6 +49,89 @@ class SessionHistory:
     @property
     def message_count(self) -> int:
         return sum(len(r.messages) for r in self.rounds)
+
+
+# ----------------------------------------------------------------------------- the round memo
+
+
+class RoundMemo:
+    """A process-wide bounded memo (least recently used out) of what a round costs to make:
+    the parse of an aider round's stretch of text (keyed by the hash of that text, its first
+    line and the session header it inherits) and each round's summary line (keyed by the
+    round's content: index, lines, messages). It lives outside the Hamilton graph, so a rebuild
+    of a transcript that only grew re-uses the rounds of its unchanged beginning even when the
+    nodes re-run. ``parsed`` and ``summarized`` count the work actually done (misses)."""
+
+    def __init__(self, max_entries: int = 50_000):
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything (and reset the counters)."""
+        with self._lock:
+            self._parses: OrderedDict = OrderedDict()
+            self._rounds: dict = {}
+            self._summaries: OrderedDict = OrderedDict()
+            self.parsed = 0
+            self.summarized = 0
+
+    def parsed_round(self, key, parse):
+        """The parse of a round's stretch under ``key``: remembered, else ``parse()`` (counted)."""
+        with self._lock:
+            found = self._get(self._parses, key)
+        if found is None:
+            found = parse()
+            with self._lock:
+                self.parsed += 1
+                self._put(self._parses, key, found)
+        return found
+
+    def round(self, key, index: int, build) -> Round:
+        """The Round of the stretch ``key`` as round ``index``: the same object while both hold."""
+        made = self._rounds.get(key)
+        if made is None or made.index != index:
+            made = build()
+            with self._lock:
+                if len(self._rounds) >= self.max_entries:
+                    self._rounds.clear()
+                self._rounds[key] = made
+        return made
+
+    def summary(self, round_: Round, summarize) -> str:
+        """The summary line of ``round_``: remembered by its content, else ``summarize(round_)`` (counted)."""
+        key = _round_key(round_)
+        with self._lock:
+            found = self._get(self._summaries, key)
+        if found is None:
+            found = summarize(round_)
+            with self._lock:
+                self.summarized += 1
+                self._put(self._summaries, key, found)
+        return found
+
+    def _get(self, table: OrderedDict, key):
+        value = table.get(key)
+        if value is not None:
+            table.move_to_end(key)
+        return value
+
+    def _put(self, table: OrderedDict, key, value) -> None:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > self.max_entries:
+            table.popitem(last=False)
+
+
+def _round_key(round_: Round) -> tuple:
+    """What a round's summary depends on; its texts are compared by hash, then by value."""
+    return (round_.index, round_.lines, tuple(
+        (m.role, m.content, m.call_id, tuple(tuple((str(k), str(v)) for k, v in c.items()) for c in m.tool_calls))
+        for m in round_.messages))
+
+
+#: The memo of this process (``ROUND_MEMO.clear()`` empties it; tests and benchmarks read its counters).
+ROUND_MEMO = RoundMemo()
 
 
 # ----------------------------------------------------------------------------- detection
@@ -240,11 +326,52 @@ def parse_aider(text: str, path: str) -> SessionHistory:
     never switch roles. Output before a session's first user message (aider's start-up
     banner) belongs to no round.
 
-    Line-oriented without a Python loop per line: one compiled regex (literal newline prefix)
-    finds the runs of ``#### `` and ``> `` lines and the session headers; the text between two
-    runs is the assistant's.
+    The text is cut into one stretch per round (from a run of ``#### `` lines to the next) and
+    each stretch is parsed on its own through :data:`ROUND_MEMO`, keyed by the hash of its text,
+    its first line and the session header it inherits: a transcript that only grew parses just
+    its new rounds. Line-oriented without a Python loop per line: compiled regexes with a
+    literal newline prefix find the runs of ``#### `` and ``> `` lines and the session headers;
+    the text between two runs is the assistant's.
     """
-    pos_line = [0, 1]  # (position, 1-based line number at that position)
+    starts = _user_run_starts(text)
+    prelude = _aider_events(text, 0, max(0, starts[0] - 1) if starts else len(text), 1)
+    header = None
+    sessions = 0
+    for kind, body, first, _ in prelude:  # start-up output before the first request: only headers count
+        if kind == "header":
+            sessions += 1
+            header = ("system", body, first)
+    rounds: list[Round] = []
+    line, position = 1, 0
+    for i, begin in enumerate(starts):
+        end = starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
+        line += text.count("\n", position, begin)
+        position = begin
+        key = (_digest(text[begin:end].rstrip()), line, header)
+        group, last, header, found = ROUND_MEMO.parsed_round(key, lambda: _aider_round(text, begin, end, line, key[2]))
+        sessions += found
+        if group:
+            rounds.append(_aider_round_of(key, group, last, len(rounds) + 1))
+    total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    return SessionHistory(tuple(rounds), (), path, AIDER, sessions, total)
+
+
+def _user_run_starts(text: str) -> list[int]:
+    """Where each run of ``#### `` lines begins (each opens a round)."""
+    first = _AIDER_FIRST.match(text)
+    starts = [0] if first is not None and first.lastgroup == "user" else []
+    starts.extend(m.start() + 1 for m in _USER_RUNS.finditer(text, first.end() if starts else 0))
+    return starts
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tuple[str, str, int, int]]:
+    """(kind, content, first line, last line) of each run and assistant stretch of ``text[begin:end]``,
+    whose first line is number ``first_line``; tool output across blank lines is one event."""
+    pos_line = [begin, first_line]  # (position, 1-based line number at that position)
 
     def line_of(pos: int) -> int:
         # 1-based number of the line holding text[pos]; positions only move forward
@@ -253,19 +380,19 @@ def parse_aider(text: str, path: str) -> SessionHistory:
         pos_line[0], pos_line[1] = pos, n
         return n
 
-    events: list[tuple[str, str, int, int]] = []  # (kind, content, first line, last line)
+    events: list[tuple[str, str, int, int]] = []
 
-    def assistant(begin: int, end: int) -> None:
-        found = _NON_SPACE.search(text, begin, end)
+    def assistant(start: int, stop: int) -> None:
+        found = _NON_SPACE.search(text, start, stop)
         if found is None:
             return
-        line_start = text.rfind("\n", begin, found.start()) + 1 or begin
-        body = text[line_start:end].rstrip()
+        line_start = text.rfind("\n", start, found.start()) + 1 or start
+        body = text[line_start:stop].rstrip()
         first = line_of(line_start)
         events.append(("assistant", body, first, first + body.count("\n")))
 
-    def run(kind: str, block: str, begin: int, blank_gap: bool, gap_newlines: int) -> None:
-        first = line_of(begin)
+    def run(kind: str, block: str, start: int, blank_gap: bool, gap_newlines: int) -> None:
+        first = line_of(start)
         last = first + block.count("\n")
         if kind == "user":
             body = _USER_PREFIX.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
@@ -274,53 +401,60 @@ def parse_aider(text: str, path: str) -> SessionHistory:
         else:
             body = block[2:].rstrip()
         if kind == "tool" and blank_gap and events and events[-1][0] == "tool":
-            _, before, start, _ = events[-1]  # tool output across blank lines: one message
-            events[-1] = ("tool", before + "\n" * gap_newlines + body, start, last)
+            _, before, start_line, _ = events[-1]  # tool output across blank lines: one message
+            events[-1] = ("tool", before + "\n" * gap_newlines + body, start_line, last)
         else:
             events.append((kind, body, first, last))
 
-    previous_end = 0
-    opening = _AIDER_FIRST.match(text)
+    previous_end = begin
+    opening = _AIDER_FIRST.match(text, begin, end)
     if opening:
-        run(opening.lastgroup, opening.group(opening.lastgroup), 0, False, 0)
+        run(opening.lastgroup, opening.group(opening.lastgroup), begin, False, 0)
         previous_end = opening.end()
-    for match in _AIDER_RUNS.finditer(text, previous_end):
-        begin = match.start()
-        blank_gap = _NON_SPACE.search(text, previous_end, begin) is None
+    for match in _AIDER_RUNS.finditer(text, previous_end, end):
+        start = match.start()
+        blank_gap = _NON_SPACE.search(text, previous_end, start) is None
         if not blank_gap:
-            assistant(previous_end, begin)
+            assistant(previous_end, start)
         kind = match.lastgroup
-        run(kind, match.group(kind), begin + 1, blank_gap, text.count("\n", previous_end, begin + 1))
+        run(kind, match.group(kind), start + 1, blank_gap, text.count("\n", previous_end, start + 1))
         previous_end = match.end()
-    assistant(previous_end, len(text))
+    assistant(previous_end, end)
+    return events
 
-    groups: list[list[tuple[str, str, int]]] = []
-    ends: list[int] = []
-    header: tuple[str, str, int] | None = None
+
+def _aider_round(text: str, begin: int, end: int, first_line: int, header):
+    """One round's stretch parsed: (its messages as (role, content, line), its last line, the
+    session header a later round inherits, how many session headers it holds). A session
+    header ends the round: what follows it up to the next request is start-up output."""
+    group: list[tuple[str, str, int]] = [header] if header is not None else []
+    last = first_line
+    header = None
     sessions = 0
-    for kind, body, first, last in events:
+    for kind, body, first, event_last in _aider_events(text, begin, end, first_line):
         if kind == "header":
             sessions += 1
             header = ("system", body, first)
             continue
         if kind == "user":
-            groups.append([header] if header is not None else [])
-            ends.append(last)
-            header = None
-        elif not groups or header is not None:
-            continue  # start-up output before the session's first request
+            last = event_last
+        elif header is not None:
+            continue
         if body.strip():
-            groups[-1].append((kind, body, first))
-            ends[-1] = last
+            group.append((kind, body, first))
+            last = event_last
+    return tuple(group), last, header, sessions
 
-    rounds = []
-    kept = [(group, end) for group, end in zip(groups, ends) if group]  # an empty `####` with no reply: no round
-    for index, (group, end) in enumerate(kept, 1):
-        messages = tuple([Message(role, body, index, first) for role, body, first in group])
-        begin = next((m.line for m in messages if m.role == "user"), messages[0].line)
-        rounds.append(Round(index=index, messages=messages, lines=(begin, end)))
-    total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    return SessionHistory(tuple(rounds), (), path, AIDER, sessions, total)
+
+def _aider_round_of(key, group, last: int, index: int) -> Round:
+    """The Round of a parsed stretch as round ``index`` (the same object while its index stays)."""
+    return ROUND_MEMO.round(key, index, lambda: _round_from(group, last, index))
+
+
+def _round_from(group, last: int, index: int) -> Round:
+    messages = tuple([Message(role, body, index, first) for role, body, first in group])
+    begin = next((m.line for m in messages if m.role == "user"), messages[0].line)
+    return Round(index=index, messages=messages, lines=(begin, last))
 
 
 _USER_LINE = r"####(?:[ \t][^\n]*)?(?![^\n])"
@@ -331,6 +465,7 @@ _AIDER_RUN = (
     r"|(?P<header># aider chat started at[^\n]*))"
 )
 _AIDER_RUNS = re.compile(r"\n" + _AIDER_RUN)  # literal prefix: the engine jumps from newline to newline
+_USER_RUNS = re.compile(r"\n" + _USER_LINE + r"(?:\n" + _USER_LINE + r")*")  # each run of "####" lines
 _AIDER_FIRST = re.compile(_AIDER_RUN)  # the same at the very start of the file
 _NON_SPACE = re.compile(r"\S")
 _USER_PREFIX = re.compile(r"\n####[ \t]?")
@@ -576,6 +711,17 @@ def _result_gist(results: Sequence[Message]) -> str:
 
 
 def round_summary(round_: Round) -> str:
+    """One deterministic summary bullet for a round (no model call), made once per round
+    content in this process (:data:`ROUND_MEMO`); see :func:`_summarize_round`."""
+    return ROUND_MEMO.summary(round_, _summarize_round)
+
+
+def round_summaries(rounds: Iterable[Round]) -> tuple[str, ...]:
+    """The summary bullet of every round, oldest first (each made once: :func:`round_summary`)."""
+    return tuple(round_summary(r) for r in rounds)
+
+
+def _summarize_round(round_: Round) -> str:
     """One deterministic summary bullet for a round (no model call).
 
     Request's first line, what was done (aider's commit line or the assistant's first
@@ -629,13 +775,14 @@ def round_summary(round_: Round) -> str:
     return parts[0] + (" — " + "; ".join(parts[1:]) if len(parts) > 1 else "")
 
 
-def summarize_rounds(rounds: Iterable[Round]) -> str:
-    """One summary bullet per round, oldest first."""
-    return "\n".join(round_summary(r) for r in rounds)
+def summarize_rounds(rounds: Iterable[Round], summaries: Sequence[str] | None = None) -> str:
+    """One summary bullet per round, oldest first (``summaries``: the bullets, already made)."""
+    return "\n".join(summaries if summaries is not None else round_summaries(rounds))
 
 
-def compact_history(rounds: Sequence[Round], keep_last: int) -> str:
-    """The last ``keep_last`` rounds verbatim, every older round as one summary bullet."""
+def compact_history(rounds: Sequence[Round], keep_last: int, summaries: Sequence[str] | None = None) -> str:
+    """The last ``keep_last`` rounds verbatim, every older round as one summary bullet
+    (``summaries``: every round's bullet, as the ``round_summaries`` node has them)."""
     rounds = tuple(rounds)
     keep_last = max(0, min(int(keep_last), len(rounds)))
     split = len(rounds) - keep_last
@@ -644,7 +791,7 @@ def compact_history(rounds: Sequence[Round], keep_last: int) -> str:
     if older:
         parts.append(
             f"Earlier rounds ({len(older)}, summarised; rounds {older[0].index}-{older[-1].index}):\n"
-            + summarize_rounds(older)
+            + summarize_rounds(older, None if summaries is None else tuple(summaries)[:split])
         )
     if recent:
         parts.append(f"Recent rounds ({len(recent)}, verbatim):\n\n" + render_rounds(recent))

@@ -15,6 +15,7 @@ import base64
 import gzip
 import hashlib
 import importlib.util
+import math
 import pickle
 import stat
 import os
@@ -91,8 +92,34 @@ class TokenCounter:
 
     @staticmethod
     def estimate(text: str) -> int:
-        """Fast estimate: one token per four characters, rounded up."""
-        return (len(text) + 3) // 4
+        """Fast estimate (:func:`estimate_tokens`): chars / 4, multi-byte characters weighted more."""
+        return estimate_tokens(text)
+
+
+# ----------------------------------------------------------------------------- the one estimate
+
+#: Characters per token of ASCII text (English prose 4.0, Python 3.9, aider transcripts 3.8 by
+#: cl100k and o200k alike).
+CHARS_PER_TOKEN = 4.0
+#: Extra tokens per extra UTF-8 byte of a multi-byte character: a CJK character (3 bytes) then
+#: costs 1/4 + 2 * 3/8 = 1 token (exact: 0.85 by cl100k, 0.65 by o200k on Chinese prose, 1.27 by
+#: cl100k on a list of single common characters), an accented Latin one (2 bytes) 5/8.
+EXTRA_BYTE_TOKENS = 0.375
+
+
+def estimate_tokens(text: str, chars_per_token: float | None = None) -> int:
+    """The one token estimate, rounded up: characters / 4 plus 3/8 of a token per extra UTF-8
+    byte of each multi-byte character (about one token per CJK character), so Chinese or
+    Japanese text is not estimated at a quarter of its count. ``chars_per_token``: a ratio
+    measured on similar text (it already accounts for the script), applied to the length."""
+    if not text:
+        return 0
+    if chars_per_token is not None:
+        return math.ceil(len(text) / chars_per_token)
+    tokens = len(text) / CHARS_PER_TOKEN
+    if not text.isascii():
+        tokens += (len(text.encode("utf-8", "surrogatepass")) - len(text)) * EXTRA_BYTE_TOKENS
+    return math.ceil(tokens)
 
 
 def _cached_file_exists(name: str) -> bool:

@@ -26,8 +26,9 @@ SAMPLE_CHARS = 16384  # characters counted exactly to calibrate an estimate
 
 
 def estimate_tokens(text: str, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> int:
-    """Estimated tokens of ``text``: its length over ``chars_per_token``, rounded up."""
-    return math.ceil(len(text) / chars_per_token) if text else 0
+    """Estimated tokens of ``text`` (tokens.estimate_tokens; a ratio other than the default is applied to its length)."""
+    from .tokens import estimate_tokens as _estimate
+    return _estimate(text, None if chars_per_token == DEFAULT_CHARS_PER_TOKEN else chars_per_token)
 
 
 def calibrated_ratio(text: str, counter, sample_chars: int = SAMPLE_CHARS) -> float:

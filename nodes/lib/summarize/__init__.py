@@ -1,0 +1,72 @@
+"""Summaries without a model: extractive, headings outline, plan, diff, head and tail.
+
+Every function here is pure and deterministic (same input, same output) and returns text
+that fits ``max_tokens`` by the exact count of the given :class:`TokenCounter`.
+
+How a summary is fitted: the text is cut into units (the compact frontmatter, each heading,
+each sentence of each paragraph or list item, each table row, each short code block), the
+units are put in priority order, and a greedy pass takes units in that order while their
+*estimated* cost (``tokens.estimate_tokens``, multi-byte aware) fits an estimated
+budget. The chosen units are rendered in document order and counted exactly once; when the
+count is over (or far under) the limit the estimated budget is rescaled by the observed ratio
+and the pass repeats (a handful of times at most). Only the output is ever counted exactly,
+so a 500 KB document costs one parse plus a few counts of a budget-sized string.
+
+Priority orders:
+
+* extractive: frontmatter (compact), headings (shallow levels first), the sentences of
+  first paragraphs that carry fact-like ids (tickets, versions, hashes), the first sentence
+  of the first paragraph under each heading, other sentences carrying such ids by score, the rest of those first paragraphs (round-robin over the
+  headings), then key sentences by score. When the whole outline does not fit, the top-level
+  headings come first and then the sentences by score (first sentences ranked up by
+  position), deeper headings only as the sentences under them need them: when the outline
+  would take more than half of the budget. The score mixes position, term weight
+  (tf-idf over the document's sentences), identifiers (CamelCase, snake_case, ``code``),
+  paths (a/b.py, foo.md) and numbers. When even the top-level headings do not fit, the
+  summary is the first lines of the document.
+* headings: frontmatter, headings, the first sentence under each heading.
+* plan (article plan.md, the GSD plan section, a GSD PLAN.md), whole lines only: the task
+  count line and in-progress task lines, every task's skeleton (<name>, <files>, <verify>,
+  <done>; Files/Verify/Done lines), pending task lines, action prose, other prose, pending
+  detail, done task lines; @ lines, code blocks and <context> blocks last. Task boxes are read
+  by nodes/lib/plan.py (one parser for the plan stage and this summary).
+* diff: a total line and one ``<status> <path> +n/-m`` line per file.
+"""
+
+from __future__ import annotations
+
+from .diff import diff_file_stats, diff_summary
+from .dispatch import METHODS, Summarizer, as_summarizer, summarize_section
+from .fit import fit_tokens
+from .frontmatter import compact_frontmatter
+from .headtail import head_summary, tail_summary
+from .lines import closing_fence, open_fence, prose_cut, safe_prefix, safe_suffix, whole_line_only
+from .markdown import extractive_summary, headings_summary, summarize_text
+from .plan import plan_summary
+from .scoring import fact_ids, fact_tokens, sentence_scores
+
+__all__ = [
+    "METHODS",
+    "Summarizer",
+    "as_summarizer",
+    "summarize_section",
+    "summarize_text",
+    "extractive_summary",
+    "headings_summary",
+    "plan_summary",
+    "diff_summary",
+    "diff_file_stats",
+    "head_summary",
+    "tail_summary",
+    "fit_tokens",
+    "compact_frontmatter",
+    "sentence_scores",
+    "fact_tokens",
+    "fact_ids",
+    "open_fence",
+    "closing_fence",
+    "whole_line_only",
+    "prose_cut",
+    "safe_prefix",
+    "safe_suffix",
+]

@@ -1,0 +1,60 @@
+"""The summarizer value and the dispatch of a section to the summary of its kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...types import ConfigError, Section
+from ..tokens import TokenCounter
+from .diff import diff_summary
+from .headtail import head_summary, tail_summary
+from .markdown import METHODS, summarize_text
+from .plan import plan_summary
+
+
+@dataclass(frozen=True)
+class Summarizer:
+    """A deterministic summarizer without a model; ``method`` is one of :data:`METHODS`.
+
+    ``summarize`` dispatches on the section kind first (plan, git, history, tree,
+    environment have their own summaries) and uses ``method`` for everything else.
+    """
+
+    method: str = "extractive"
+
+    def summarize(self, section: Section, max_tokens: int, counter: TokenCounter) -> str:
+        """The section's content shortened to at most ``max_tokens`` (exact count)."""
+        return summarize_section(section, max_tokens, counter, self.method)
+
+
+def as_summarizer(value: "Summarizer | str | None") -> Summarizer:
+    """A :class:`Summarizer` from a summarizer or a method name (None -> extractive); an unknown
+    name raises ConfigError naming the config key ``truncation.summarizer``."""
+    if isinstance(value, Summarizer):
+        return value
+    name = value or "extractive"
+    if name not in METHODS:
+        raise ConfigError(
+            f"truncation.summarizer: unknown summarizer {name!r}; set it to one of: {', '.join(METHODS)}"
+        )
+    return Summarizer(name)
+
+
+def summarize_section(section: Section, max_tokens: int, counter: TokenCounter, method: str = "extractive") -> str:
+    """Summary of ``section.content`` in at most ``max_tokens`` tokens, chosen by ``section.kind``:
+    plan -> :func:`plan_summary` (the ``method`` summary for a GSD plan view, data layout
+    "gsd"), git -> :func:`diff_summary` (``section.data["files"]`` / ``["renames"]`` when
+    present), history -> :func:`tail_summary`, tree / environment -> :func:`head_summary`,
+    anything else -> ``method`` (extractive | headings)."""
+    text = section.content
+    kind = section.kind
+    data = section.data or {}
+    if kind == "plan":  # either layout: the task boxes and <task> blocks come first
+        return plan_summary(text, max_tokens, counter, method=method)
+    if kind == "git":
+        return diff_summary(text, max_tokens, counter, files=data.get("files"), renames=data.get("renames"))
+    if kind == "history":
+        return tail_summary(text, max_tokens, counter)
+    if kind in ("tree", "environment"):
+        return head_summary(text, max_tokens, counter)
+    return summarize_text(text, max_tokens, counter, method)

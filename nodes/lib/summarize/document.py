@@ -1,0 +1,232 @@
+"""The markdown model of the extractive and headings summaries: units (frontmatter, headings,
+sentences, table rows, code blocks) in sections and blocks, rendered back from a selection."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..sentences import sentence_spans
+from .frontmatter import compact_frontmatter, split_frontmatter
+
+HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_RULE = re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_LIST_PREFIX = re.compile(r"^([ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX>~/\-]\][ \t]+)?)")
+_QUOTE_PREFIX = re.compile(r"^([ \t]*>[ \t]?)")
+_INDENT = re.compile(r"^([ \t]*)")
+_TABLE_SEP = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
+# a line that starts a new logical line: a marker, bold, a list number, or a "Key: " label
+_NEW_LINE_START = re.compile(
+    r"^[ \t]*(?:[-*+>|<#\[!]|\*\*|__|\d{1,3}[.)][ \t]|[\w\u4e00-\u9fff .-]{1,40}[:：][ \t])"
+)
+_TERMINAL = tuple(".!?:;。！？；：")
+
+CODE_MAX_LINES = 20  # longer code blocks are never chosen as key units
+
+
+@dataclass
+class _Line:
+    """A logical line: a paragraph line run, a list item with its continuation, a table row."""
+
+    prefix: str
+    full: str
+    units: list[int]
+
+
+@dataclass
+class _Block:
+    kind: str  # text | table | code
+    lines: list[_Line]
+
+
+@dataclass
+class _Sec:
+    heading: int | None  # unit id of the heading
+    level: int
+    ancestors: tuple[int, ...]  # unit ids of the enclosing headings
+    blocks: list[_Block]
+
+
+@dataclass
+class Doc:
+    texts: list[str]
+    kinds: list[str]  # frontmatter | heading | sentence | header | row | code
+    sections: list[_Sec]
+    frontmatter: int | None
+    # per unit: (section index, block index, index within its block's units, position in line)
+    where: list[tuple[int, int, int, int]]
+
+
+def _parse_markdown(body: str) -> tuple[list[tuple[int, str]], list[tuple[int, str, list[str]]]]:
+    """Flat events: headings (level, line) and blocks (kind, lines) in order; see build."""
+    events: list[tuple[str, Any]] = []
+    para: list[str] = []
+    fence: list[str] | None = None
+    fence_mark = ""
+    depth = 0
+
+    def flush() -> None:
+        if para:
+            events.append(("block", list(para)))
+            para.clear()
+
+    for line in body.split("\n"):
+        if fence is not None:
+            fence.append(line)
+            m = FENCE.match(line)
+            if m and m.group(1)[0] == fence_mark[0]:
+                rest = line.strip()[len(m.group(1)):].strip()
+                if rest and len(m.group(1)) == len(fence_mark):
+                    depth += 1  # "```bash" inside "```markdown": a nested example (LLM-written docs)
+                elif not rest and len(m.group(1)) >= len(fence_mark):
+                    depth -= 1
+                    if depth == 0:
+                        events.append(("code", fence))
+                        fence = None
+            continue
+        m = FENCE.match(line)
+        if m:
+            flush()
+            fence, fence_mark, depth = [line], m.group(1), 1
+            continue
+        m = HEADING.match(line)
+        if m:
+            flush()
+            events.append(("heading", (len(m.group(1)), line.rstrip())))
+            continue
+        if not line.strip() or _RULE.match(line):
+            flush()
+            continue
+        para.append(line)
+    flush()
+    if fence is not None:  # an unclosed fence runs to the end
+        events.append(("code", fence))
+    return events  # type: ignore[return-value]
+
+
+def _logical_lines(lines: list[str]) -> list[tuple[str, str]]:
+    """Group the lines of a text block into (prefix, body) logical lines."""
+    groups: list[list[str]] = []
+    in_item = False
+    for line in lines:
+        if groups:
+            prev = groups[-1][-1]
+            start = _LIST_PREFIX.match(line) or _NEW_LINE_START.match(line)
+            continuation = False
+            if not start:
+                stripped = line.lstrip()
+                first = stripped[:1]
+                if in_item and line[:1] in " \t":
+                    continuation = True  # an indented line inside a list item
+                elif first.islower():
+                    continuation = True  # a hard-wrapped sentence
+                elif len(prev) >= 60 and not prev.rstrip().endswith(_TERMINAL) and first.isalpha():
+                    continuation = True
+            if continuation:
+                groups[-1].append(line)
+                continue
+        groups.append([line])
+        in_item = bool(_LIST_PREFIX.match(line))
+    out = []
+    for group in groups:
+        full = "\n".join(group)
+        m = _LIST_PREFIX.match(full) or _QUOTE_PREFIX.match(full) or _INDENT.match(full)
+        prefix = m.group(1) if m else ""
+        out.append((prefix, full))
+    return out
+
+
+def build(text: str) -> Doc:
+    """The document model of ``text``: its units (compact frontmatter, headings, sentences,
+    table rows, code blocks) in sections of blocks of logical lines."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    raw_fm, body = split_frontmatter(text)
+    doc = Doc([], [], [_Sec(None, 0, (), [])], None, [])
+    if raw_fm is not None:
+        doc.frontmatter = _unit(doc, compact_frontmatter(raw_fm), "frontmatter", (-1, -1, 0, 0))
+    stack: list[tuple[int, int]] = []  # (level, heading uid)
+    for kind, payload in _parse_markdown(body):
+        si = len(doc.sections) - 1
+        if kind == "heading":
+            _add_heading(doc, stack, *payload)
+            continue
+        bi = len(doc.sections[si].blocks)
+        if kind == "code":
+            full = "\n".join(payload)
+            block = _Block("code", [_Line("", full, [_unit(doc, full, "code", (si, bi, 0, 0))])])
+        elif len(payload) >= 2 and all(ln.lstrip().startswith("|") for ln in payload):
+            block = _table_block(doc, payload, si, bi)
+        else:
+            block = _text_block(doc, payload, si, bi)
+        if block.lines:
+            doc.sections[si].blocks.append(block)
+    return doc
+
+
+def _unit(doc: Doc, text: str, kind: str, loc: tuple[int, int, int, int]) -> int:
+    doc.texts.append(text)
+    doc.kinds.append(kind)
+    doc.where.append(loc)
+    return len(doc.texts) - 1
+
+
+def _add_heading(doc: Doc, stack: list[tuple[int, int]], level: int, line: str) -> None:
+    """A heading opens a section under the open headings of lower levels (its ancestors)."""
+    while stack and stack[-1][0] >= level:
+        stack.pop()
+    uid = _unit(doc, line, "heading", (len(doc.sections), -1, 0, 0))
+    doc.sections.append(_Sec(uid, level, tuple(u for _, u in stack), []))
+    stack.append((level, uid))
+
+
+def _table_block(doc: Doc, rows: list[str], si: int, bi: int) -> _Block:
+    """A table: its header (with the separator row) as one unit, each other row as one."""
+    block = _Block("table", [])
+    k = 0
+    if _TABLE_SEP.match(rows[1]):
+        head = "\n".join(rows[:2])
+        block.lines.append(_Line("", head, [_unit(doc, head, "header", (si, bi, 0, 0))]))
+        rows, k = rows[2:], 1
+    for row in rows:
+        block.lines.append(_Line("", row, [_unit(doc, row, "row", (si, bi, k, 0))]))
+        k += 1
+    return block
+
+
+def _text_block(doc: Doc, lines: list[str], si: int, bi: int) -> _Block:
+    """A paragraph or list: each logical line's sentences as units."""
+    block = _Block("text", [])
+    k = 0
+    for prefix, full in _logical_lines(lines):
+        rest = full[len(prefix):]
+        ids = []
+        for j, (a, b) in enumerate(sentence_spans(rest)):
+            ids.append(_unit(doc, rest[a:b], "sentence", (si, bi, k, j)))
+            k += 1
+        if ids:
+            block.lines.append(_Line(prefix, full, ids))
+    return block
+
+
+def render_doc(doc: Doc, selected: set[int]) -> str:
+    parts: list[str] = []
+    if doc.frontmatter is not None and doc.frontmatter in selected:
+        parts.append(doc.texts[doc.frontmatter])
+    for sec in doc.sections:
+        if sec.heading is not None and sec.heading in selected:
+            parts.append(doc.texts[sec.heading])
+        for block in sec.blocks:
+            out = []
+            for line in block.lines:
+                chosen = [u for u in line.units if u in selected]
+                if not chosen:
+                    continue
+                if len(chosen) == len(line.units):
+                    out.append(line.full)
+                else:
+                    out.append(line.prefix + " ".join(doc.texts[u] for u in chosen))
+            if out:
+                parts.append("\n".join(out))
+    return "\n\n".join(parts)

@@ -1,0 +1,267 @@
+"""The plan summary: whole lines of an article plan.md or a GSD plan, the current work first."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+from .. import plan as _plan
+from ..tokens import TokenCounter, estimate_tokens
+from .document import HEADING
+from .fit import Problem, fits_quickly, solve
+from .frontmatter import compact_frontmatter, split_frontmatter
+from .lines import ANY_FENCE
+from .markdown import summarize_text
+
+_COUNT_LINE = re.compile(r"^[ \t]*(?:Tasks|Plans):[ \t]*\d+[ \t]+done\b")
+_OPEN_TAG = re.compile(r"^[ \t]*<([A-Za-z_][\w-]*)\b[^>]*>")
+_KEY_TAGS = frozenset({"name", "files", "verify", "done", "acceptance", "acceptance_criteria"})
+_NOISE_TAGS = frozenset({"context", "execution_context"})
+_WRAPPER_TAGS = frozenset({"task", "tasks"})
+_LEAD_TAGS = frozenset({"objective"})
+_KEY_LABEL = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?\**(?:files?|verify|verification|done|acceptance)\**[ \t]*:", re.I)
+_AT_LINE = re.compile(r"^[ \t]*@\S")
+_POSITION_LINE = re.compile(r"^(?:Position|Decided by):[ \t]")  # the GSD plan section's position
+# ranks of plan units, kept first to last (see plan_summary)
+(_R_COUNT, _R_OPEN_BOX, _R_OPEN_KEY, _R_PENDING_BOX, _R_OPEN_DETAIL, _R_PROSE, _R_PENDING_KEY,
+ _R_PENDING_DETAIL, _R_DONE_BOX, _R_NOISE) = range(10)
+
+
+@dataclass
+class _PlanUnit:
+    first: int  # body line indices, inclusive
+    last: int
+    role: str  # count | box | heading | key | lead | prose | noise | open | close
+    owner: int | None = None  # line index of the top-level task box it belongs to
+    pair: int | None = None  # unit id of the matching open / close tag line
+
+
+def _close_line(lines: Sequence[str], start: int, tag: str) -> int | None:
+    """Index of the line at or after ``start`` that closes ``<tag>`` (None when none does)."""
+    closing = f"</{tag}>"
+    first = lines[start]
+    if closing in first[first.index(">") + 1:]:
+        return start
+    for j in range(start + 1, len(lines)):
+        if closing in lines[j]:
+            return j
+    return None
+
+
+def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
+    """The plan's lines as units: task boxes, headings, the count line, whole GSD task
+    elements (<name>, <files>, <verify>, <done>) and the <task> wrappers as key units, the
+    first line of an <objective>, @ lines, code blocks and <context> blocks as noise, the
+    open and close tag lines of other elements as pairs, and every other line as prose."""
+    owner_of: dict[int, int] = {}
+    top = []
+    for box in boxes:
+        if any(t.index < box.index <= t.end for t in top):
+            continue  # a nested task is detail of its parent
+        top.append(box)
+        for i in range(box.index + 1, box.end + 1):
+            owner_of[i] = box.index
+    box_lines = {box.index for box in top}
+    units: list[_PlanUnit] = []
+    stack: list[tuple[str, int]] = []  # open prose elements: (tag, unit id of the open line)
+    lead_wanted = False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        owner = owner_of.get(i)
+        if not line.strip():
+            i += 1
+            continue
+        if i in box_lines:
+            units.append(_PlanUnit(i, i, "box", i))
+            i += 1
+            continue
+        fence = ANY_FENCE.match(line)
+        if fence:
+            j = i + 1
+            while j < len(lines) and not (lines[j].strip().startswith(fence.group(1))
+                                          and not lines[j].strip().lstrip(fence.group(1)[0])):
+                j += 1
+            units.append(_PlanUnit(i, min(j, len(lines) - 1), "noise", owner))
+            i = j + 1
+            continue
+        tag = _OPEN_TAG.match(line)
+        name = tag.group(1).lower() if tag else ""
+        if line.strip().lower() in ("</task>", "</tasks>") and not (stack and stack[-1][0] in _WRAPPER_TAGS):
+            units.append(_PlanUnit(i, i, "key", owner))
+            i += 1
+            continue
+        if stack and line.strip().lower() == f"</{stack[-1][0]}>":
+            tag_name, opened = stack.pop()
+            units.append(_PlanUnit(i, i, "close", owner, opened))
+            units[opened].pair = len(units) - 1
+            i += 1
+            continue
+        if tag and name in _KEY_TAGS | _NOISE_TAGS:
+            j = _close_line(lines, i, name)
+            j = i if j is None else j
+            units.append(_PlanUnit(i, j, "key" if name in _KEY_TAGS else "noise", owner))
+            i = j + 1
+            continue
+        if tag and name in _WRAPPER_TAGS:
+            units.append(_PlanUnit(i, i, "key", owner))
+            i += 1
+            continue
+        if tag and name in _LEAD_TAGS | {"action", "output", "success_criteria", "verification", "notes"} or (
+                tag and _close_line(lines, i, name) not in (None, i)):
+            if _close_line(lines, i, name) == i:  # a one-line element
+                units.append(_PlanUnit(i, i, "lead" if name in _LEAD_TAGS else "prose", owner))
+            else:
+                stack.append((name, len(units)))
+                units.append(_PlanUnit(i, i, "open", owner))
+                lead_wanted = name in _LEAD_TAGS
+            i += 1
+            continue
+        if _COUNT_LINE.match(line) and owner is None:
+            role = "count"
+        elif _POSITION_LINE.match(line) and owner is None:
+            role = "position"
+        elif HEADING.match(line) and owner is None:
+            role = "heading"
+        elif _AT_LINE.match(line):
+            role = "noise"
+        elif _KEY_LABEL.match(line) or _TASK_BOX.match(line):
+            role = "key"
+        elif lead_wanted and stack:
+            role = "lead"
+        else:
+            role = "prose"
+        lead_wanted = False if role == "lead" else lead_wanted
+        units.append(_PlanUnit(i, i, role, owner, stack[-1][1] if stack else None))
+        i += 1
+    return units
+
+
+_TASK_BOX = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\[.\][ \t]")
+
+
+def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str = "extractive") -> str:
+    """A plan (article plan.md with task boxes, or the GSD plan section and PLAN.md with
+    <task> blocks) within ``max_tokens``: whole source lines only, in their order, and a last
+    line saying how many were left out. Kept first: the task count line, in-progress task
+    lines, the GSD position lines; then the skeleton of the current work (every task's <name>, <files>, <verify> and
+    <done>, the <task> tags, Files/Verify/Done lines, the objective's first line, an
+    in-progress task's own detail lines); then pending task lines, the prose of in-progress
+    elements (<action>), other prose, pending tasks' skeletons and detail, done task lines; @ lines, code blocks and
+    <context> blocks last. A heading comes with the first line under it that is kept; done
+    and cancelled tasks' detail is only counted. Text with
+    neither task boxes nor <task> blocks gets the ``method`` summary (extractive | headings)."""
+    if max_tokens <= 0 or not text:
+        return ""
+    if fits_quickly(text, max_tokens, counter):
+        return text
+    raw_fm, body = split_frontmatter(text.replace("\r\n", "\n"))
+    lines = body.split("\n")
+    boxes = _plan.task_boxes(lines)
+    if not boxes and "<task" not in body:
+        return summarize_text(text, max_tokens, counter, method)
+    plan = _PlanView(lines, _plan_units(lines, boxes), {box.index: box.status or _plan.PENDING for box in boxes},
+                     compact_frontmatter(raw_fm, tight=True) if raw_fm is not None else None)
+    solved = solve(plan.problem(), max_tokens, counter)
+    if solved is None:
+        note = plan.synthesized or (plan.texts[plan.existing] if plan.existing is not None else "")
+        return note if note and counter.count(note) <= max_tokens else ""
+    return solved[0]
+
+
+def _rank(unit: _PlanUnit, state: str | None) -> int | None:
+    """The rank a unit is kept by (lower first; see plan_summary), None for a unit that only
+    comes with others (headings, tag lines) or is only counted (done tasks' detail)."""
+    if unit.role in ("count", "position"):
+        return _R_COUNT
+    if unit.role == "box":
+        return {_plan.IN_PROGRESS: _R_OPEN_BOX, _plan.PENDING: _R_PENDING_BOX}.get(state, _R_DONE_BOX)
+    if state in (_plan.DONE, _plan.CANCELLED) or unit.role in ("heading", "open", "close"):
+        return None
+    if unit.role == "noise":
+        return _R_NOISE
+    if unit.role in ("key", "lead"):
+        return _R_PENDING_KEY if state == _plan.PENDING else _R_OPEN_KEY
+    if state == _plan.PENDING:
+        return _R_PENDING_DETAIL
+    if state == _plan.IN_PROGRESS:  # a task's own lines stay with it; the prose of an <action> waits
+        return _R_OPEN_DETAIL if unit.pair is not None else _R_OPEN_KEY
+    return _R_PROSE
+
+
+class _PlanView:
+    """A plan's units as a selection problem: unit 0 is the synthesized count line when the
+    plan has none (``extra``), then one unit per plan unit."""
+
+    def __init__(self, lines: Sequence[str], units: list[_PlanUnit], status: dict, fm: str | None):
+        self.lines, self.units, self.status, self.fm = lines, units, status, fm
+        self.existing = next((u for u, unit in enumerate(units) if unit.role == "count"), None)
+        top = [status[unit.first] for unit in units if unit.role == "box"]
+        self.synthesized = None if self.existing is not None else _plan.count_line(Counter(top))
+        self.extra = 1 if self.synthesized is not None else 0
+        self.texts = ["\n".join(lines[u.first:u.last + 1]) for u in units]
+        self.total_lines = sum(1 for line in lines if line.strip())
+        self.first_box = next((u.first for u in units if u.role == "box"), 0)
+
+    def problem(self) -> Problem:
+        ranks = [_rank(u, self.status.get(u.owner) if u.owner is not None else None) for u in self.units]
+        extra = self.extra
+        order = ([0] if extra else []) + [
+            uid + extra for uid in sorted((u for u in range(len(self.units)) if ranks[u] is not None),
+                                          key=lambda u: (ranks[u], self.units[u].first))]
+        blocking = frozenset(uid + extra for uid, unit in enumerate(self.units)
+                             if ranks[uid] in (_R_COUNT, _R_OPEN_BOX, _R_PENDING_BOX) and unit.role == "box") | (
+            {0} if extra else {self.existing})
+        all_texts = ([self.synthesized] if extra else []) + self.texts
+        costs = [estimate_tokens(t) + 1 for t in all_texts]
+        costs[0 if extra else (self.existing + extra if self.existing is not None else 0)] += 12  # the note
+        return Problem(costs, self.requirements(), order, self.render, blocking=blocking)
+
+    def requirements(self) -> list[tuple[int, ...]]:
+        """Per unit: its headings (a task line stands on its own), its task box, its element's tag lines."""
+        units, extra = self.units, self.extra
+        box_uid = {u.first: k for k, u in enumerate(units) if u.role == "box"}
+        requires: list[tuple[int, ...]] = [()] * (len(units) + extra)
+        heads: list[tuple[int, int]] = []  # the open headings: (level, unit id)
+        for uid, unit in enumerate(units):
+            need = []
+            if unit.role == "heading":
+                level = len(HEADING.match(self.lines[unit.first]).group(1))
+                while heads and heads[-1][0] >= level:
+                    heads.pop()
+                heads.append((level, uid))
+            if unit.role != "box":
+                need.extend(h + extra for _, h in heads if h != uid)
+                if unit.owner is not None:
+                    need.append(box_uid[unit.owner] + extra)
+            if unit.pair is not None:  # an element's lines come with its open and close tag lines
+                opened = unit.pair if unit.role != "open" else uid
+                need.append(opened + extra)
+                if units[opened].pair is not None:
+                    need.append(units[opened].pair + extra)
+            requires[uid + extra] = tuple(k for k in need if k != uid + extra)
+        return requires
+
+    def render(self, sel: set[int]) -> str:
+        """The selected lines in their order, a blank line where the plan had one, the count
+        line before the first task, and a note of how many lines were left out."""
+        lines, units, extra = self.lines, self.units, self.extra
+        out: list[str] = [self.fm] if self.fm is not None else []
+        last_line = None
+        shown = 0
+        for uid, unit in enumerate(units):
+            if extra and unit.first >= self.first_box and 0 in sel and self.synthesized not in out:
+                out.extend(([""] if out else []) + [self.synthesized, ""])
+                last_line = None
+            if uid + extra not in sel:
+                continue
+            if last_line is not None and any(not lines[k].strip() for k in range(last_line + 1, unit.first)):
+                out.append("")
+            out.append(self.texts[uid])
+            shown += sum(1 for k in range(unit.first, unit.last + 1) if lines[k].strip())
+            last_line = unit.last
+        if self.total_lines > shown:
+            out.append(f"[… {self.total_lines - shown} of {self.total_lines} plan lines not shown]")
+        return "\n".join(out).strip("\n")
