@@ -18,6 +18,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from ctxengine.nodes import budget, config, quality, render, summarize, truncation  # noqa: E402
 from ctxengine.nodes.lib import session  # noqa: E402
+from ctxengine.nodes.lib import truncate as T  # noqa: E402
 from ctxengine.nodes.lib.layout import render_context  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402
 from ctxengine.nodes.report import BuildResult  # noqa: E402
@@ -225,8 +226,7 @@ def _over(entry) -> int:
     return int(re.search(r"([\d,]+) tokens over the target", entry.reason).group(1).replace(",", ""))
 
 
-STEP_ORDER = ["discardable_dropped", "deprecated_head_cut", "history_compacted", "summarizable_summarized",
-              "summarizable_cut"]
+STEP_ORDER = [row.name for row in T.STEPS if row.scope == "all"]  # the table of steps, in order
 PRIORITY = {"environment": 20, "tree": 30, "ref:.planning/references/old.md": 55, "ref:.planning/references/arch.md": 60,
             "history": 70, "plan": 80}
 
