@@ -35,6 +35,7 @@ from hamilton.function_modifiers import parameterize, source, tag, value
 
 from .lib import session as _session
 from .lib import truncate as _t
+from .lib.layout import POOLS as _POOLS
 from .lib.layout import render_context
 from .lib.reserve import effective_reserve
 from .lib.summarize import as_summarizer
@@ -42,7 +43,7 @@ from .lib.tokens import model_presets
 from .types import BudgetExceededError, BudgetReport, LedgerEntry, Section
 
 STAGE = "truncation"
-POOLS = ("system", "references", "state", "request")
+POOLS = _POOLS  # the budget pools (nodes/lib/layout.py maps each section kind to one)
 
 
 # ----------------------------------------------------------------------------- trigger
@@ -142,12 +143,12 @@ def section_tallies(
 
 @tag(stage=STAGE)
 def pool_share_tokens(context_config: dict, available_tokens: int, reserve_tokens: int) -> dict:
-    """Each pool's share in tokens: budget.pools weights of maxTokens; the reserve is
-    the answer reserve (reserve_tokens) and the other pools split the available tokens in proportion to
-    their weights (the buffer takes the rounding)."""
+    """Each pool's share in tokens: the pools split the available tokens in proportion to their
+    budget.pools weights (the buffer takes the rounding and any weight left under 1); the
+    reserve is the answer reserve (reserve_tokens, budget.reserveTokens / reserveShare)."""
     weights = dict(context_config["budget"].get("pools", {}))
     weights.pop(_t.RESERVE, None)
-    weights.setdefault(_t.BUFFER, 0.0)
+    weights.setdefault(_t.BUFFER, max(0.0, 1.0 - sum(float(w) for w in weights.values())))
     shares = _t.pool_shares(available_tokens, weights)
     shares[_t.RESERVE] = reserve_tokens
     return shares

@@ -19,7 +19,7 @@ from hypothesis import strategies as st  # noqa: E402
 from ctxengine.nodes import budget, config, quality, render, summarize, truncation  # noqa: E402
 from ctxengine.nodes.lib import session  # noqa: E402
 from ctxengine.nodes.lib import truncate as T  # noqa: E402
-from ctxengine.nodes.lib.layout import render_context  # noqa: E402
+from ctxengine.nodes.lib.layout import POOL_OF_KIND, POOLS, render_context  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402
 from ctxengine.nodes.report import BuildResult  # noqa: E402
 from ctxengine.nodes.types import BudgetExceededError, Message, Round, Section, Source  # noqa: E402
@@ -47,7 +47,7 @@ def _round(index: int, tools: int = 1) -> Round:
 
 def history_section(n: int, keep: int = 5, tools: int = 1) -> Section:
     rounds = tuple(_round(i + 1, tools) for i in range(n))
-    return Section("history", "Session History", "history", session.compact_history(rounds, keep), 70, "state",
+    return Section("history", "Session History", "history", session.compact_history(rounds, keep), 70, "history",
                    (Source("file", ".planning/sessions/current/session.log", (10, 10 * n + 3)),),
                    data={"rounds": rounds, "verbatim_from": max(0, n - keep), "format": "jsonl"})
 
@@ -68,9 +68,9 @@ def old_guide(paragraphs: int = 30) -> Section:
 
 
 PLAN = Section("plan", "Current Plan", "plan", "# Plan\n## Tasks\n- [x] T1 done\n- [>] T2 login endpoint\n"
-               "  Use argon2id.\n- [ ] T3 tests\n", 80, "state", (Source("file", ".planning/plans/current/plan.md"),))
-TREE = Section("tree", "File Tree", "tree", "\n".join(f"src/module_{i}.py" for i in range(120)), 30, "state")
-ENV = Section("environment", "Environment", "environment", "python 3.11\nos linux\n" * 10, 20, "state")
+               "  Use argon2id.\n- [ ] T3 tests\n", 80, "plan", (Source("file", ".planning/plans/current/plan.md"),))
+TREE = Section("tree", "File Tree", "tree", "\n".join(f"src/module_{i}.py" for i in range(120)), 30, "environment")
+ENV = Section("environment", "Environment", "environment", "python 3.11\nos linux\n" * 10, 20, "environment")
 
 
 @lru_cache(maxsize=1)
@@ -327,13 +327,12 @@ def test_forced_tail_strategy_keeps_the_end_of_documents(tmp_path):
 def test_budget_pools_report_shares_use_loans_debts_and_buffer(tmp_path):
     result = run(tmp_path, ALL_REFS, ALL_STATE, available=2600)
     pools = result.pools
-    assert set(pools) == {"system", "references", "state", "request", "buffer", "reserve"}
+    assert set(pools) == set(POOLS) | {"buffer", "reserve"}
     assert sum(p["share"] for name, p in pools.items() if name != "reserve") == 2600
-    for name in ("system", "references", "state", "request"):
+    for name in POOLS:
         row = pools[name]
         assert row["loan"] == max(0, row["share"] - row["use"]) and row["debt"] == max(0, row["use"] - row["share"])
-    assert pools["buffer"]["remaining"] == 2600 - sum(pools[n]["use"] for n in ("system", "references", "state",
-                                                                             "request"))
+    assert pools["buffer"]["remaining"] == 2600 - sum(pools[n]["use"] for n in POOLS)
     assert pools["buffer"]["final_remaining"] == 2600 - result.budget.total_tokens
 
 
@@ -394,8 +393,7 @@ def test_a_huge_history_fits_and_only_the_kept_part_is_exact(tmp_path):
 
 # ----------------------------------------------------------------------------- properties
 
-SECTION_KINDS = [("reference", "references"), ("plan", "state"), ("git", "state"), ("tree", "state"),
-                 ("environment", "state"), ("rules", "system")]
+SECTION_KINDS = [(kind, POOL_OF_KIND[kind]) for kind in ("reference", "plan", "git", "tree", "environment", "rules")]
 
 
 @st.composite
