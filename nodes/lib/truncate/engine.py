@@ -201,10 +201,33 @@ def head_cut_deprecated(state: TruncationState, scope: str, step: str, strategie
 def compact_histories(state: TruncationState, scope: str, step: str, strategies: Mapping[str, Strategy],
                       counter, min_keep: int) -> TruncationState:
     """Session histories compacted by their strategy (tail: recent rounds verbatim, older
-    rounds first-last, then summary lines, then dropped oldest first)."""
+    rounds first-last, then summary lines, then dropped oldest first). Old rounds are the
+    least valuable part of a history: before the priority frontier reaches it, a tail history
+    is summarized down to its summary floor (no round dropped, see :func:`summarize_old_rounds`);
+    dropping rounds waits for the frontier like every other cut."""
+    state = summarize_old_rounds(state, scope, step, strategies, counter)
     return _step(state, scope, lambda s: s.tier == "summarizable" and is_history(s),
                  lambda st, s, room: _cut(st, s, room, step, scope, strategies, counter, min_keep,
                                           f"history: {st.strategies.get(s.key, 'tail')} strategy"))
+
+
+def summarize_old_rounds(state: TruncationState, scope: str, step: str, strategies: Mapping[str, Strategy],
+                         counter) -> TruncationState:
+    """Tail histories not yet reduced, lowest priority first, whatever the priority frontier:
+    each gives its part of the room by folding older rounds (first-last, then summary lines),
+    never below its summary floor (every round kept, the recent ones verbatim)."""
+    histories = [s for s in state.sections if s.tier == "summarizable" and is_history(s) and s.key in state.pristine
+                 and state.strategies.get(s.key) == "tail"]
+    for section in sorted(histories, key=lambda s: s.priority):
+        room = _room(state, section, scope)
+        tokens = state.tokens[section.key]
+        if room <= 0 or state.need <= 0:
+            continue
+        reduced = strategies["tail"].reduce_history(section, tokens - room, counter, keep_all=True)
+        if reduced.tokens < tokens:
+            state = _with_change(state, section, reduced, step, _why(state, section, scope, "history: older rounds "
+                                                                      "summarized before lower priorities are cut"))
+    return state
 
 
 def summarize_summarizable(state: TruncationState, scope: str, step: str, strategies: Mapping[str, Strategy],

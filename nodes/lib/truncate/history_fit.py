@@ -335,8 +335,11 @@ def fit_history(
     recent_share: float = 0.75,
     location: str | None = None,
     summarized_before: int = 0,
+    keep_all: bool = False,
 ) -> HistoryFit:
     """The graded tail of a history within ``budget`` exact tokens (see :func:`graded_levels`).
+    With ``keep_all`` no round is dropped: when the budget needs that, the history stops at its
+    summary floor (older rounds summary lines, the last ``keep_last`` verbatim), over budget.
 
     Each part that may be kept is counted exactly once (parts add up exactly, see
     :func:`history_parts`); large parts are estimated until they are kept. The whole history
@@ -363,6 +366,8 @@ def fit_history(
                                       at_most_summary(SUMMARY), target, keep_last, recent_share, marker,
                                       rough=lambda i: estimate_tokens(forms.verbatim[i]))
         levels = [max(level, SUMMARY) if i < floor else level for i, level in enumerate(levels)]
+        if keep_all and (total > target or DROPPED in levels):
+            break
         if total > target:
             break
         parts = history_parts(forms, levels, location)
@@ -370,8 +375,19 @@ def fit_history(
         if exact <= budget:
             return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
         target -= exact - budget + 2
+    if keep_all:
+        return _summary_floor(forms, tokens_of, keep_last, location)
     levels = [DROPPED] * (len(rounds) - 1) + [VERBATIM]
     return _trim_newest(forms, levels, budget, counter, location, DEFAULT_CHARS_PER_TOKEN)
+
+
+def _summary_floor(forms: _Forms, tokens_of: _PartTokens, keep_last: int, location: str | None) -> HistoryFit:
+    """Every round kept: the last ``keep_last`` verbatim, the older ones summary lines."""
+    n = len(forms.rounds)
+    recent = max(1, min(int(keep_last), n))
+    levels = [SUMMARY] * (n - recent) + [VERBATIM] * recent
+    parts = history_parts(forms, levels, location)
+    return _history_fit(forms, levels, "".join(text for _, text in parts), tokens_of.total(parts))
 
 
 def _history_fit(forms: _Forms, levels, text, tokens, newest: Round | None = None) -> HistoryFit:

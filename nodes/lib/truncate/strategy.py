@@ -36,14 +36,15 @@ class Strategy:
     render_round: Callable[[Round], str] | None = None
     round_summary: Callable[[Round], str] | None = None
 
-    def reduce_history(self, section, keep: int, counter) -> Reduced:
-        """A history section within ``keep`` tokens, whole rounds and tool groups only."""
+    def reduce_history(self, section, keep: int, counter, keep_all: bool = False) -> Reduced:
+        """A history section within ``keep`` tokens, whole rounds and tool groups only
+        (``keep_all``, tail: no round dropped, at most down to its summary floor)."""
         rounds = tuple(section.data.get("rounds", ()))
         location = origin_of(section).location
         if self.name == "tail":
             fit = fit_history(rounds, keep, counter, self.render_round, self.round_summary,
                               self.keep_last, self.recent_share, location,
-                              int(section.data.get("verbatim_from", 0) or 0))
+                              int(section.data.get("verbatim_from", 0) or 0), keep_all)
         else:
             fit = keep_first_rounds(rounds, keep, counter, self.render_round, location, self.name)
         levels = {LEVELS[level]: sum(1 for lv in fit.levels if lv == level) for level in range(4)}
