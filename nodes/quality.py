@@ -1,7 +1,8 @@
-"""Quality: the context as it goes out. Cross-references to removed content are mended, the
-rendered prompt is counted exactly and cut further until it fits (the estimates that steered
-truncation are checked here), the required headings are checked, and the final budget is
-reported from the exact count.
+"""Quality: the context as it goes out. Cross-references to removed content are mended
+(``crossref_mending``), the rendered prompt is counted exactly and cut further until it fits
+(``exact_fit``, the last row of the table of steps: the estimates that steered truncation are
+checked here), the required headings are checked, and the final budget is reported from the
+exact count.
 """
 
 from __future__ import annotations

@@ -1,28 +1,30 @@
 """Truncation: when the context does not fit (or should be compacted), cut it down by priority.
 
-The trigger decides whether and to what target (hard: over the available tokens; soft: over
-``budget.softLimit``; requested: ``truncation.compact``). Priority decides the order of cuts,
-whatever pool a section is in: every step acts only on the sections of the lowest priority
-that still has tokens to give (the priority frontier), so a higher priority is never reduced
-while a lower one is present. Budget pools (shares of maxTokens) shape how much the sections
-of one priority give: a pool under its share lends the rest to the buffer, a pool over it
-borrows, and when the buffer is spent the pools over their share give first (``pool_*``
-steps), each by its part of the cut (in proportion to its debt), then everything (the same
-steps again). Each step is a node and acts only while the context is still over its target,
-least loss first:
+The trigger (a TruncationTrigger) decides whether and to what target (hard: over the available
+tokens; soft: over ``budget.softLimit``; requested: ``truncation.compact``). Priority decides the
+order of cuts, whatever pool a section is in: every step acts only on the sections of the lowest
+priority that still has tokens to give (the priority frontier), so a higher priority is never
+cut while a lower one is present. One exception, the least loss: a tail history's older rounds
+fold into first-last and summary lines (every round kept) before lower priorities are cut;
+dropping its rounds waits for the frontier. Budget pools (shares of the available tokens,
+``budget.pools``; nodes/lib/layout.py maps kinds to pools) shape how much the sections of one
+priority give: the pools over their share give first (``pool_*`` steps), each by its part of
+the cut, then everything (the same steps again). The steps, their order and scope are one
+table, ``STEPS`` in nodes/lib/truncate/engine.py; the step nodes below are built from it:
 
     drop discardable -> head-cut deprecated -> compact history -> summarize -> cut
+    (pools over their share, then all) -> refill the unused tokens -> (quality) exact fit
 
-Sections of one priority share the room of a step by size. The cut step (the last) goes on
-from priority to priority until the target is met; a section it reaches whole is summarized
-first when its summary fits (so the current plan, the last summarizable content to be cut,
-keeps its task list). The last step gives the tokens left unused back to the reduced
-sections, highest priority first.
+Sections of one priority share the room of a step by size. The cut step goes on from priority
+to priority until the target is met; a section it reaches whole is summarized first when its
+summary fits (so the current plan keeps its task list). ``slack_refilled`` gives the tokens left
+unused back to the reduced sections, highest priority first.
 
-Strategies are nodes too (``tail_strategy``, ``head_strategy``, ``middle_strategy``), picked
-per section by content kind (``truncation.strategies``) unless ``truncation.strategy`` forces
-one. The algorithms live in nodes/lib/truncate.py; the exact fit of the rendered context and
-the quality checks are in nodes/quality.py.
+Strategies are nodes too (``tail_strategy``, ``head_strategy``, ``middle_strategy``: frozen
+values, picklable), picked per section by content kind (``truncation.strategies``) unless
+``truncation.strategy`` forces one. Counting goes through ``exact_counter`` (a frozen value
+over the process-wide count cache). The algorithms live in nodes/lib/truncate/; the exact fit
+of the rendered context and the quality checks are in nodes/quality.py.
 """
 
 from __future__ import annotations

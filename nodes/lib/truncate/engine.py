@@ -328,18 +328,7 @@ def refill_slack(state: TruncationState, step: str, strategies: Mapping[str, Str
     slack = state.target - state.total - REFILL_MARGIN
     if slack < min_keep:
         return state
-    present = {s.key for s in state.sections}
-    reduced = []
-    for key, original in state.originals.items():
-        if original.tier != "summarizable" or key in state.pristine:
-            continue
-        action = _last_action(state, key)
-        if action is None or (key not in present and state.strategies.get(key) != "head"):
-            continue  # only a deprecated (head) document comes back from being dropped
-        reduced.append(original)
-    order = sorted(range(len(reduced)), key=lambda i: (-reduced[i].priority, i))
-    for i in order:
-        original = reduced[i]
+    for original in _refillable(state):
         key = original.key
         slack = state.target - state.total - REFILL_MARGIN
         now = state.tokens.get(key, 0)
@@ -359,6 +348,16 @@ def refill_slack(state: TruncationState, step: str, strategies: Mapping[str, Str
         state = _regrown(state, original, regrown, step, f"refilled: {slack:,} tokens were left unused under the "
                                                       f"target of {state.target:,}; priority {original.priority}")
     return state
+
+
+def _refillable(state: TruncationState) -> list:
+    """The originals of the summarizable sections a step reduced, highest priority first (render
+    order among equals); a dropped one only when it is a deprecated (head) document."""
+    present = {s.key for s in state.sections}
+    reduced = [original for key, original in state.originals.items()
+               if original.tier == "summarizable" and key not in state.pristine and _last_action(state, key) is not None
+               and (key in present or state.strategies.get(key) == "head")]
+    return [reduced[i] for i in sorted(range(len(reduced)), key=lambda i: (-reduced[i].priority, i))]
 
 
 def _regrown(state: TruncationState, original, reduced: Reduced, step: str, reason: str) -> TruncationState:

@@ -126,34 +126,12 @@ def trim_units(
 
     kept_lo, kept_hi = (hi, hi) if order_last else (lo, lo)
     partial: tuple[int, Any] | None = None
-    while True:
-        if order_last:
-            if kept_lo <= lo:
-                break
-            start = kept_lo - 1
-            block_lo = start
-            scan = start
-            while scan >= block_lo:  # a group pulls in everything back to its first member
-                block_lo = min(block_lo, first_of[scan])
-                scan -= 1
-            block = [i for i in range(block_lo, kept_lo) if i not in pinned_set]
-        else:
-            if kept_hi >= hi:
-                break
-            start = kept_hi
-            block_hi = start
-            scan = start
-            while scan <= block_hi:
-                block_hi = max(block_hi, last_of[scan])
-                scan += 1
-            block = [i for i in range(kept_hi, block_hi + 1) if i not in pinned_set]
+    while (kept_lo > lo) if order_last else (kept_hi < hi):
+        edge, block = _next_block(kept_lo, kept_hi, order_last, first_of, last_of, pinned_set)
         block_cost = sum(cost(units[i]) for i in block)
         if block_cost <= remaining:
             remaining -= block_cost
-            if order_last:
-                kept_lo = block_lo
-            else:
-                kept_hi = block_hi + 1
+            kept_lo, kept_hi = (edge, kept_hi) if order_last else (kept_lo, edge)
             continue
         if split is not None and join is not None and len(block) == 1 and first_of[block[0]] == last_of[block[0]]:
             partial = _partial_unit(units[block[0]], block[0], remaining, cost, split, join, from_end=order_last)
@@ -170,6 +148,23 @@ def trim_units(
     if partial is not None and partial[0] not in run:
         partial = None
     return Trimmed(tuple(sorted(pinned_set | set(run))), partial)
+
+
+def _next_block(kept_lo, kept_hi, order_last, first_of, last_of, pinned) -> tuple[int, list[int]]:
+    """The next block to keep beyond the kept run [kept_lo, kept_hi) (before it for ``last``,
+    after it for ``first``): one unit and everything its group pulls in, pinned units left
+    out; with the run's new edge."""
+    if order_last:
+        block_lo = scan = kept_lo - 1
+        while scan >= block_lo:  # a group pulls in everything back to its first member
+            block_lo = min(block_lo, first_of[scan])
+            scan -= 1
+        return block_lo, [i for i in range(block_lo, kept_lo) if i not in pinned]
+    block_hi = scan = kept_hi
+    while scan <= block_hi:
+        block_hi = max(block_hi, last_of[scan])
+        scan += 1
+    return block_hi + 1, [i for i in range(kept_hi, block_hi + 1) if i not in pinned]
 
 
 def _partial_unit(unit, index, remaining, cost, split, join, from_end) -> tuple[int, Any] | None:
