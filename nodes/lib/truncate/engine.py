@@ -213,11 +213,12 @@ def compact_histories(state: TruncationState, scope: str, step: str, strategies:
 
 def summarize_old_rounds(state: TruncationState, scope: str, step: str, strategies: Mapping[str, Strategy],
                          counter) -> TruncationState:
-    """Tail histories not yet reduced, lowest priority first, whatever the priority frontier:
-    each gives its part of the room by folding older rounds (first-last, then summary lines),
+    """Tail histories not yet reduced and above the priority frontier (at it, the step itself
+    compacts them), lowest priority first: each gives its part of the room by folding older rounds (first-last, then summary lines),
     never below its summary floor (every round kept, the recent ones verbatim)."""
+    frontier = priority_frontier(state)
     histories = [s for s in state.sections if s.tier == "summarizable" and is_history(s) and s.key in state.pristine
-                 and state.strategies.get(s.key) == "tail"]
+                 and state.strategies.get(s.key) == "tail" and frontier is not None and s.priority > frontier]
     for section in sorted(histories, key=lambda s: s.priority):
         room = _room(state, section, scope)
         tokens = state.tokens[section.key]
