@@ -5,7 +5,7 @@ from __future__ import annotations
 from hamilton.function_modifiers import tag
 
 from .lib.reserve import effective_reserve
-from .lib.truncate import MemoCounter, near_threshold
+from .lib.truncate import CachedCounter, near_threshold
 from .lib.tokens import TokenCounter, budget_report_for, model_presets, token_counter_for
 from .types import BudgetReport, ConfigError
 
@@ -28,10 +28,11 @@ def token_counter(model_preset: dict) -> TokenCounter:
 
 
 @tag(stage="budget")
-def run_counter(token_counter: TokenCounter) -> MemoCounter:
-    """The exact counter of this run: the token counter remembering each paragraph it counted,
-    so text that stays (from the assembled context to the final one) is counted once."""
-    return MemoCounter(token_counter)
+def exact_counter(token_counter: TokenCounter) -> CachedCounter:
+    """The exact counter the later stages use: the token counter going through the
+    process-wide count cache (a frozen value: counting changes no node's inputs), so text that
+    stays (from the assembled context to the final one) is counted once."""
+    return CachedCounter(token_counter)
 
 
 @tag(stage="budget")
@@ -59,16 +60,16 @@ def available_tokens(context_config: dict, model_preset: dict, reserve_tokens: i
 
 @tag(stage="budget")
 def budget_report(
-    rendered_context: str, run_counter: MemoCounter, available_tokens: int, context_config: dict
+    rendered_context: str, exact_counter: CachedCounter, available_tokens: int, context_config: dict
 ) -> BudgetReport:
     """Tokens of the assembled context against the available budget: an exact count when the
     estimate (chars / 4) is near the budget (within budget.exactBand times it, which holds the
     soft limit), the estimate when it is clearly far (a multi-MB context is not counted twice);
     ``exact`` says which."""
-    estimate = run_counter.estimate(rendered_context)
+    estimate = exact_counter.estimate(rendered_context)
     band = context_config["budget"].get("exactBand", (0.5, 1.5))
     if near_threshold(estimate, available_tokens, band):
-        return budget_report_for(run_counter.count(rendered_context), available_tokens)
+        return budget_report_for(exact_counter.count(rendered_context), available_tokens)
     return budget_report_for(estimate, available_tokens, exact=False)
 
 

@@ -17,19 +17,19 @@ from hamilton.function_modifiers import tag
 from .lib import monitor as _mon
 from .lib import session as _session
 from .lib.monitor import BudgetMonitor
-from .lib.truncate import MemoCounter
+from .lib.truncate import CachedCounter
 from .types import BudgetReport, LedgerEntry, Round, Section
 
 STEP = "preventive_compaction"
 
 
 @tag(stage="monitor")
-def round_token_use(session_history: Any, run_counter: MemoCounter) -> tuple:
+def round_token_use(session_history: Any, exact_counter: CachedCounter) -> tuple:
     """Tokens each round of the session added (RoundUse, oldest first): the usage field where
     a log line has one, else the count of the round as the history renders it: exact for the
     rounds the growth is read from, estimated (chars / 4) for older ones."""
-    return _mon.round_uses(_session.rounds_of(session_history), run_counter.count, _session.render_round,
-                           estimate=run_counter.estimate, exact_last=2 * _mon.GROWTH_WINDOW)
+    return _mon.round_uses(_session.rounds_of(session_history), exact_counter.count, _session.render_round,
+                           estimate=exact_counter.estimate, exact_last=2 * _mon.GROWTH_WINDOW)
 
 
 @tag(stage="monitor")
@@ -39,7 +39,7 @@ def budget_monitor(
     budget_report: BudgetReport,
     history_section: Optional[Section],
     round_summaries: tuple,
-    run_counter: MemoCounter,
+    exact_counter: CachedCounter,
 ) -> BudgetMonitor:
     """initial_budget (maxTokens - reserveTokens), cumulative_used (the context without the
     history, plus what every round occupies in it: verbatim rounds their tokens, rounds the
@@ -51,7 +51,7 @@ def budget_monitor(
         # measured like the report: exactly (the run's counter: paragraphs the report counted
         # are not counted again), or by the same estimate when the report is one
         exact = getattr(budget_report, "exact", True)
-        history = run_counter.count(history_section.content) if exact else run_counter.estimate(
+        history = exact_counter.count(history_section.content) if exact else exact_counter.estimate(
             history_section.content)
     base = max(0, budget_report.total_tokens - history)
     verbatim_from = 0
@@ -60,7 +60,7 @@ def budget_monitor(
     # a summarised round occupies its summary line (estimated: there can be thousands of them;
     # the lines are the history section's own, made once by the round_summaries node)
     in_context = [
-        run_counter.estimate(summary) if position < verbatim_from else use.tokens
+        exact_counter.estimate(summary) if position < verbatim_from else use.tokens
         for position, (summary, use) in enumerate(zip(round_summaries, round_token_use))
     ]
     return _mon.budget_monitor_for(round_token_use, available_tokens, base, in_context)
@@ -104,7 +104,7 @@ def preventively_compacted_sections(sections: list, preventive_compaction: dict)
 
 @tag(stage="monitor")
 def preventive_ledger(
-    sections: list, preventively_compacted_sections: list, preventive_compaction: dict, run_counter: MemoCounter
+    sections: list, preventively_compacted_sections: list, preventive_compaction: dict, exact_counter: CachedCounter
 ) -> list[LedgerEntry]:
     """One "compacted" ledger entry per section preventive compaction changed (step
     ``preventive_compaction``, tokens before and after, the monitor's reason); [] otherwise."""
@@ -113,8 +113,8 @@ def preventive_ledger(
     for section in preventively_compacted_sections:
         old = before.get(section.key)
         if old is not None and old.content != section.content:
-            entries.append(LedgerEntry(section.key, STEP, "compacted", run_counter.count(old.content),
-                                       run_counter.count(section.content), str(preventive_compaction["reason"])))
+            entries.append(LedgerEntry(section.key, STEP, "compacted", exact_counter.count(old.content),
+                                       exact_counter.count(section.content), str(preventive_compaction["reason"])))
     return entries
 
 

@@ -1,7 +1,8 @@
-"""Quality: the context as it goes out. Cross-references to removed content are mended, the
-rendered prompt is counted exactly and cut further until it fits (the estimates that steered
-truncation are checked here), the required headings are checked, and the final budget is
-reported from the exact count.
+"""Quality: the context as it goes out. Cross-references to removed content are mended
+(``crossref_mending``), the rendered prompt is counted exactly and cut further until it fits
+(``exact_fit``, the last row of the table of steps: the estimates that steered truncation are
+checked here), the required headings are checked, and the final budget is reported from the
+exact count.
 """
 
 from __future__ import annotations
@@ -12,64 +13,61 @@ from dataclasses import replace
 from hamilton.function_modifiers import tag
 
 from .lib import truncate as _t
-from .lib.crossref import mend_cross_references
+from .lib.crossref import CrossrefMending, mend_cross_references
 from .lib.layout import render_context
 from .lib.tokens import budget_report_for
 from .types import BudgetExceededError, BudgetReport, Section, TemplateError
 
 STAGE = "quality"
-FIT_STEP = "fitted_context"
+FIT_STEP = _t.step_named("exact_fit").name
 
 
 @tag(stage=STAGE)
-def crossref_mending(summarizable_cut: _t.TruncationState) -> tuple:
-    """(sections, notes): the sections after truncation with references to sections that were
-    dropped, summarized or cut pointed at their full text (nodes/lib/crossref.py), and a note
-    per mended reference. Immutable sections and session transcripts (a record of what was
-    said) never change."""
-    sections, notes = _mended(summarizable_cut)
-    return list(sections), tuple(notes)
+def crossref_mending(slack_refilled: _t.TruncationState) -> CrossrefMending:
+    """The sections after truncation with references to sections that were dropped, summarized
+    or cut pointed at their full text (nodes/lib/crossref.py), and a note per mended
+    reference. Immutable sections and session transcripts (a record of what was said) never
+    change."""
+    sections, notes = _mended(slack_refilled)
+    return CrossrefMending(tuple(sections), tuple(notes))
 
 
 @tag(stage=STAGE)
-def crossref_fixed_sections(crossref_mending: tuple) -> list[Section]:
+def crossref_fixed_sections(crossref_mending: CrossrefMending) -> list[Section]:
     """The sections after truncation, with their cross-references mended."""
-    return list(crossref_mending[0])
+    return list(crossref_mending.sections)
 
 
 @tag(stage=STAGE)
-def fitted_context(
-    crossref_fixed_sections: list[Section],
-    crossref_mending: tuple,
-    summarizable_cut: _t.TruncationState,
-    truncation_trigger: dict,
+def exact_fit(
+    crossref_mending: CrossrefMending,
+    slack_refilled: _t.TruncationState,
+    truncation_trigger: _t.TruncationTrigger,
     rendered_context: str,
     context_template: str,
     mode_template: str,
     context_config: dict,
-    run_counter: _t.MemoCounter,
+    exact_counter: _t.CachedCounter,
     truncation_strategies: dict,
-) -> _t.FittedContext:
-    """The final prompt and its exact token count: rendered, counted exactly and, while over
-    the target, cut further (lowest priority first) and rendered again. A context no step
-    changed is the rendered context itself, byte for byte."""
-    state = summarizable_cut
-    sections, notes = crossref_fixed_sections, crossref_mending[1]
+) -> _t.ExactFit:
+    """The prompt rendered and counted exactly and, while over the target, cut further (lowest
+    priority first) and rendered again, at most truncation.maxFitPasses times. A context no
+    step changed is the rendered context itself, byte for byte."""
+    state, sections, notes = slack_refilled, crossref_mending.sections, crossref_mending.notes
     settings = context_config["truncation"]
-    late = None
-    passes = 0
+    late, passes = None, 0
     for passes in range(1, int(settings.get("maxFitPasses", 8)) + 1):
         text, tokens = _rendered(state, sections, rendered_context, truncation_trigger, context_template,
-                                 mode_template, context_config, run_counter)
+                                 mode_template, context_config, exact_counter)
         if tokens <= min(state.target, state.limit):
             break
-        if not truncation_trigger["triggered"] and not state.ledger and late is None:
-            late = "hard" if tokens > state.limit else "soft" if tokens > truncation_trigger["soft_limit_tokens"] else None
+        if not truncation_trigger.triggered and not state.ledger and late is None:
+            late = _late_trigger(tokens, state, truncation_trigger)
             if late is None:
                 break
-            state = replace(state, target=truncation_trigger["soft_limit_tokens"])
+            state = replace(state, target=truncation_trigger.soft_limit_tokens)
         state = replace(state, overhead=state.overhead + tokens - state.total)  # the exact count rules
-        more = _t.cut_more(state, FIT_STEP, truncation_strategies, run_counter,
+        more = _t.cut_more(state, FIT_STEP, truncation_strategies, exact_counter,
                            int(settings.get("minKeepTokens", 48)))
         if more.ledger == state.ledger:
             if tokens <= state.limit:
@@ -77,16 +75,28 @@ def fitted_context(
             raise BudgetExceededError(_overflow_message(state, tokens))
         state = more
         sections, notes = _mended(state)
-    section_tokens = _section_tokens(state, sections, run_counter)
-    return _t.FittedContext(state, tuple(sections), text, tokens, section_tokens, passes, tuple(notes), late)
+    return _t.ExactFit(state, tuple(sections), text, tokens, passes, tuple(notes), late)
+
+
+def _late_trigger(tokens: int, state: _t.TruncationState, trigger: _t.TruncationTrigger) -> str | None:
+    """Why a context the trigger let through must be cut after all: "hard" or "soft", or None."""
+    return "hard" if tokens > state.limit else "soft" if tokens > trigger.soft_limit_tokens else None
+
+
+@tag(stage=STAGE)
+def fitted_context(exact_fit: _t.ExactFit, exact_counter: _t.CachedCounter) -> _t.FittedContext:
+    """The final prompt with its exact token count and each final section's exact tokens."""
+    fit = exact_fit
+    section_tokens = _section_tokens(fit.state, fit.sections, exact_counter)
+    return _t.FittedContext(fit.state, fit.sections, fit.text, fit.tokens, section_tokens, fit.passes, fit.notes,
+                            fit.late_trigger)
 
 
 def _rendered(state, sections, rendered_context, trigger, context_template, mode_template, context_config,
               counter) -> tuple[str, int]:
     """The prompt and its exact tokens; the rendered context unchanged when no step acted."""
     if not state.ledger:
-        exact = trigger["initial_exact"]
-        return rendered_context, trigger["initial_tokens"] if exact else counter.count(rendered_context)
+        return rendered_context, trigger.initial_tokens if trigger.initial_exact else counter.count(rendered_context)
     text = render_context(sections, context_template, mode_template, context_config["escape"])
     return text, counter.count(text)
 
@@ -106,7 +116,7 @@ def _mended(state: _t.TruncationState) -> tuple[list[Section], list[str]]:
     return [transcripts.get(s.key) or originals.get(s.key) or by_key[s.key] for s in sections], list(notes)
 
 
-def _section_tokens(state: _t.TruncationState, sections, counter: _t.MemoCounter) -> dict[str, int]:
+def _section_tokens(state: _t.TruncationState, sections, counter: _t.CachedCounter) -> dict[str, int]:
     """Exact tokens of each final section: the state's exact counts where its content is the
     one counted, a new count where mending or an estimate leaves none."""
     current = {s.key: s for s in state.sections}

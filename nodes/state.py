@@ -27,11 +27,12 @@ from .lib import git as _git
 from .lib import gsd as _gsd
 from .lib import plan as _plan
 from .lib import session as _session
+from .lib.layout import POOL_OF_KIND
 from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path, trust_from
 from .types import ConfigError, CtxEngineError, Section, Source
 
 STAGE = "state"
-POOL = "state"
+POOL = POOL_OF_KIND  # the budget pool of each section kind (nodes/lib/layout.py)
 
 _ARTICLE_PLAN = os.path.join(".planning", "plans", "current", "plan.md")
 _JSONL_SESSION = os.path.join(".planning", "sessions", "current", "session.log")
@@ -238,7 +239,7 @@ def plan_section(plan_state: _plan.PlanView, context_config: dict) -> Section | 
         kind="plan",
         content=plan_state.content,
         priority=_priority(context_config, "plan", 80),
-        pool=POOL,
+        pool=POOL["plan"],
         sources=plan_state.sources,
         data=data,
     )
@@ -266,7 +267,7 @@ def roadmap_section(roadmap_state: _plan.PlanView, context_config: dict) -> Sect
         kind="roadmap",
         content=roadmap_state.content,
         priority=_priority(context_config, "roadmap", 55),
-        pool=POOL,
+        pool=POOL["roadmap"],
         sources=roadmap_state.sources,
         data=dict(roadmap_state.data),
     )
@@ -353,7 +354,7 @@ def history_section(session_history: _session.SessionHistory, round_summaries: t
         kind="history",
         content=content,
         priority=_priority(context_config, "history", 70),
-        pool=POOL,
+        pool=POOL["history"],
         sources=tuple(sources),
         data={"rounds": rounds, "verbatim_from": verbatim_from, "format": session_history.format, "source": path},
     )
@@ -415,7 +416,7 @@ def git_section(git_state: _git.GitState, context_config: dict) -> Section | Non
         kind="git",
         content=_git.render_git(git_state),
         priority=_priority(context_config, "git", 60),
-        pool=POOL,
+        pool=POOL["git"],
         sources=tuple(sources),
         data={
             "files": tuple(git_state.files),
@@ -461,7 +462,7 @@ def file_tree_section(file_listing: _filetree.FileListing, context_config: dict)
         kind="tree",
         content=head + "\n" + _filetree.render_tree(file_listing, limit),
         priority=_priority(context_config, "tree", 30),
-        pool=POOL,
+        pool=POOL["tree"],
         sources=(Source("git" if file_listing.method == "git" else "file", file_listing.root),),
         data={"total": total, "shown": min(total, limit), "method": file_listing.method},
     )
@@ -519,7 +520,7 @@ def environment_section(environment_facts: dict, context_config: dict) -> Sectio
         kind="environment",
         content="\n".join(lines),
         priority=_priority(context_config, "environment", 20),
-        pool=POOL,
+        pool=POOL["environment"],
         sources=tuple(Source("environment", key) for key in environment_facts),
         data=dict(environment_facts),
     )

@@ -1,28 +1,30 @@
 """Truncation: when the context does not fit (or should be compacted), cut it down by priority.
 
-The trigger decides whether and to what target (hard: over the available tokens; soft: over
-``budget.softLimit``; requested: ``truncation.compact``). Priority decides the order of cuts,
-whatever pool a section is in: every step acts only on the sections of the lowest priority
-that still has tokens to give (the priority frontier), so a higher priority is never reduced
-while a lower one is present. Budget pools (shares of maxTokens) shape how much the sections
-of one priority give: a pool under its share lends the rest to the buffer, a pool over it
-borrows, and when the buffer is spent the pools over their share give first (``pool_*``
-steps), each by its part of the cut (in proportion to its debt), then everything (the same
-steps again). Each step is a node and acts only while the context is still over its target,
-least loss first:
+The trigger (a TruncationTrigger) decides whether and to what target (hard: over the available
+tokens; soft: over ``budget.softLimit``; requested: ``truncation.compact``). Priority decides the
+order of cuts, whatever pool a section is in: every step acts only on the sections of the lowest
+priority that still has tokens to give (the priority frontier), so a higher priority is never
+cut while a lower one is present. One exception, the least loss: a tail history's older rounds
+fold into first-last and summary lines (every round kept) before lower priorities are cut;
+dropping its rounds waits for the frontier. Budget pools (shares of the available tokens,
+``budget.pools``; nodes/lib/layout.py maps kinds to pools) shape how much the sections of one
+priority give: the pools over their share give first (``pool_*`` steps), each by its part of
+the cut, then everything (the same steps again). The steps, their order and scope are one
+table, ``STEPS`` in nodes/lib/truncate/engine.py; the step nodes below are built from it:
 
     drop discardable -> head-cut deprecated -> compact history -> summarize -> cut
+    (pools over their share, then all) -> refill the unused tokens -> (quality) exact fit
 
-Sections of one priority share the room of a step by size. The cut step (the last) goes on
-from priority to priority until the target is met; a section it reaches whole is summarized
-first when its summary fits (so the current plan, the last summarizable content to be cut,
-keeps its task list). The last step gives the tokens left unused back to the reduced
-sections, highest priority first.
+Sections of one priority share the room of a step by size. The cut step goes on from priority
+to priority until the target is met; a section it reaches whole is summarized first when its
+summary fits (so the current plan keeps its task list). ``slack_refilled`` gives the tokens left
+unused back to the reduced sections, highest priority first.
 
-Strategies are nodes too (``tail_strategy``, ``head_strategy``, ``middle_strategy``), picked
-per section by content kind (``truncation.strategies``) unless ``truncation.strategy`` forces
-one. The algorithms live in nodes/lib/truncate.py; the exact fit of the rendered context and
-the quality checks are in nodes/quality.py.
+Strategies are nodes too (``tail_strategy``, ``head_strategy``, ``middle_strategy``: frozen
+values, picklable), picked per section by content kind (``truncation.strategies``) unless
+``truncation.strategy`` forces one. Counting goes through ``exact_counter`` (a frozen value
+over the process-wide count cache). The algorithms live in nodes/lib/truncate/; the exact fit
+of the rendered context and the quality checks are in nodes/quality.py.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from hamilton.function_modifiers import parameterize, source, tag, value
 
 from .lib import session as _session
 from .lib import truncate as _t
+from .lib.layout import POOLS as _POOLS
 from .lib.layout import render_context
 from .lib.reserve import effective_reserve
 from .lib.summarize import as_summarizer
@@ -42,7 +45,7 @@ from .lib.tokens import model_presets
 from .types import BudgetExceededError, BudgetReport, LedgerEntry, Section
 
 STAGE = "truncation"
-POOLS = ("system", "references", "state", "request")
+POOLS = _POOLS  # the budget pools (nodes/lib/layout.py maps each section kind to one)
 
 
 # ----------------------------------------------------------------------------- trigger
@@ -56,9 +59,9 @@ def soft_limit_tokens(context_config: dict, available_tokens: int) -> int:
 
 @tag(stage=STAGE)
 def truncation_trigger(
-    budget_report: BudgetReport, rendered_context: str, run_counter: _t.MemoCounter, available_tokens: int,
+    budget_report: BudgetReport, rendered_context: str, exact_counter: _t.CachedCounter, available_tokens: int,
     soft_limit_tokens: int, context_config: dict, preventive_compaction: dict,
-) -> dict:
+) -> _t.TruncationTrigger:
     """Whether truncation runs, why, and the token target it cuts to: hard (over the available
     tokens) and soft (over budget.softLimit) cut to the soft limit; requested
     (truncation.compact) cuts to softLimit times the current size when already under it.
@@ -67,7 +70,7 @@ def truncation_trigger(
     total, exact = budget_report.total_tokens, bool(getattr(budget_report, "exact", True))
     upper = float(context_config["budget"].get("exactBand", (0.5, 1.5))[1])
     if not exact and total <= upper * available_tokens:
-        total, exact = run_counter.count(rendered_context), True
+        total, exact = exact_counter.count(rendered_context), True
     soft = float(context_config["budget"].get("softLimit", 0.85))
     compact = bool(context_config["truncation"].get("compact", False))
     if total > available_tokens:
@@ -80,9 +83,8 @@ def truncation_trigger(
         reason, target = "preventive", available_tokens
     else:
         reason, target = None, available_tokens
-    return {"triggered": reason is not None, "reason": reason, "target": target, "soft_limit": soft,
-            "soft_limit_tokens": soft_limit_tokens, "available": available_tokens, "compact": compact,
-            "initial_tokens": total, "initial_exact": exact}
+    return _t.TruncationTrigger(reason is not None, reason, target, soft, soft_limit_tokens, available_tokens, compact,
+                                total, exact)
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -97,43 +99,45 @@ def truncation_sections(preventively_compacted_sections: list) -> list:
 
 @tag(stage=STAGE)
 def template_overhead(
-    truncation_sections: list, context_template: str, mode_template: str, context_config: dict, run_counter: _t.MemoCounter
+    truncation_sections: list, context_template: str, mode_template: str, context_config: dict, exact_counter: _t.CachedCounter
 ) -> int:
     """Exact tokens of the rendered prompt outside the section contents (mode template,
     headings, titles): the prompt rendered with every content emptied."""
     empty = [s.with_content("") for s in truncation_sections]
-    return run_counter.count(render_context(empty, context_template, mode_template, context_config["escape"]))
+    return exact_counter.count(render_context(empty, context_template, mode_template, context_config["escape"]))
 
 
 @tag(stage=STAGE)
 def immutable_context_tokens(
-    truncation_sections: list, context_template: str, mode_template: str, context_config: dict, run_counter: _t.MemoCounter,
-    truncation_trigger: dict,
+    truncation_sections: list, context_template: str, mode_template: str, context_config: dict, exact_counter: _t.CachedCounter,
+    truncation_trigger: _t.TruncationTrigger,
 ) -> int:
     """Exact tokens of the smallest context truncation can reach: the prompt rendered with
     the immutable sections only (0 when truncation does not run)."""
-    if not truncation_trigger["triggered"]:
+    if not truncation_trigger.triggered:
         return 0
     immutable = [s for s in truncation_sections if s.tier == "immutable"]
-    return run_counter.count(render_context(immutable, context_template, mode_template, context_config["escape"]))
+    return exact_counter.count(render_context(immutable, context_template, mode_template, context_config["escape"]))
 
 
 @tag(stage=STAGE)
-def section_tallies(truncation_sections: list, run_counter: _t.MemoCounter, truncation_trigger: dict) -> dict:
-    """Tokens of each section before truncation, {"tokens": {key: n}, "exact": [keys]}:
+def section_tallies(
+    truncation_sections: list, exact_counter: _t.CachedCounter, truncation_trigger: _t.TruncationTrigger
+) -> _t.SectionTallies:
+    """Tokens of each section before truncation, and which were counted exactly:
     counted exactly for immutable sections and for any section that could be kept whole
     (estimate within the target), estimated (chars / 4) for the rest, which must shrink."""
-    target = truncation_trigger["target"]
+    target = truncation_trigger.target
     tokens: dict[str, int] = {}
     exact: list[str] = []
     for section in truncation_sections:
-        estimate = run_counter.estimate(section.content)
-        if section.tier == "immutable" or not truncation_trigger["triggered"] or estimate <= target:
-            tokens[section.key] = run_counter.count(section.content)
+        estimate = exact_counter.estimate(section.content)
+        if section.tier == "immutable" or not truncation_trigger.triggered or estimate <= target:
+            tokens[section.key] = exact_counter.count(section.content)
             exact.append(section.key)
         else:
             tokens[section.key] = estimate
-    return {"tokens": tokens, "exact": exact}
+    return _t.SectionTallies(tokens, tuple(exact))
 
 
 # ----------------------------------------------------------------------------- pools
@@ -141,24 +145,22 @@ def section_tallies(truncation_sections: list, run_counter: _t.MemoCounter, trun
 
 @tag(stage=STAGE)
 def pool_share_tokens(context_config: dict, available_tokens: int, reserve_tokens: int) -> dict:
-    """Each pool's share in tokens: budget.pools weights of maxTokens; the reserve is
-    the answer reserve (reserve_tokens) and the other pools split the available tokens in proportion to
-    their weights (the buffer takes the rounding)."""
+    """Each pool's share in tokens: the pools split the available tokens in proportion to their
+    budget.pools weights (the buffer takes the rounding and any weight left under 1); the
+    reserve is the answer reserve (reserve_tokens, budget.reserveTokens / reserveShare)."""
     weights = dict(context_config["budget"].get("pools", {}))
     weights.pop(_t.RESERVE, None)
-    weights.setdefault(_t.BUFFER, 0.0)
+    weights.setdefault(_t.BUFFER, max(0.0, 1.0 - sum(float(w) for w in weights.values())))
     shares = _t.pool_shares(available_tokens, weights)
     shares[_t.RESERVE] = reserve_tokens
     return shares
 
 
 @tag(stage=STAGE)
-def pool_accounts(pool_share_tokens: dict, section_tallies: dict, truncation_sections: list, template_overhead: int) -> dict:
+def pool_accounts(pool_share_tokens: dict, section_tallies: _t.SectionTallies, truncation_sections: list, template_overhead: int) -> dict:
     """Each pool's share, use, loan (unused share given to the buffer) and debt (borrowed from
     the buffer) before truncation, and what the buffer has left (negative: over budget)."""
-    use: dict[str, int] = {"system": template_overhead}
-    for section in truncation_sections:
-        use[section.pool] = use.get(section.pool, 0) + section_tallies["tokens"][section.key]
+    use = _t.pool_use(truncation_sections, section_tallies.tokens, template_overhead)
     shares = {k: v for k, v in pool_share_tokens.items() if k != _t.RESERVE}
     accounts = _t.pool_accounts(shares, use)
     accounts[_t.RESERVE] = {"share": pool_share_tokens[_t.RESERVE], "use": pool_share_tokens[_t.RESERVE],
@@ -230,9 +232,9 @@ def truncation_strategies(tail_strategy: _t.Strategy, head_strategy: _t.Strategy
 @tag(stage=STAGE)
 def truncation_start(
     truncation_sections: list,
-    section_tallies: dict,
+    section_tallies: _t.SectionTallies,
     template_overhead: int,
-    truncation_trigger: dict,
+    truncation_trigger: _t.TruncationTrigger,
     pool_share_tokens: dict,
     section_strategies: dict,
     available_tokens: int,
@@ -243,15 +245,15 @@ def truncation_start(
     """The state the steps start from. When truncation runs and the immutable sections with
     the template alone do not fit the available tokens, raises BudgetExceededError naming each
     immutable section with its tokens, the shortfall, and the models that would fit."""
-    tallied = template_overhead + sum(section_tallies["tokens"].values())
+    tallied = template_overhead + sum(section_tallies.tokens.values())
     # Untriggered: no step acts (the exact count of the rendered context said it fits; the
     # tallies, summed per section, may differ by a few tokens). The exact fit still checks it.
-    target = truncation_trigger["target"] if truncation_trigger["triggered"] else max(available_tokens, tallied)
-    state = _t.start_state(truncation_sections, section_tallies["tokens"], section_tallies["exact"], template_overhead,
+    target = truncation_trigger.target if truncation_trigger.triggered else max(available_tokens, tallied)
+    state = _t.start_state(truncation_sections, section_tallies.tokens, section_tallies.exact, template_overhead,
                            target, available_tokens, pool_share_tokens, section_strategies)
     state = replace(state, ledger=tuple(preventive_ledger))  # the monitor's folding comes first
     if immutable_context_tokens > available_tokens:
-        _raise_immutable(truncation_sections, section_tallies["tokens"], immutable_context_tokens, available_tokens, context_config)
+        _raise_immutable(truncation_sections, section_tallies.tokens, immutable_context_tokens, available_tokens, context_config)
     return state
 
 
@@ -274,70 +276,77 @@ def _raise_immutable(sections, tokens, needed, available, context_config) -> Non
 
 
 # ----------------------------------------------------------------------------- the steps
-# Each step runs twice: first over the pools that are over their share ("pool_" nodes), then
-# over every pool. A step acts only while the context is over its target.
+# One node per row of the table of steps (lib/truncate/engine.py STEPS): each runs twice, first
+# over the pools that are over their share ("pool_" nodes), then over every pool, and acts only
+# while the context is over its target. Their order is the table's.
 
 
-def _pass(first: str, then: str, step_of: str) -> dict:
-    return {
-        f"pool_{step_of}": {"state": source(first), "scope": value("pools"), "step": value(f"pool_{step_of}")},
-        step_of: {"state": source(then), "scope": value("all"), "step": value(step_of)},
-    }
+def _rows(action: str) -> dict:
+    """@parameterize arguments of the table's rows that run ``action``."""
+    return {row.name: {"state": source(row.after), "scope": value(row.scope), "step": value(row.name)}
+            for row in _t.steps_running(action)}
 
 
 @tag(stage=STAGE)
-@parameterize(**_pass("truncation_start", "pool_summarizable_cut", "discardable_dropped"))
+@parameterize(**_rows("drop_discardable"))
 def discardable_dropped(state: _t.TruncationState, scope: str, step: str) -> _t.TruncationState:
     """Discardable sections (priority < 50) dropped without a summary, lowest priority first."""
     return _t.drop_discardable(state, scope, step)
 
 
 @tag(stage=STAGE)
-@parameterize(**_pass("pool_discardable_dropped", "discardable_dropped", "deprecated_head_cut"))
+@parameterize(**_rows("head_cut_deprecated"))
 def deprecated_head_cut(
-    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, run_counter: _t.MemoCounter,
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, exact_counter: _t.CachedCounter,
     context_config: dict,
 ) -> _t.TruncationState:
     """Deprecated documents (head strategy) cut to keep their beginning, with a marker."""
-    return _t.head_cut_deprecated(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
+    return _t.head_cut_deprecated(state, scope, step, truncation_strategies, exact_counter, _min_keep(context_config))
 
 
 @tag(stage=STAGE)
-@parameterize(**_pass("pool_deprecated_head_cut", "deprecated_head_cut", "history_compacted"))
+@parameterize(**_rows("compact_histories"))
 def history_compacted(
-    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, run_counter: _t.MemoCounter,
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, exact_counter: _t.CachedCounter,
     context_config: dict,
 ) -> _t.TruncationState:
     """Session histories compacted by whole rounds (tail: recent rounds verbatim, older ones
     first-last, then summary lines, then dropped oldest first); tool calls keep their results."""
-    return _t.compact_histories(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
+    return _t.compact_histories(state, scope, step, truncation_strategies, exact_counter, _min_keep(context_config))
 
 
 @tag(stage=STAGE)
-@parameterize(**_pass("pool_history_compacted", "history_compacted", "summarizable_summarized"))
+@parameterize(**_rows("summarize_summarizable"))
 def summarizable_summarized(
-    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, run_counter: _t.MemoCounter,
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, exact_counter: _t.CachedCounter,
     context_config: dict,
 ) -> _t.TruncationState:
     """Summarizable sections (middle strategy) summarized, lowest priority first, each summary
     capped at what the section may keep."""
-    return _t.summarize_summarizable(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
+    return _t.summarize_summarizable(state, scope, step, truncation_strategies, exact_counter,
+                                     _min_keep(context_config))
 
 
 @tag(stage=STAGE)
-@parameterize(**_pass("pool_summarizable_summarized", "summarizable_summarized", "summarizable_cut"))
+@parameterize(**_rows("cut_summarizable"))
 def summarizable_cut(
-    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, run_counter: _t.MemoCounter,
+    state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, exact_counter: _t.CachedCounter,
     context_config: dict,
 ) -> _t.TruncationState:
     """Summarizable sections cut at paragraph or line boundaries with a marker naming what was
-    cut and where the full text is, lowest priority first; dropped when too little would stay.
-    The last step (every pool) then gives the tokens the steps left unused back to the reduced
-    sections, highest priority first (a dropped deprecated document comes back head-cut)."""
-    state = _t.cut_summarizable(state, scope, step, truncation_strategies, run_counter, _min_keep(context_config))
-    if scope == "all":
-        state = _t.refill_slack(state, step, truncation_strategies, run_counter, _min_keep(context_config))
-    return state
+    cut and where the full text is, lowest priority first; dropped when too little would stay."""
+    return _t.cut_summarizable(state, scope, step, truncation_strategies, exact_counter, _min_keep(context_config))
+
+
+@tag(stage=STAGE)
+def slack_refilled(
+    summarizable_cut: _t.TruncationState, truncation_strategies: dict, exact_counter: _t.CachedCounter,
+    context_config: dict,
+) -> _t.TruncationState:
+    """The tokens the steps left unused given back to the reduced sections, highest priority
+    first (a dropped deprecated document comes back head-cut)."""
+    return _t.refill_slack(summarizable_cut, "slack_refilled", truncation_strategies, exact_counter,
+                           _min_keep(context_config))
 
 
 def _min_keep(context_config: dict) -> int:
@@ -379,7 +388,7 @@ def _final_ledger(fitted, sections) -> list[LedgerEntry]:
 
 @tag(stage=STAGE)
 def truncation_summary(
-    truncation_trigger: dict, fitted_context: _t.FittedContext, context_config: dict, budget_report: BudgetReport,
+    truncation_trigger: _t.TruncationTrigger, fitted_context: _t.FittedContext, context_config: dict, budget_report: BudgetReport,
     section_strategies: dict,
 ) -> dict:
     """Whether truncation ran, why (hard | soft | requested), the strategy, the target, and
@@ -387,18 +396,18 @@ def truncation_summary(
     state = fitted_context.state
     changed = sorted({e.section_key for e in state.ledger})
     forced = context_config["truncation"].get("strategy", "auto")
-    triggered = truncation_trigger["triggered"] or fitted_context.late_trigger is not None
+    triggered = truncation_trigger.triggered or fitted_context.late_trigger is not None
     return {
         "triggered": triggered,
-        "reason": truncation_trigger["reason"] or fitted_context.late_trigger,
+        "reason": truncation_trigger.reason or fitted_context.late_trigger,
         "strategy": (forced if forced != "auto" else "auto") if triggered else None,
         "strategies": {key: section_strategies[key] for key in changed if key in section_strategies},
         "target": state.target,
-        "soft_limit": truncation_trigger["soft_limit"],
-        "soft_limit_tokens": truncation_trigger["soft_limit_tokens"],
-        "available": truncation_trigger["available"],
-        "initial_tokens": truncation_trigger["initial_tokens"],
-        "initial_exact": truncation_trigger["initial_exact"],
+        "soft_limit": truncation_trigger.soft_limit,
+        "soft_limit_tokens": truncation_trigger.soft_limit_tokens,
+        "available": truncation_trigger.available,
+        "initial_tokens": truncation_trigger.initial_tokens,
+        "initial_exact": truncation_trigger.initial_exact,
         "final_tokens": fitted_context.tokens,
         "fit_passes": fitted_context.passes,
         "sections_changed": changed,
@@ -407,7 +416,7 @@ def truncation_summary(
 
 
 @tag(stage=STAGE)
-def truncation_warnings(fitted_context: _t.FittedContext, truncation_trigger: dict) -> tuple[str, ...]:
+def truncation_warnings(fitted_context: _t.FittedContext, truncation_trigger: _t.TruncationTrigger) -> tuple[str, ...]:
     """Warnings of truncation: a soft target that could not be reached, and cross-references
     in immutable sections to content that was removed (left unchanged)."""
     warnings = []
@@ -415,8 +424,8 @@ def truncation_warnings(fitted_context: _t.FittedContext, truncation_trigger: di
     if fitted_context.tokens > state.target:
         target = {"requested": f"the --compact target ({state.target:,} tokens)",
                   "preventive": f"the preventive compaction target ({state.target:,} tokens)"}.get(
-            truncation_trigger["reason"],
-            f"the soft limit ({truncation_trigger['soft_limit']:.0%} = {state.target:,} tokens)")
+            truncation_trigger.reason,
+            f"the soft limit ({truncation_trigger.soft_limit:.0%} = {state.target:,} tokens)")
         warnings.append(
             f"truncation: {target} cannot be reached: the immutable sections and the template alone need "
             f"more; the context uses {fitted_context.tokens:,} of {state.limit:,} available tokens"

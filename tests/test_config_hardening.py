@@ -112,7 +112,7 @@ def test_bad_numbers_exit_2_through_the_cli(setting, key):
     ('{"budget": {"maxTokens": NaN}}', "budget.maxTokens"),
     ('{"budget": {"softLimit": Infinity}}', "budget.softLimit"),
     ('{"priorities": {"plan": -Infinity}}', "priorities.plan"),
-    ('{"budget": {"pools": {"state": -0.2}}}', "budget.pools.state"),
+    ('{"budget": {"pools": {"plan": -0.2}}}', "budget.pools.plan"),
 ])
 def test_nan_and_infinity_in_config_json_exit_2_naming_file_and_key(tmp_path, text, key):
     write_project(tmp_path, {".planning/config.json": text})

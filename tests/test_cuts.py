@@ -160,12 +160,12 @@ def test_the_current_plan_keeps_its_tasks_while_research_and_roadmap_go_first(tm
 
 
 def test_a_priority_80_plan_waits_for_priority_70_documents_in_another_pool(tmp_path):
-    # the state pool (the plan) is far over its share, the references pool (research at 70) far
-    # under: the pools must not send the plan before the documents of a lower priority
-    pools = {"budget.pools": {"system": 0.02, "references": 0.7, "state": 0.01, "request": 0.02, "reserve": 0.2,
-                              "buffer": 0.05}}
+    # the plan pool is far over its share, the references pool (research at 70) far under: the
+    # pools must not send the plan before the documents of a lower priority
+    pools = {"budget.pools": {"system": 0.02, "references": 0.7, "plan": 0.01, "environment": 0.01, "history": 0.01,
+                              "request": 0.02}}
     result = build(gsd_project(tmp_path, research_priority=70), 2000, **pools)
-    assert result.pools["state"]["debt"] > 0
+    assert result.pools["plan"]["debt"] > 0
     research = _acted(result, "research/R")
     plan_cuts = _acted(result, "plan")
     assert plan_cuts, "the plan had to give too"

@@ -78,7 +78,7 @@ def test_build_draws_the_lineage_on_request(tmp_path):
 def test_the_summarizer_variant_follows_the_configuration():
     from ctxengine import driver
 
-    args = dict(max_tokens=1900, reserve_tokens=400)  # the priority-70 architecture document is summarized
+    args = dict(max_tokens=1700, reserve_tokens=400)  # the priority-70 architecture document is summarized
     extractive = ctxengine.build_context(DEMO, "Fix the login endpoint", **args)
     headings = ctxengine.build_context(DEMO, "Fix the login endpoint", overrides={"truncation.summarizer": "headings"},
                                        **args)

@@ -3,8 +3,11 @@ after truncation (immutable sections untouched), and the exact fit of the final 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from ctxengine.nodes.lib import truncate as T
 from ctxengine.nodes.types import CtxEngineError, Section, Source, TemplateError
 from test_truncation import COUNTER, PLAN, RULES, _doc, arch, history_section, old_guide, run
 
@@ -70,8 +73,8 @@ def test_an_exact_count_over_the_budget_is_cut_further(tmp_path):
     # context that does not (an estimate gone wrong); the exact count finds it and cuts.
     refs, state = (RULES, arch(60)), (PLAN,)
     upstream = run(tmp_path, refs, state, available=1500, outputs=("truncation_trigger", "rendered_context"))
-    wrong = {**upstream["truncation_trigger"], "triggered": False, "reason": None, "target": 1500,
-             "initial_tokens": 100, "initial_exact": False}
+    wrong = replace(upstream["truncation_trigger"], triggered=False, reason=None, target=1500, initial_tokens=100,
+                    initial_exact=False)
     from test_truncation import _driver
 
     out = _driver().execute(["fitted_context", "truncation_summary"], inputs={
@@ -83,4 +86,4 @@ def test_an_exact_count_over_the_budget_is_cut_further(tmp_path):
     assert fitted.late_trigger == "hard" and fitted.passes >= 2
     assert fitted.tokens == COUNTER.count(fitted.text) <= 1500
     assert out["truncation_summary"]["reason"] == "hard" and out["truncation_summary"]["triggered"]
-    assert {e.step for e in fitted.state.ledger} == {"fitted_context"}
+    assert {e.step for e in fitted.state.ledger} == {T.step_named("exact_fit").name}

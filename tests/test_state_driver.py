@@ -89,7 +89,8 @@ def test_article_project_gives_every_section_in_order(dr, article: Path):
     result = run(dr, article, {"state.includeFileTree": True})
     sections = result["state_sections"]
     assert [s.kind for s in sections] == ["plan", "history", "git", "tree", "environment"]
-    assert all(isinstance(s, Section) and s.pool == "state" for s in sections)
+    assert all(isinstance(s, Section) for s in sections)
+    assert [s.pool for s in sections] == ["plan", "history", "environment", "environment", "environment"]
     assert [s.priority for s in sections] == [80, 70, 60, 30, 20]
     plan, history, git, tree, env = sections
     assert plan.key == "plan" and plan.title == "Current Plan"

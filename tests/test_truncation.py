@@ -18,7 +18,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from ctxengine.nodes import budget, config, quality, render, summarize, truncation  # noqa: E402
 from ctxengine.nodes.lib import session  # noqa: E402
-from ctxengine.nodes.lib.layout import render_context  # noqa: E402
+from ctxengine.nodes.lib import truncate as T  # noqa: E402
+from ctxengine.nodes.lib.layout import POOL_OF_KIND, POOLS, render_context  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402
 from ctxengine.nodes.report import BuildResult  # noqa: E402
 from ctxengine.nodes.types import BudgetExceededError, Message, Round, Section, Source  # noqa: E402
@@ -46,7 +47,7 @@ def _round(index: int, tools: int = 1) -> Round:
 
 def history_section(n: int, keep: int = 5, tools: int = 1) -> Section:
     rounds = tuple(_round(i + 1, tools) for i in range(n))
-    return Section("history", "Session History", "history", session.compact_history(rounds, keep), 70, "state",
+    return Section("history", "Session History", "history", session.compact_history(rounds, keep), 70, "history",
                    (Source("file", ".planning/sessions/current/session.log", (10, 10 * n + 3)),),
                    data={"rounds": rounds, "verbatim_from": max(0, n - keep), "format": "jsonl"})
 
@@ -67,9 +68,9 @@ def old_guide(paragraphs: int = 30) -> Section:
 
 
 PLAN = Section("plan", "Current Plan", "plan", "# Plan\n## Tasks\n- [x] T1 done\n- [>] T2 login endpoint\n"
-               "  Use argon2id.\n- [ ] T3 tests\n", 80, "state", (Source("file", ".planning/plans/current/plan.md"),))
-TREE = Section("tree", "File Tree", "tree", "\n".join(f"src/module_{i}.py" for i in range(120)), 30, "state")
-ENV = Section("environment", "Environment", "environment", "python 3.11\nos linux\n" * 10, 20, "state")
+               "  Use argon2id.\n- [ ] T3 tests\n", 80, "plan", (Source("file", ".planning/plans/current/plan.md"),))
+TREE = Section("tree", "File Tree", "tree", "\n".join(f"src/module_{i}.py" for i in range(120)), 30, "environment")
+ENV = Section("environment", "Environment", "environment", "python 3.11\nos linux\n" * 10, 20, "environment")
 
 
 @lru_cache(maxsize=1)
@@ -225,10 +226,17 @@ def _over(entry) -> int:
     return int(re.search(r"([\d,]+) tokens over the target", entry.reason).group(1).replace(",", ""))
 
 
-STEP_ORDER = ["discardable_dropped", "deprecated_head_cut", "history_compacted", "summarizable_summarized",
-              "summarizable_cut"]
+STEP_ORDER = [row.name for row in T.STEPS if row.scope == "all"]  # the table of steps, in order
 PRIORITY = {"environment": 20, "tree": 30, "ref:.planning/references/old.md": 55, "ref:.planning/references/arch.md": 60,
             "history": 70, "plan": 80}
+
+
+EARLY = "older rounds summarized before lower priorities are cut"
+
+
+def _early(entry) -> bool:
+    """A history's older rounds folded ahead of the priority frontier (no round dropped)."""
+    return EARLY in entry.reason
 
 
 def test_order_of_work_follows_priority_then_the_least_loss(tmp_path):
@@ -238,9 +246,11 @@ def test_order_of_work_follows_priority_then_the_least_loss(tmp_path):
     assert {("environment", "discardable_dropped"), ("tree", "discardable_dropped"),
             ("ref:.planning/references/old.md", "deprecated_head_cut")} <= steps
     assert ("history", "compacted") in {(e.section_key, e.action) for e in acted}
-    chronological = sorted(acted, key=lambda e: -_over(e))  # each step acts on what is left over before it
+    early = [e for e in acted if _early(e)]
+    assert early and all(e.section_key == "history" and "dropped" not in e.reason for e in early)
+    chronological = sorted((e for e in acted if not _early(e)), key=lambda e: -_over(e))  # each step acts on what is left
     priorities = [PRIORITY[e.section_key] for e in chronological]
-    assert priorities == sorted(priorities)  # no section was touched while a lower priority had tokens left
+    assert priorities == sorted(priorities)  # no cut while a lower priority had tokens left
     by_step = {}
     for e in chronological:  # within one priority, the least loss first
         by_step.setdefault(PRIORITY[e.section_key], []).append(STEP_ORDER.index(e.step.removeprefix("pool_")))
@@ -327,31 +337,35 @@ def test_forced_tail_strategy_keeps_the_end_of_documents(tmp_path):
 def test_budget_pools_report_shares_use_loans_debts_and_buffer(tmp_path):
     result = run(tmp_path, ALL_REFS, ALL_STATE, available=2600)
     pools = result.pools
-    assert set(pools) == {"system", "references", "state", "request", "buffer", "reserve"}
+    assert set(pools) == set(POOLS) | {"buffer", "reserve"}
     assert sum(p["share"] for name, p in pools.items() if name != "reserve") == 2600
-    for name in ("system", "references", "state", "request"):
+    for name in POOLS:
         row = pools[name]
         assert row["loan"] == max(0, row["share"] - row["use"]) and row["debt"] == max(0, row["use"] - row["share"])
-    assert pools["buffer"]["remaining"] == 2600 - sum(pools[n]["use"] for n in ("system", "references", "state",
-                                                                             "request"))
+    assert pools["buffer"]["remaining"] == 2600 - sum(pools[n]["use"] for n in POOLS)
     assert pools["buffer"]["final_remaining"] == 2600 - result.budget.total_tokens
 
 
 def test_pools_do_not_decide_the_order_across_priorities(tmp_path):
-    # The state pool (history, priority 70) is far over its share; the references pool
-    # (priority 55 and 60, lower) is within its share, and still gives first: a pool over its
-    # share never sends a higher priority before a lower one.
+    # The history pool (priority 70) is far over its share; the references pool (priority 55
+    # and 60, lower) is within its share. The history's older rounds fold into summary lines
+    # first (every round kept: the least loss); when that is not enough, the lower priorities
+    # give before the history loses a round, whatever the pools.
     refs = (RULES, arch(4), old_guide(4))
     state = (history_section(60, keep=60),)
     total = _rendered_tokens(tmp_path, refs, state)
-    result = run(tmp_path, refs, state, available=int(total * 0.8 / 0.85))
-    actions = _actions(result)
-    assert actions["history"] in ("compacted", "cut")
-    assert actions["ref:.planning/references/old.md"] != "kept" and actions["ref:.planning/references/arch.md"] != "kept"
-    first_history = min(_over(e) for e in result.ledger if e.section_key == "history" and e.action != "kept")
+    floor = run(tmp_path, refs, state, available=int(total * 0.8 / 0.85))
+    first = [e for e in floor.ledger if e.section_key == "history" and e.action != "kept"][0]
+    assert _early(first) and "dropped" not in first.reason and "summary" in first.reason
+    result = run(tmp_path, refs, state, available=int(total * 0.3 / 0.85))
+    assert _actions(result)["ref:.planning/references/old.md"] != "kept"
+    assert _actions(result)["ref:.planning/references/arch.md"] != "kept"
+    late = [e for e in result.ledger if e.section_key == "history" and e.action != "kept" and not _early(e)
+            and "refilled" not in e.reason]
+    assert late, "the history had to lose rounds too"
     for key in ("ref:.planning/references/old.md", "ref:.planning/references/arch.md"):
         entries = [e for e in result.ledger if e.section_key == key and "refilled" not in e.reason]
-        assert entries[0].action == "dropped" or all(_over(e) > first_history for e in entries)
+        assert all(_over(e) > _over(h) for e in entries for h in late)
 
 
 # ----------------------------------------------------------------------------- ledger, determinism, budget report
@@ -394,8 +408,7 @@ def test_a_huge_history_fits_and_only_the_kept_part_is_exact(tmp_path):
 
 # ----------------------------------------------------------------------------- properties
 
-SECTION_KINDS = [("reference", "references"), ("plan", "state"), ("git", "state"), ("tree", "state"),
-                 ("environment", "state"), ("rules", "system")]
+SECTION_KINDS = [(kind, POOL_OF_KIND[kind]) for kind in ("reference", "plan", "git", "tree", "environment", "rules")]
 
 
 @st.composite

