@@ -52,7 +52,7 @@ def test_every_estimate_is_the_same_function():
         n = estimate_tokens(text)
         assert TokenCounter.estimate(text) == n
         assert truncate.estimate_tokens(text) == n
-        assert truncate.MemoCounter(token_counter_for("cl100k_base")).estimate(text) == n
+        assert truncate.CachedCounter(token_counter_for("cl100k_base")).estimate(text) == n
     assert truncate.estimate_tokens("x" * 100, 2.0) == 50  # a calibrated ratio still applies to the length
 
 
