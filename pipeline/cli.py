@@ -105,8 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     parser = _Parser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
-    parser.add_argument("--version", action="version", version=f"ctxengine {_version()}",
-                        help="print the installed version and exit")
+    parser.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -185,6 +184,14 @@ def _phase_number(text: str) -> str:
     if not re.fullmatch(r"\d+(\.\d+)*", text.strip()):
         raise argparse.ArgumentTypeError(f"{text!r} is not a phase number; write it like 12 or 8.1")
     return text.strip()
+
+
+class _VersionAction(argparse._VersionAction):
+    """--version, looking the version up only when asked (the package metadata costs 40-100 ms)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = f"ctxengine {_version()}"
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _version() -> str:
