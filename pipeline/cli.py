@@ -8,17 +8,35 @@ file and key); 3 when the budget cannot be met; 130 on Ctrl-C. Never a traceback
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import re
+import signal
 import sys
-import traceback
-from pathlib import Path
-from typing import Any, Sequence
 
-from .nodes.lib.yamlio import YAMLError, load_yaml
-from .nodes.types import ConfigError, CtxEngineError
+
+def _exit_interrupted(signum=None, frame=None) -> None:
+    """Ctrl-C while the command is still starting: nothing was done yet; one line, exit 130."""
+    try:
+        os.write(2, b"ctxengine: interrupted\n")
+    finally:
+        os._exit(130)
+
+
+try:  # until the imports below are done (run() then takes over); main thread only
+    _SIGINT_BEFORE = signal.signal(signal.SIGINT, _exit_interrupted)
+except ValueError:
+    _SIGINT_BEFORE = None
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Sequence  # noqa: E402
+
+from .nodes.types import ConfigError, CtxEngineError  # noqa: E402
+
+if _SIGINT_BEFORE is not None:
+    signal.signal(signal.SIGINT, _SIGINT_BEFORE)
 
 MODES = ("dev", "research", "review")
 PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
@@ -87,8 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     parser = _Parser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
-    parser.add_argument("--version", action="version", version=f"ctxengine {_version()}",
-                        help="print the installed version and exit")
+    parser.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -169,6 +186,14 @@ def _phase_number(text: str) -> str:
     return text.strip()
 
 
+class _VersionAction(argparse._VersionAction):
+    """--version, looking the version up only when asked (the package metadata costs 40-100 ms)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = f"ctxengine {_version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
 def _version() -> str:
     from importlib import metadata
 
@@ -196,6 +221,8 @@ def _named(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_override(text: str) -> tuple[str, Any]:
     """``key=value`` from the CLI: the value is read as a YAML scalar (32000 -> int, true -> bool)."""
+    from .nodes.lib.yamlio import YAMLError, load_yaml
+
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set {text!r}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
@@ -420,6 +447,7 @@ def run() -> None:
     about 0.1 s of every command.
     """
     try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt, handled below
         code = main()
         try:
             _flush_stdout()
@@ -428,8 +456,10 @@ def run() -> None:
             _say(f"error: {exc}")
             code = code or 1
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot interrupt the report
         _say("interrupted")
         code = 130
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: nothing left to interrupt but the exit
     try:
         sys.stderr.flush()
     except (OSError, ValueError):

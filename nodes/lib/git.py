@@ -58,6 +58,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from .regex import lazy_regex
+
 _NO_PROGRAM = "/nonexistent/ctxengine-disabled"  # what a program setting points at: nothing to run
 _GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -118,9 +120,9 @@ _STATUS_WORDS = {
     "T": "typechange",
     "U": "unmerged",
 }
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
-_DIFF_FILE = re.compile(r"^diff --git ", re.M)
-_PLUS_FILE = re.compile(r"^\+\+\+ (?:b/)?(.*)$", re.M)
+_HUNK = lazy_regex(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
+_DIFF_FILE = lazy_regex(r"^diff --git ", re.M)
+_PLUS_FILE = lazy_regex(r"^\+\+\+ (?:b/)?(.*)$", re.M)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Mapping
 
 from ..types import Source
 from .markdown import demote_headings
+from .regex import lazy_regex
 
 DONE = "done"
 IN_PROGRESS = "in_progress"
@@ -24,11 +25,11 @@ CANCELLED = "cancelled"
 STATUSES = (DONE, IN_PROGRESS, PENDING, CANCELLED)
 
 _MARKS = {"x": DONE, "X": DONE, ">": IN_PROGRESS, "~": IN_PROGRESS, "/": IN_PROGRESS, " ": PENDING, "-": CANCELLED}
-_TASK = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[(.)\][ \t]*(.*)$")
-_TASK_ID = re.compile(r"^([A-Za-z]{1,5}-?\d+(?:\.\d+)*)\b[:.)]?")
-_FENCE = re.compile(r"^[ \t]*(```|~~~)")
-_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
-_FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
+_TASK = lazy_regex(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[(.)\][ \t]*(.*)$")
+_TASK_ID = lazy_regex(r"^([A-Za-z]{1,5}-?\d+(?:\.\d+)*)\b[:.)]?")
+_FENCE = lazy_regex(r"^[ \t]*(```|~~~)")
+_H1 = lazy_regex(r"^#[ \t]+(.+?)[ \t#]*$")
+_FRONTMATTER_END = lazy_regex(r"^(?:---|\.\.\.)[ \t]*$")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..types import ConfigError, Document, ReferenceLoadError, Source
 from .markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
+from .regex import lazy_regex
 from .textio import Refused, TextUnavailable
 
 GROUPS = ("core", "project", "session")
@@ -27,13 +28,13 @@ FALLBACK_PRIORITIES = {"core": 95, "project": 60, "session": 55}
 #: Link statuses whose @ line is dropped from the content (the document is a section of its own).
 RESOLVED = ("loaded", "already-loaded", "configured", "cycle")
 
-_URL = re.compile(r"\Ahttps?://", re.I)
-_SCHEME = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]+):")
-_DRIVE = re.compile(r"\A[A-Za-z]:[\\/]")
-_PATH_CHARS = re.compile(r"\A[\w.~/\\:+\-]+\Z")
-_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}\Z")
-_BUILTIN_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
-_FENCE = re.compile(r"\A {0,3}(```|~~~)")
+_URL = lazy_regex(r"\Ahttps?://", re.I)
+_SCHEME = lazy_regex(r"\A([A-Za-z][A-Za-z0-9+.\-]+):")
+_DRIVE = lazy_regex(r"\A[A-Za-z]:[\\/]")
+_PATH_CHARS = lazy_regex(r"\A[\w.~/\\:+\-]+\Z")
+_EXTENSION = lazy_regex(r"\.[A-Za-z][A-Za-z0-9]{0,9}\Z")
+_BUILTIN_NAME = lazy_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
+_FENCE = lazy_regex(r"\A {0,3}(```|~~~)")
 
 
 class ReferenceProblem(TextUnavailable):

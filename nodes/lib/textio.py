@@ -28,7 +28,6 @@ import errno
 import http.client
 import ipaddress
 import os
-import re
 import socket
 import ssl
 import stat
@@ -40,6 +39,7 @@ from typing import Any, Mapping
 from urllib.parse import urljoin, urlsplit
 
 from ..types import ConfigError
+from .regex import lazy_regex
 
 
 def read_config_text(path: str) -> str:
@@ -144,13 +144,13 @@ def _outside(shown: str, real: str) -> Refused:
 # ----------------------------------------------------------------------------- cleaning
 
 
-_ANSI = re.compile(
+_ANSI = lazy_regex(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
     r"|\x1b[ -/]*[0-~]?"  # other escapes (and a lone ESC)
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL = lazy_regex(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def clean_text(text: str) -> tuple[str, int]:

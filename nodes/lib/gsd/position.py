@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ...types import ConfigError
+from ..regex import lazy_regex
 from .common import _PLAN_FILE, dir_phase_key, phase_key
 from .roadmap import milestone_phases
 from .state import GsdState, parse_state
 
 PINNED, FRONTMATTER, BODY, FILES, NONE = "pinned", "frontmatter", "body", "files", "none"
-_PIN = re.compile(r"^\d+(?:\.\d+)*$")
-_BETWEEN = re.compile(r"\bnone\b|between milestones|no active phase", re.I)
-_EXECUTING = re.compile(r"execut|in[ _-]?progress|verif|implement", re.I)
+_PIN = lazy_regex(r"^\d+(?:\.\d+)*$")
+_BETWEEN = lazy_regex(r"\bnone\b|between milestones|no active phase", re.I)
+_EXECUTING = lazy_regex(r"execut|in[ _-]?progress|verif|implement", re.I)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..regex import lazy_regex
 from .common import (_DETAILS_CLOSE, _DETAILS_OPEN, _FENCE, _PHASE_HEADING, _PHASE_ITEM, _RANGE, _SUMMARY_TAG,
                      _TAG, _VERSION, _lines_of, _sections, phase_key)
 
@@ -207,4 +208,4 @@ def milestone_phases(text: str, milestone: str | None) -> tuple[str, ...]:
     return tuple(found)
 
 
-_FOLDED_GAP = re.compile(r"(- \(other milestone, folded[^\n]*)\n\n(?=- \(other milestone, folded)")
+_FOLDED_GAP = lazy_regex(r"(- \(other milestone, folded[^\n]*)\n\n(?=- \(other milestone, folded)")

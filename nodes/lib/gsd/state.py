@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..markdown import FrontmatterError, split_frontmatter
+from ..regex import lazy_regex
 from .common import _FIELD, _FOCUS, _NUMBER, _OF, _VERSION, _flat, _lines_of, _sections
 
 # STATE.md blocks shown besides the current position, by words in their heading.
@@ -212,8 +213,8 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
     )
 
 
-_COMPLETE = re.compile(r"(?<!in)complete|shipped|\bdone\b")
-_FM_KEY = re.compile(r"^([ \t]*)([A-Za-z_][\w-]*)[ \t]*:")
+_COMPLETE = lazy_regex(r"(?<!in)complete|shipped|\bdone\b")
+_FM_KEY = lazy_regex(r"^([ \t]*)([A-Za-z_][\w-]*)[ \t]*:")
 
 
 def _frontmatter_phase(frontmatter: Mapping[str, Any]) -> tuple[str, str] | None:

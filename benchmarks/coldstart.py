@@ -1,0 +1,154 @@
+"""Cold start: a fresh ``ctxengine build`` of the demo, start-up alone, and what the time is made of.
+
+    python benchmarks/coldstart.py [--repeat N] [--no-compile]
+
+Every row is a fresh process (min and median of --repeat runs, wall time). Before timing,
+the package's bytecode is compiled (``compileall``, what a non-editable ``pip install`` does),
+so no run pays for compiling sources; --no-compile skips that. Rows:
+
+- start-up alone: ``python -c pass`` and ``ctxengine --version`` (no Hamilton imported);
+- imports: ``ctxengine.cli``, ``hamilton.driver`` (which brings pandas and numpy), pandas alone;
+- the cold build of the demo, with the default counter and with ``CTXENGINE_TOKENIZER=tiktoken``.
+
+Then the phases of one build measured inside a fresh process (interpreter start-up apart):
+importing hamilton.driver, importing ctxengine's own modules, loading the tokenizer table,
+building the driver, executing it; and the ``-X importtime`` breakdown of the imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = ("pipeline", "nodes", "viz", "configs", "examples")
+REQUEST = "Fix the login endpoint: a bad password must return 401"
+_SCRIPT = Path(sys.executable).with_name("ctxengine")  # the console script, as a user runs it
+CLI = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "ctxengine"]
+
+#: label -> (argv, extra environment)
+COMMANDS = {
+    "python -c pass": ([sys.executable, "-c", "pass"], {}),
+    "ctxengine --version": ([*CLI, "--version"], {}),
+    "import ctxengine.cli": ([sys.executable, "-c", "import ctxengine.cli"], {}),
+    "import hamilton.driver": ([sys.executable, "-c", "import hamilton.driver"], {"HAMILTON_AUTOLOAD_EXTENSIONS": "0"}),
+    "import pandas": ([sys.executable, "-c", "import pandas"], {}),
+    "ctxengine build (demo)": ([*CLI, "build", "--request", REQUEST], {}),
+    "ctxengine build, tiktoken counter": ([*CLI, "build", "--request", REQUEST], {"CTXENGINE_TOKENIZER": "tiktoken"}),
+}
+
+#: Run in a fresh process: the phases of one build, in seconds, as JSON.
+PHASES = r"""
+import json, os, time
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+t = [time.perf_counter()]
+import hamilton.driver
+t.append(time.perf_counter())
+import ctxengine.cli, ctxengine.api, ctxengine.driver
+t.append(time.perf_counter())
+from ctxengine.nodes.lib import tokens
+counter = tokens.token_counter_for("cl100k_base"); counter.count("warm up")
+t.append(time.perf_counter())
+ctxengine.driver.default_driver()
+t.append(time.perf_counter())
+ctxengine.build_context(ctxengine.bundled_example("demo"), REQUEST)
+t.append(time.perf_counter())
+backend = getattr(tokens, "backend_name", lambda name: "tiktoken")(counter.encoding_name)  # older trees: tiktoken
+names = ["import hamilton.driver (pandas, numpy)", "import ctxengine modules", f"tokenizer table ({backend})",
+         "build the Hamilton driver", "execute the build"]
+print(json.dumps(dict(zip(names, [b - a for a, b in zip(t, t[1:])]))))
+""".replace("REQUEST", repr(REQUEST))
+
+#: Groups of the import breakdown: label -> module whose cumulative import time is shown.
+IMPORT_GROUPS = ("hamilton.driver", "pandas", "numpy", "hamilton.function_modifiers", "hamilton.graph", "hamilton.base",
+                 "hamilton.caching.adapter", "yaml", "networkx", "tiktoken")
+
+
+def compile_sources() -> None:
+    """Byte-compile the package folders (a non-editable install does this at install time)."""
+    for name in SOURCES:
+        compileall.compile_dir(str(REPO / name), quiet=1)
+
+
+def run_seconds(argv: list[str], env: dict[str, str], repeat: int) -> list[float]:
+    """Wall times of ``repeat`` fresh runs of ``argv`` (each must exit 0)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True, env={**os.environ, **env}, cwd=REPO)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def phase_seconds(repeat: int) -> dict[str, tuple[float, float]]:
+    """(min, median) seconds of each build phase over ``repeat`` fresh processes."""
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", PHASES], check=True, capture_output=True, text=True, cwd=REPO)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {name: (min(r[name] for r in runs), statistics.median(r[name] for r in runs)) for name in runs[0]}
+
+
+def import_breakdown(repeat: int) -> tuple[dict[str, float], float]:
+    """Cumulative import ms of IMPORT_GROUPS and the self time of ctxengine's own modules (min of ``repeat``)."""
+    groups: dict[str, float] = {}
+    own = float("inf")
+    code = "import ctxengine.cli, ctxengine.api, ctxengine.driver"
+    for _ in range(repeat):
+        err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], check=True, capture_output=True,
+                             text=True, cwd=REPO, env={**os.environ, "HAMILTON_AUTOLOAD_EXTENSIONS": "0"}).stderr
+        mine = 0
+        for line in err.splitlines():
+            match = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|\s*(\S+)", line)
+            if not match:
+                continue
+            self_us, cumulative_us, module = int(match[1]), int(match[2]), match[3]
+            if module in IMPORT_GROUPS:
+                groups[module] = min(groups.get(module, float("inf")), cumulative_us / 1000)
+            if module.startswith("ctxengine"):
+                mine += self_us
+        own = min(own, mine / 1000)
+    return groups, own
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--no-compile", action="store_true", help="do not byte-compile the package first")
+    args = parser.parse_args()
+    if not args.no_compile:
+        compile_sources()
+
+    print(f"{'fresh process (wall)':<36} {'min ms':>8} {'median ms':>10}")
+    print("-" * 56)
+    for label, (argv, env) in COMMANDS.items():
+        times = run_seconds(argv, env, args.repeat)
+        print(f"{label:<36} {min(times) * 1000:>8.0f} {statistics.median(times) * 1000:>10.0f}")
+
+    print(f"\n{'phases of one build, in-process':<40} {'min ms':>8} {'median ms':>10}")
+    print("-" * 60)
+    phases = phase_seconds(args.repeat)
+    for name, (low, mid) in phases.items():
+        print(f"{name:<40} {low * 1000:>8.0f} {mid * 1000:>10.0f}")
+    print(f"{'sum (interpreter start-up apart)':<40} {sum(v[0] for v in phases.values()) * 1000:>8.0f}")
+
+    groups, own = import_breakdown(args.repeat)
+    print(f"\n{'import breakdown (-X importtime, min)':<40} {'cumulative ms':>14}")
+    print("-" * 56)
+    for module in IMPORT_GROUPS:
+        if module in groups:
+            print(f"{module:<40} {groups[module]:>14.0f}")
+    print(f"{'ctxengine modules (self time)':<40} {own:>14.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Cold start: what the CLI does before Hamilton is imported, Ctrl-C at any moment, lazy regexes."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+SCRIPT = Path(sys.executable).with_name("ctxengine")
+CLI = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "ctxengine"]
+HEAVY = ("hamilton", "pandas", "numpy", "tiktoken")
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def _heavy_check(code: str) -> str:
+    return (f"import sys\n{code}\nheavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
+            "assert not heavy, heavy\n")
+
+
+def test_import_ctxengine_and_its_cli_load_neither_hamilton_nor_pandas():
+    done = _python(_heavy_check("import ctxengine, ctxengine.cli"))
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["build", "--help"], ["config", "-h"]])
+def test_version_and_help_answer_before_hamilton_is_imported(argv):
+    code = _heavy_check(f"from ctxengine import cli\nassert cli.main({argv!r}) == 0")
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
+    assert ("ctxengine 0.1.0" in done.stdout) if argv == ["--version"] else ("usage:" in done.stdout)
+
+
+def test_the_public_names_load_on_first_use():
+    import ctxengine
+
+    assert set(ctxengine.__all__) <= set(dir(ctxengine))
+    from ctxengine.session import Session
+
+    assert ctxengine.Session is Session
+    assert issubclass(ctxengine.ConfigError, ctxengine.CtxEngineError)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        ctxengine.nothing_here  # noqa: B018
+    done = _python("from ctxengine import *; print(build_context.__name__, BuildResult.__name__)")
+    assert done.returncode == 0 and done.stdout.split() == ["build_context", "BuildResult"], done.stderr
+
+
+def test_importing_the_cli_leaves_the_sigint_handler_as_it_was():
+    code = ("import signal\nbefore = signal.getsignal(signal.SIGINT)\nimport ctxengine.cli\n"
+            "assert signal.getsignal(signal.SIGINT) is before, signal.getsignal(signal.SIGINT)")
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
+
+
+def _startup_seconds() -> float:
+    """This machine's interpreter start-up (site included): a signal before it ends is Python's, not ours."""
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def test_ctrl_c_at_any_moment_of_a_build_is_one_line_and_exit_130(tmp_path):
+    """SIGINT 0.1 to 0.5 s after the start (importing, building the driver, running it): every
+    time exit 130 and the one line 'ctxengine: interrupted', never a traceback. On a slow
+    machine the delays grow past the bare interpreter's own start-up."""
+    floor = 2 * _startup_seconds()
+    landed = 0
+    for delay in (0.1, 0.15, 0.2, 0.3, 0.4, 0.5):
+        process = subprocess.Popen([*CLI, "build", "--request", "Fix the login endpoint"], cwd=tmp_path,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(max(delay, floor))
+        running = process.poll() is None
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+        if not running:  # the build was done before the signal: nothing to check
+            continue
+        landed += 1
+        assert (process.returncode, err) == (130, "ctxengine: interrupted\n"), f"SIGINT after {delay} s: {err}"
+        assert out == ""
+    assert landed >= 3, "the builds ended before the signals: the test checked nothing"
+
+
+def _lib_modules():
+    import ctxengine.nodes.lib as lib
+
+    for info in pkgutil.walk_packages(lib.__path__, "ctxengine.nodes.lib."):
+        yield importlib.import_module(info.name)
+
+
+def test_every_lazy_regex_of_the_lib_modules_compiles_to_what_re_compile_gives():
+    """A lazy pattern fails only when first used: compile them all here, so a typo fails the tests."""
+    from ctxengine.nodes.lib.regex import LazyRegex
+
+    found = 0
+    for module in _lib_modules():
+        for name, value in vars(module).items():
+            if isinstance(value, LazyRegex):
+                pattern, flags = value._source
+                assert value.compiled() == re.compile(pattern, flags), f"{module.__name__}.{name}"
+                found += 1
+    assert found >= 60
+
+
+def test_a_lazy_regex_compiles_on_first_use_and_behaves_as_the_compiled_pattern():
+    from ctxengine.nodes.lib.regex import lazy_regex
+
+    lazy = lazy_regex(r"(?P<word>[a-z]+)(\d*)", re.I)
+    assert lazy._compiled is None
+    compiled = re.compile(r"(?P<word>[a-z]+)(\d*)", re.I)
+    text = "Alpha1 beta22 GAMMA"
+    assert lazy.findall(text) == compiled.findall(text)
+    assert lazy.sub(r"\2", text) == compiled.sub(r"\2", text)
+    assert lazy.match(text).group("word") == "Alpha"
+    assert (lazy.pattern, lazy.flags, lazy.groups, lazy.groupindex) == (
+        compiled.pattern, compiled.flags, compiled.groups, compiled.groupindex)
+    assert lazy._compiled is not None
+    with pytest.raises(re.error):
+        lazy_regex("(unclosed").search("x")
+
+
+def test_a_demo_build_compiles_only_the_patterns_it_uses():
+    code = ("import gc, ctxengine, ctxengine.driver\n"
+            "from ctxengine.nodes.lib.regex import LazyRegex\n"
+            "patterns = [o for o in gc.get_objects() if isinstance(o, LazyRegex)]\n"
+            "assert patterns and not any(p._compiled for p in patterns)\n"
+            "ctxengine.build_context(None, 'Fix the login endpoint')\n"
+            "used = sum(p._compiled is not None for p in patterns)\n"
+            "print(used, len(patterns))\n")
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
+    used, total = map(int, done.stdout.split())
+    assert 0 < used < total
+
+
+def test_the_coldstart_benchmark_measures_the_phases_of_a_build():
+    spec = importlib.util.spec_from_file_location("coldstart_bench", REPO / "benchmarks" / "coldstart.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    phases = bench.phase_seconds(1)
+    assert "tokenizer table (bpe-openai)" in phases
+    assert all(low > 0 for low, _ in phases.values()) and len(phases) == 5
