@@ -17,6 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
+from .nodes.lib.quote import quoted
 from .nodes.lib.yamlio import YAMLError, load_yaml
 from .nodes.types import ConfigError, CtxEngineError
 
@@ -142,11 +143,21 @@ def _add_project(parser: argparse.ArgumentParser) -> None:
                         help=f"use a bundled example project instead of PROJECT_DIR ({_example_names()})")
 
 
+def _reserve(value: str) -> int | str:
+    """--reserve-tokens: a whole number of tokens, or "auto" (budget.reserveShare of the budget)."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{quoted(value)}: give a whole number of tokens or auto") from None
+
+
 def _add_named(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=MODES, help="the mode template (config key 'template')")
     parser.add_argument("--max-tokens", type=int, metavar="N", help="the model's context window (budget.maxTokens)")
-    parser.add_argument("--reserve-tokens", type=int, metavar="N",
-                        help="tokens kept free for the response (budget.reserveTokens)")
+    parser.add_argument("--reserve-tokens", type=_reserve, metavar="N|auto",
+                        help="tokens kept free for the response, or auto (budget.reserveTokens)")
     parser.add_argument("--compact", action="store_true", default=None,
                         help="compact even when the context fits (truncation.compact)")
     parser.add_argument("--strategy", choices=("auto", "tail", "head", "middle"),
