@@ -42,16 +42,36 @@ from urllib.parse import urljoin, urlsplit
 from ..types import ConfigError
 
 
-def read_config_text(path: str) -> str:
-    """The text of a configuration or template file; a file that is not UTF-8 or cannot be
-    read is a ConfigError naming it."""
+CONFIG_MAX_BYTES = 1 << 20  # a configuration file (user config, .planning/config.json) larger than this is refused
+
+
+def read_config_text(path: str, max_bytes: int = CONFIG_MAX_BYTES) -> str:
+    """The text of a configuration file; one that is not a regular file, is over ``max_bytes``
+    (checked before reading: a 1 GB file is never loaded), is not UTF-8 or cannot be read is a
+    ConfigError naming it."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        kind = _kind(info.st_mode)
+        if kind:
+            raise ConfigError(f"{path} is {kind}, not a regular file; point the setting at a file")
+        if info.st_size > max_bytes:
+            raise ConfigError(f"{path} is {info.st_size} bytes, over the {max_bytes}-byte cap of a configuration "
+                              "file; shorten it")
+        data = _read_fd(fd, max_bytes, path, "the configuration file cap")
+    except TextUnavailable as exc:
+        raise ConfigError(f"{exc}; fix the file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from None
 
 
 class TextUnavailable(Exception):
