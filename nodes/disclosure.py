@@ -163,7 +163,7 @@ def disclosure_phase(context_config: dict) -> Optional[str]:
         return None
     phase = str(value).strip().lower()
     if phase not in _dis.PHASES:
-        raise ConfigError(f"key 'disclosure.phase' is {value!r}; use one of {', '.join(_dis.PHASES)} "
+        raise ConfigError(f"key 'disclosure.phase' is {quoted(value)}; use one of {', '.join(_dis.PHASES)} "
                           "(or leave it empty for no phase)")
     return phase
 

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from hamilton.function_modifiers import cache, extract_fields, tag
 
+from .lib.quote import quoted
 from .lib import filetree as _filetree
 from .lib import git as _git
 from .lib import gsd as _gsd
@@ -94,7 +95,7 @@ def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False,
 def _choice(context_config: dict, key: str, allowed: tuple[str, ...]) -> str:
     value = _state(context_config).get(key, allowed[0])
     if value not in allowed:
-        raise ConfigError(f"key 'state.{key}' is {value!r}; use one of {', '.join(allowed)}")
+        raise ConfigError(f"key 'state.{key}' is {quoted(value)}; use one of {', '.join(allowed)}")
     return value
 
 

@@ -176,7 +176,7 @@ def _add_set(parser: argparse.ArgumentParser) -> None:
 
 def _phase_number(text: str) -> str:
     if not re.fullmatch(r"\d+(\.\d+)*", text.strip()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a phase number; write it like 12 or 8.1")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a phase number; write it like 12 or 8.1")
     return text.strip()
 
 
@@ -209,7 +209,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     """``key=value`` from the CLI: the value is read as a YAML scalar (32000 -> int, true -> bool)."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"--set {text!r}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
+        raise ConfigError(f"--set {quoted(text)}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
     try:
         value = load_yaml(raw) if raw.strip() else ""
     except YAMLError:
@@ -222,16 +222,16 @@ def _project(args: argparse.Namespace) -> Path:
 
     if args.example is not None:
         if args.project_dir is not None:
-            raise CtxEngineError(f"give either PROJECT_DIR ({args.project_dir!r}) or --example {args.example}, not both")
+            raise CtxEngineError(f"give either PROJECT_DIR ({quoted(args.project_dir)}) or --example {args.example}, not both")
         try:
             return bundled_example(args.example)
         except CtxEngineError as exc:
-            raise CtxEngineError(f"--example {args.example!r}: {exc}") from None
+            raise CtxEngineError(f"--example {quoted(args.example)}: {exc}") from None
     if args.project_dir is None:
         return bundled_example()
     path = Path(args.project_dir)
     if not path.is_dir():
-        raise CtxEngineError(f"project folder {args.project_dir!r} does not exist or is not a folder")
+        raise CtxEngineError(f"project folder {quoted(args.project_dir)} does not exist or is not a folder")
     return path
 
 
@@ -243,9 +243,9 @@ def _request_text(args: argparse.Namespace) -> str:
     try:
         return Path(args.request_file).read_text(encoding="utf-8")
     except OSError as exc:
-        raise CtxEngineError(f"--request-file {args.request_file!r}: {exc.strerror}") from None
+        raise CtxEngineError(f"--request-file {quoted(args.request_file)}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
-        raise CtxEngineError(f"--request-file {args.request_file!r}: not UTF-8 text (bad byte at offset {exc.start})") from None
+        raise CtxEngineError(f"--request-file {quoted(args.request_file)}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
 def _warn_if_empty(request: str, how: str) -> None:

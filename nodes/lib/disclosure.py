@@ -334,7 +334,7 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError(f"{where} must be a list of non-empty strings, got {value!r}")
+        raise ConfigError(f"{where} must be a list of non-empty strings, got {quoted(value)}")
     return tuple(v.strip() for v in value)
 
 
@@ -389,7 +389,7 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
         where_in = _strings(entry.get("in"), f"{where}.in") or SIGNALS
         bad = [w for w in where_in if w not in SIGNALS]
         if bad:
-            raise ConfigError(f"{where}.in has {bad[0]!r}; use any of {', '.join(SIGNALS)}")
+            raise ConfigError(f"{where}.in has {quoted(bad[0])}; use any of {', '.join(SIGNALS)}")
         if not load or not (keywords or paths):
             raise ConfigError(f"{where} needs 'load' globs and 'keywords' or 'paths' to fire on")
         triggers.append(TriggerRule(str(entry.get("name") or f"trigger {index}"), load, keywords, paths, where_in))
@@ -397,7 +397,7 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
     for phase, spec in _mapping(data.get("phases"), f"{source}: key 'phases'", "phase -> manifest").items():
         where = f"{source}: key 'phases.{phase}'"
         if str(phase) not in PHASES:
-            raise ConfigError(f"{where}: unknown phase {phase!r}; GSD phases are {', '.join(PHASES)}")
+            raise ConfigError(f"{where}: unknown phase {quoted(phase)}; GSD phases are {', '.join(PHASES)}")
         if not isinstance(spec, Mapping):
             raise ConfigError(f"{where} must be a mapping with 'required' and 'optional' lists")
         entries = []
@@ -409,7 +409,7 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
                     raise ConfigError(f"{where}.{kind}[{index}] must be a glob or {{glob, pick}}")
                 pick = str(item.get("pick", "all"))
                 if pick not in PICKS:
-                    raise ConfigError(f"{where}.{kind}[{index}].pick is {pick!r}; use one of {', '.join(PICKS)}")
+                    raise ConfigError(f"{where}.{kind}[{index}].pick is {quoted(pick)}; use one of {', '.join(PICKS)}")
                 entries.append(PhaseEntry(item["glob"].strip(), kind == "required", pick))
         phases[str(phase)] = tuple(entries)
     return DisclosureRules(state, modes, tuple(triggers), phases, source)
@@ -447,7 +447,7 @@ def phase_selection(
         if "{phase}" in entry.glob:
             if folder is None:
                 if entry.required:
-                    warnings.append(f".planning/{entry.glob}: required for phase {phase!r}, but there is no "
+                    warnings.append(f".planning/{entry.glob}: required for phase {quoted(phase)}, but there is no "
                                     f"current phase folder ({folder_note})")
                 continue
             pattern = entry.glob.replace("{phase}", folder)
@@ -462,7 +462,7 @@ def phase_selection(
         elif entry.pick == "open":
             matched = (_open_plans_in(matched, set(files)) or matched[-1:])[:1]
         if not matched and entry.required:
-            warnings.append(f".planning/{pattern}: required for phase {phase!r} ({rules.source}) but no file matches")
+            warnings.append(f".planning/{pattern}: required for phase {quoted(phase)} ({rules.source}) but no file matches")
         for path in matched:
             chosen.setdefault(path, label)
     return PhaseSelection(chosen, tuple(warnings))
@@ -545,12 +545,12 @@ def frontmatter_list(metadata: Mapping[str, Any], key: str, display: str, warnin
         value = [part.strip() for part in value.split(",")]
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
         return tuple(str(v).strip() for v in value if str(v).strip())
-    warnings.append(f"{display}: frontmatter {key} {value!r} is not a list of strings; ignored")
+    warnings.append(f"{display}: frontmatter {key} {quoted(value)} is not a list of strings; ignored")
     return ()
 
 
 def _describe(keyword: str, place: str) -> str:
-    return f"{keyword!r} in the {place}"
+    return f"{quoted(keyword)} in the {place}"
 
 
 def decide(
@@ -592,7 +592,7 @@ def _decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings
     fm_paths = frontmatter_list(doc.metadata, "paths", display, warnings)
     unknown = [m for m in fm_modes if m not in rules.modes and m not in ("dev", "review", "research")]
     if unknown:
-        warnings.append(f"{display}: frontmatter modes names unknown mode {unknown[0]!r}")
+        warnings.append(f"{display}: frontmatter modes names unknown mode {quoted(unknown[0])}")
 
     loaded_by: tuple[int, str] | None = None
     if doc.path.startswith(OUTSIDE):  # a project file outside .planning/: only the request loads it

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import yaml
 
+from .quote import quoted
 from ..types import ConfigError, Section
 from . import plan as _plan
 from .sentences import sentence_spans
@@ -96,7 +97,7 @@ def as_summarizer(value: "Summarizer | str | None") -> Summarizer:
     name = value or "extractive"
     if name not in METHODS:
         raise ConfigError(
-            f"truncation.summarizer: unknown summarizer {name!r}; set it to one of: {', '.join(METHODS)}"
+            f"truncation.summarizer: unknown summarizer {quoted(name)}; set it to one of: {', '.join(METHODS)}"
         )
     return Summarizer(name)
 
@@ -127,7 +128,7 @@ def summarize_text(text: str, max_tokens: int, counter: TokenCounter, method: st
         return headings_summary(text, max_tokens, counter)
     if method == "extractive":
         return extractive_summary(text, max_tokens, counter)
-    raise ValueError(f"unknown summarizer {method!r}; use one of: {', '.join(METHODS)}")
+    raise ValueError(f"unknown summarizer {quoted(method)}; use one of: {', '.join(METHODS)}")
 
 
 def extractive_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from ..quote import quoted
 from ...types import ConfigError
 from .common import _PLAN_FILE, dir_phase_key, phase_key
 from .roadmap import milestone_phases
@@ -198,7 +199,7 @@ def read_position(
     pin = str(pinned or "").strip()
     if pin:
         if not _PIN.match(pin):
-            raise ConfigError(f"key 'state.gsdPhase' is {pinned!r}; give a phase number such as 12 or 8.1 "
+            raise ConfigError(f"key 'state.gsdPhase' is {quoted(pinned)}; give a phase number such as 12 or 8.1 "
                               "(or \"\" to read the phase from STATE.md and the phase folders)")
         key = phase_key(pin)
         folder = by_key.get(key)
