@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-from .nodes.lib.quote import quoted
+from .nodes.lib.quote import QUOTE_LIMIT, quoted
 from .nodes.lib.yamlio import YAMLError, load_yaml
 from .nodes.types import ConfigError, CtxEngineError
 
@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first = first if len(first) <= QUOTE_LIMIT else f"{first[:QUOTE_LIMIT]}... ({len(first):,} characters in all)"
         _say(f"internal error: {type(exc).__name__}: {first} (run with --debug for the traceback)")
         return 1
 
@@ -230,7 +231,7 @@ def _project(args: argparse.Namespace) -> Path:
     if args.project_dir is None:
         return bundled_example()
     path = Path(args.project_dir)
-    if not path.is_dir():
+    if not os.path.isdir(path):  # False for a name too long, where Path.is_dir raises (3.11)
         raise CtxEngineError(f"project folder {quoted(args.project_dir)} does not exist or is not a folder")
     return path
 
