@@ -236,10 +236,12 @@ def disclosure_decisions(
     plan_section: Optional[Section],
     context_config: dict,
     project_dir: str,
+    roadmap_section: Optional[Section] = None,
 ) -> DisclosureOutcome:
     """The decision for every candidate: loaded or not, its layer, and the rule or reason.
-    Documents the references or state stage already loaded are never loaded twice."""
-    already = _already_loaded(ordered_references, plan_section, project_dir)
+    Documents the references or state stage already loaded (the plan and roadmap sections
+    included) are never loaded twice."""
+    already = _already_loaded(ordered_references, plan_section, project_dir, roadmap_section)
     candidates = list(planning_files.documents.values())
     rows, warnings = _dis.decide(
         candidates,
@@ -437,7 +439,8 @@ def _relative(location: str, project_dir: str) -> str:
 
 
 def _already_loaded(
-    ordered_references: list[Document], plan_section: Optional[Section], project_dir: str
+    ordered_references: list[Document], plan_section: Optional[Section], project_dir: str,
+    roadmap_section: Optional[Section] = None,
 ) -> dict[str, tuple[str, str]]:
     """Project-relative path or URL -> (section key, how) of documents other stages loaded."""
     out: dict[str, tuple[str, str]] = {}
@@ -446,10 +449,10 @@ def _already_loaded(
         out.setdefault(_relative(doc.source.location, project_dir), (f"ref:{doc.source.location}", _how(doc, by_key)))
         if doc.source.kind == "file":
             out.setdefault(_relative(doc.key, project_dir), (f"ref:{doc.source.location}", _how(doc, by_key)))
-    if plan_section is not None:
-        for source in plan_section.sources:
+    for section in (plan_section, roadmap_section):
+        for source in section.sources if section is not None else ():
             if source.kind == "file":
-                out.setdefault(_relative(source.location, project_dir), (plan_section.key, "the plan section"))
+                out.setdefault(_relative(source.location, project_dir), (section.key, f"the {section.key} section"))
     return out
 
 

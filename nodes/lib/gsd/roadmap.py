@@ -50,7 +50,8 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     phase checklist items outside it are dropped too, and progress-table rows naming another
     milestone only. Without a milestone, or when no block names it, the roadmap is kept whole.
     ``done_before`` (the current phase's number): the detail sections of the finished phases
-    before it shrink to their heading line (their details are the first thing to go).
+    before it (no unchecked ``- [ ]`` item left) shrink to their heading line (their details
+    are the first thing to go).
     """
     lines = _lines_of(text)
     n = len(lines)
@@ -87,8 +88,8 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     for a, b, _, _ in blocks:
         inside_details.update(range(a, b + 1))
     for level, title, first, last in _sections(lines):
-        if first in inside_details or level == 1:
-            continue
+        if first in inside_details or level == 1 or _PHASE_HEADING.match(title.replace("**", "").strip()):
+            continue  # a phase heading naming a version ("Phase 57: v7 review polish") is not a milestone
         version = _VERSION.search(title)
         if version:
             blocks.append((first, last, version.group(0), _mention(title)))
@@ -172,7 +173,8 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
         for level, title, first, last in _sections(lines):
             match = _PHASE_HEADING.match(title)
             key = phase_key(match.group(1)) if match else None
-            if key is not None and key < done_before and first not in drop and last > first:
+            if (key is not None and key < done_before and first not in drop and last > first
+                    and not any(_OPEN_BOX.match(lines[i]) for i in range(first + 1, last + 1))):
                 drop.update(range(first + 1, last + 1))
                 replace[first] = lines[first] + " (done; details cut, ROADMAP.md lines " f"{first + 1}-{last + 1})"
                 shortened.append(match.group(1))
@@ -205,6 +207,9 @@ def milestone_phases(text: str, milestone: str | None) -> tuple[str, ...]:
         if match and match.group(1) not in found:
             found.append(match.group(1))
     return tuple(found)
+
+
+_OPEN_BOX = re.compile(r"^\s*[-*]\s+\[ \]")  # an unchecked plan or task: the phase is not done, whatever its number
 
 
 _FOLDED_GAP = re.compile(r"(- \(other milestone, folded[^\n]*)\n\n(?=- \(other milestone, folded)")
