@@ -277,12 +277,15 @@ Plans:
 def stale_milestone_project(root: Path) -> Path:
     """Like a real project (agent-workforce): STATE.md's milestone is one shipped long ago, the
     current phase sits in the roadmap outside every milestone block, a phase heading names "v7",
-    and unfinished phases come before the current one."""
+    and unfinished phases (a plan without SUMMARY, no plan) come before the current one."""
     return write_project(root, {
         ".planning/STATE.md": "---\nmilestone: v0.3\nstatus: executing\n---\n# State\n\n## Current Position\n\n"
                               "Phase: 9\nPlan: Not started\n",
         ".planning/ROADMAP.md": STALE_ROADMAP,
         **done_phase("09", "realtime"),
+        **done_phase("06", "cost"),
+        ".planning/phases/07-hardening/07-01-PLAN.md": PLAN.format("Harden.", "harden"),  # no SUMMARY yet
+        ".planning/phases/08-review/08-CONTEXT.md": "# Context\n",  # not planned
     })
 
 

@@ -72,6 +72,7 @@ class GsdPosition:
     evidence: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     expects_folder: bool = False  # a phase is current and should have a folder
+    unfinished: tuple[str, ...] = ()  # phases whose (active) folder has plans without a SUMMARY, or no plans
 
     def as_dict(self) -> dict:
         return {
@@ -193,6 +194,7 @@ def read_position(
             phase_complete=complete,
             milestone_complete=milestone_complete, source=source,
             evidence=tuple(evidence), warnings=tuple(warnings), expects_folder=expects,
+            unfinished=tuple(_show(f.key) for f in active if not f.complete),
         )
 
     # 1. A pinned phase.

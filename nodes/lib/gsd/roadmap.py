@@ -41,7 +41,8 @@ def _mention(text: str) -> str:
     return " ".join(text.split())
 
 
-def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...] | None = None) -> RoadmapView:
+def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...] | None = None,
+                   unfinished: tuple[str, ...] = ()) -> RoadmapView:
     """ROADMAP.md with every milestone block other than ``milestone`` folded to one line.
 
     Milestone blocks are ``<details>`` blocks whose summary names a version, and headings
@@ -50,8 +51,9 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     phase checklist items outside it are dropped too, and progress-table rows naming another
     milestone only. Without a milestone, or when no block names it, the roadmap is kept whole.
     ``done_before`` (the current phase's number): the detail sections of the finished phases
-    before it (no unchecked ``- [ ]`` item left) shrink to their heading line (their details
-    are the first thing to go).
+    before it shrink to their heading line (their details
+    are the first thing to go), except ``unfinished`` ones (phase numbers whose folder has plans
+    without a SUMMARY, or no plans) when no box of their section is checked.
     """
     lines = _lines_of(text)
     n = len(lines)
@@ -169,12 +171,13 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
         replace[end] = note if end in drop else lines[end] + "\n" + note
 
     shortened: list[str] = []
+    open_keys = {phase_key(p) for p in unfinished}
     if done_before is not None:
         for level, title, first, last in _sections(lines):
             match = _PHASE_HEADING.match(title)
             key = phase_key(match.group(1)) if match else None
             if (key is not None and key < done_before and first not in drop and last > first
-                    and not any(_OPEN_BOX.match(lines[i]) for i in range(first + 1, last + 1))):
+                    and not (key in open_keys and not _ticked(lines[first + 1:last + 1]))):
                 drop.update(range(first + 1, last + 1))
                 replace[first] = lines[first] + " (done; details cut, ROADMAP.md lines " f"{first + 1}-{last + 1})"
                 shortened.append(match.group(1))
@@ -209,7 +212,12 @@ def milestone_phases(text: str, milestone: str | None) -> tuple[str, ...]:
     return tuple(found)
 
 
-_OPEN_BOX = re.compile(r"^\s*[-*]\s+\[ \]")  # an unchecked plan or task: the phase is not done, whatever its number
+_TICKED = re.compile(r"^\s*[-*]\s+\[[xX]\]")
+
+
+def _ticked(section: list[str]) -> bool:
+    """Whether a phase section has a checked box (real roadmaps leave some boxes of finished phases unticked)."""
+    return any(_TICKED.match(line) for line in section)
 
 
 _FOLDED_GAP = re.compile(r"(- \(other milestone, folded[^\n]*)\n\n(?=- \(other milestone, folded)")
