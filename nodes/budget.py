@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hamilton.function_modifiers import tag
 
+from .lib.quote import quoted
 from .lib.reserve import effective_reserve
 from .lib.truncate import CachedCounter, near_threshold
 from .lib.tokens import TokenCounter, budget_report_for, model_presets, token_counter_for
@@ -17,7 +18,7 @@ def model_preset(context_config: dict) -> dict:
     name = context_config["model"]
     if name not in presets:
         known = ", ".join(sorted(presets))
-        raise ConfigError(f"key 'model' is {name!r}, which configs/models.yaml does not know; use one of {known}")
+        raise ConfigError(f"key 'model' is {quoted(name)}, which configs/models.yaml does not know; use one of {known}")
     return {"name": name, **presets[name]}
 
 
@@ -52,7 +53,7 @@ def available_tokens(context_config: dict, model_preset: dict, reserve_tokens: i
     if available <= 0:
         raise ConfigError(
             f"key 'budget.reserveTokens' ({budget['reserveTokens']}) leaves nothing of the {window}-token window "
-            f"(budget.maxTokens {budget['maxTokens']}, model {model_preset['name']!r} window {model_preset['window']}); "
+            f"(budget.maxTokens {budget['maxTokens']}, model {quoted(model_preset['name'])} window {model_preset['window']}); "
             "lower budget.reserveTokens (or set it to auto) or choose a model with a larger window"
         )
     return available
@@ -79,6 +80,6 @@ def budget_warnings(token_counter: TokenCounter, model_preset: dict, context_con
     warnings = [token_counter.warning] if token_counter.warning else []
     max_tokens = int(context_config["budget"]["maxTokens"])
     if max_tokens > int(model_preset["window"]):
-        warnings.append(f"budget.maxTokens {max_tokens} is larger than model {model_preset['name']!r}'s window "
+        warnings.append(f"budget.maxTokens {max_tokens} is larger than model {quoted(model_preset['name'])}'s window "
                         f"of {model_preset['window']} tokens; the window is used")
     return tuple(warnings)

@@ -447,10 +447,10 @@ def _check_ranges(values: dict, provenance: Mapping[str, str]) -> None:
         shown = key.rpartition(".")[0] if key.startswith("budget.exactBand.") else key
         if rule is None:
             if not math.isfinite(value):
-                raise ConfigError(f"{origin}: key {shown!r} is {value}; NaN and infinity are not allowed")
+                raise ConfigError(f"{origin}: key {quoted(shown)} is {value}; NaN and infinity are not allowed")
             continue
         if not rule.admits(value):
-            raise ConfigError(f"{origin}: key {shown!r} is {quoted(value)}; it must be {rule.describe()}")
+            raise ConfigError(f"{origin}: key {quoted(shown)} is {quoted(value)}; it must be {rule.describe()}")
         if rule.whole and isinstance(value, float):
             _assign(values, key, int(value))
     budget = values["budget"]

@@ -28,7 +28,8 @@ from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, Ph
 from .lib.gsd import GsdPosition
 from .lib.markdown import nest_under_title
 from .lib.references import fallback_title, root_group, normalise_url, parse_document, priority_for, title_for
-from .lib.textio import Refused, TextUnavailable, Trust, fetch_url, list_files, read_config_text, read_local_text, trust_from
+from .lib.quote import quoted
+from .lib.textio import CONFIG_MAX_BYTES, Refused, TextUnavailable, Trust, fetch_url, list_files, read_local_text, trust_from
 from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError, Document, Section, Source
 
@@ -75,11 +76,16 @@ def disclosure_rules(context_config: dict, project_dir: str) -> DisclosureRules:
         path = os.path.expanduser(named)
         if not os.path.isabs(path):
             path = os.path.join(project_dir, ".planning", path)
-        if not os.path.isfile(path):
-            raise ConfigError(f"key 'disclosure.rules' is {named!r}, but there is no file {path}; "
+        if not os.path.lexists(path):
+            raise ConfigError(f"key 'disclosure.rules' is {quoted(named)}, but there is no file {path}; "
                               "give a YAML file relative to .planning/ or remove the key")
+        try:  # under the trust rules: inside the project (or trust.allowedPaths), a regular file, capped
+            text = read_local_text(path, trust_from(context_config, project_dir), CONFIG_MAX_BYTES,
+                                   f"the rules file cap ({CONFIG_MAX_BYTES} bytes)").text
+        except TextUnavailable as exc:
+            raise ConfigError(f"key 'disclosure.rules' ({quoted(named)}): {exc}") from None
         try:
-            over = load_yaml(read_config_text(path)) or {}
+            over = load_yaml(text) or {}
         except YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{path}:{mark.line + 1}" if mark is not None else path
@@ -104,21 +110,25 @@ def planning_files(
 ) -> PlanningFiles:
     """The files under .planning/ (hidden ones skipped), with every disclosure candidate read:
     the markdown documents that are not state, the files the current phase's rules name, and
-    the regular files inside the project that the request names."""
-    base = os.path.join(os.path.realpath(project_dir), ".planning")
-    if not os.path.isdir(base):
+    the regular files inside the project that the request names (outside .planning/ only the
+    named paths themselves are looked at, as ``../path``)."""
+    root = os.path.realpath(project_dir)
+    base = os.path.join(root, ".planning")
+    present = [name for name in _dis.project_documents(requested_names)
+               if os.path.lexists(os.path.join(root, *name.split("/")))]  # only the named paths, no walk
+    if not os.path.isdir(base) and not present:
         return PlanningFiles()
     trust = trust_from(context_config, project_dir)
     warnings: list[str] = []
-    listing = _listing(base, trust, warnings)
+    listing = _listing(base, trust, warnings) if os.path.isdir(base) else []
     wanted = list(_dis.generic_candidates(listing, disclosure_rules))
     if disclosure_phase:
         selection = _dis.phase_selection(disclosure_rules, disclosure_phase, listing, gsd_position.folder,
                                          gsd_position.note())
         wanted += [p for p in selection.files if p not in wanted]
-    resolved = _dis.resolve_named(requested_names, listing)
+    resolved = _dis.resolve_named(requested_names, listing, present)
     warnings.extend(resolved.warnings)
-    named = _regular_inside(base, os.path.realpath(project_dir), resolved.files, warnings)
+    named = _regular_inside(base, root, resolved.files, warnings)
     wanted += [p for p in named if p not in wanted]
     max_bytes = int(_settings(context_config).get("maxFileBytes", 262144))
     documents: dict[str, Candidate] = {}
@@ -153,7 +163,7 @@ def disclosure_phase(context_config: dict) -> Optional[str]:
         return None
     phase = str(value).strip().lower()
     if phase not in _dis.PHASES:
-        raise ConfigError(f"key 'disclosure.phase' is {value!r}; use one of {', '.join(_dis.PHASES)} "
+        raise ConfigError(f"key 'disclosure.phase' is {quoted(value)}; use one of {', '.join(_dis.PHASES)} "
                           "(or leave it empty for no phase)")
     return phase
 
@@ -348,18 +358,25 @@ def _listing(base: str, trust: Trust, warnings: list[str]) -> list[str]:
 
 
 def _regular_inside(base: str, root: str, named: Mapping[str, str], warnings: list[str]) -> dict[str, str]:
-    """The named paths (relative to .planning/) that are regular files inside the project;
-    each other one is a warning naming it."""
+    """The named paths (relative to .planning/, ``../`` for the rest of the project) that are
+    regular files inside the project; each other one is a warning naming it."""
     out: dict[str, str] = {}
     for path, name in named.items():
-        full = os.path.join(base, *path.split("/"))
-        real = os.path.realpath(full)
+        real = os.path.realpath(_full(base, path))
         if not real.startswith(root + os.sep) or not os.path.isfile(real):
-            warnings.append(f".planning/{path}: the request names it ({name!r}), but it is not a regular file "
+            warnings.append(f"{_dis.display_of(path)}: the request names it ({quoted(name)}), but it is not a regular file "
                             "inside the project; not loaded (copy the document into the project to load it)")
             continue
         out[path] = name
     return out
+
+
+def _full(base: str, path: str) -> str:
+    """The file of a candidate path: under .planning/ (``base``), or ``../x`` from the project folder
+    itself (not through a symlinked .planning/)."""
+    if path.startswith(_dis.OUTSIDE):
+        return os.path.join(os.path.dirname(base), *path[len(_dis.OUTSIDE):].split("/"))
+    return os.path.join(base, *path.split("/"))
 
 
 def _read_text(path: str, max_bytes: int, trust: Trust, shown: str | None = None,
@@ -380,8 +397,8 @@ def _read_text(path: str, max_bytes: int, trust: Trust, shown: str | None = None
 
 
 def _candidate(base: str, path: str, max_bytes: int, warnings: list[str], trust: Trust) -> Candidate:
-    full = os.path.join(base, *path.split("/"))
-    display = f".planning/{path}"
+    full = _full(base, path)
+    display = _dis.display_of(path)
     text, problem = _read_text(full, max_bytes, trust, display, warnings)
     size = os.lstat(full).st_size if os.path.lexists(full) else 0
     if text is None:

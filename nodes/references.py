@@ -15,6 +15,7 @@ from typing import Optional
 
 from hamilton.function_modifiers import cache, tag
 
+from .lib.quote import quoted
 from .lib import references as _refs
 from .lib.markdown import nest_under_title
 from .lib.references import ReferenceProblem, ReferenceSet, Target
@@ -140,7 +141,7 @@ def _builtin_target(token: str) -> Target:
         close = _refs.closest_names(name, sorted(_builtin_names()))
         hint = f"; did you mean {', '.join('builtin:' + c for c in close)}?" if close else ""
         raise ReferenceProblem(
-            f"no builtin reference {name!r} (built-ins: {', '.join(sorted(_builtin_names()))}){hint}"
+            f"no builtin reference {quoted(name)} (built-ins: {', '.join(sorted(_builtin_names()))}){hint}"
         )
     return Target("builtin", f"builtin:{name}", f"builtin:{name}")
 

@@ -14,6 +14,7 @@ from importlib import resources
 
 from hamilton.function_modifiers import cache, extract_fields, tag
 
+from .lib.quote import quoted
 from .lib.layout import render_context
 from .lib.textio import DEFAULT_MAX_FILE_BYTES, Refused, TextUnavailable, read_local_text, trust_from
 from .types import ConfigError, Section, Source
@@ -83,19 +84,19 @@ def context_template_file(context_config: dict, project_dir: str) -> dict:
         return {"context_template": _builtin_text("templates", value, "contextTemplate"), "template_warnings": ()}
     if not os.path.lexists(path) or os.path.isdir(path):
         raise ConfigError(
-            f"contextTemplate {value!r}: no file {path}; give a path relative to .planning/ "
+            f"contextTemplate {quoted(value)}: no file {path}; give a path relative to .planning/ "
             f"or one of the built-in names: {', '.join(_builtin_names('templates'))}"
         )
     cap = int(float(context_config.get("references", {}).get("maxFileBytes", DEFAULT_MAX_FILE_BYTES)))
     try:
         loaded = read_local_text(path, trust_from(context_config, project_dir), cap, "references.maxFileBytes",
-                                 f"contextTemplate {value!r} ({path})")
+                                 f"contextTemplate {quoted(value)} ({path})")
     except Refused as exc:
         return {"context_template": _builtin_text("templates", "context", "contextTemplate"),
                 "template_warnings": (f"{exc}; the built-in context template is used instead",)}
     except TextUnavailable as exc:
         raise ConfigError(f"{exc}; give a text template") from None
-    return {"context_template": loaded.text, "template_warnings": loaded.notes(f"contextTemplate {value!r} ({path})")}
+    return {"context_template": loaded.text, "template_warnings": loaded.notes(f"contextTemplate {quoted(value)} ({path})")}
 
 
 @tag(stage="render", loader="file")
@@ -148,7 +149,7 @@ def _builtin_text(folder: str, name: str, key: str) -> str:
     entry = resources.files(_PACKAGE).joinpath(folder).joinpath(f"{name}.md")
     if not entry.is_file():
         raise ConfigError(
-            f"{key} {name!r}: there is no configs/{folder}/{name}.md; "
+            f"{key} {quoted(name)}: there is no configs/{folder}/{name}.md; "
             f"use one of: {', '.join(_builtin_names(folder))}"
         )
     return entry.read_text(encoding="utf-8")

@@ -22,13 +22,14 @@ from dataclasses import replace
 
 from hamilton.function_modifiers import cache, extract_fields, tag
 
+from .lib.quote import quoted
 from .lib import filetree as _filetree
 from .lib import git as _git
 from .lib import gsd as _gsd
 from .lib import plan as _plan
 from .lib import session as _session
 from .lib.layout import POOL_OF_KIND
-from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path, trust_from
+from .lib.textio import Refused, TextUnavailable, Trust, allowed_paths, read_local_text, trusted_path, trust_from
 from .types import ConfigError, CtxEngineError, Section, Source
 
 STAGE = "state"
@@ -84,6 +85,9 @@ def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False,
         warnings.append(f"{exc}; left out of the plan and history")
         return None
     except TextUnavailable as exc:
+        if not os.path.exists(path):  # a broken symlink or a symlink loop
+            warnings.append(f"{exc}; left out of the plan and history")
+            return None
         raise CtxEngineError(f"{exc}; a plan or session file must be text") from None
     warnings.extend(loaded.notes(shown or path, "the state file cap (64 MiB)"))
     return loaded.text.replace("\r\n", "\n")
@@ -92,7 +96,7 @@ def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False,
 def _choice(context_config: dict, key: str, allowed: tuple[str, ...]) -> str:
     value = _state(context_config).get(key, allowed[0])
     if value not in allowed:
-        raise ConfigError(f"key 'state.{key}' is {value!r}; use one of {', '.join(allowed)}")
+        raise ConfigError(f"key 'state.{key}' is {quoted(value)}; use one of {', '.join(allowed)}")
     return value
 
 
@@ -109,9 +113,9 @@ def project_layout(project_dir: str, context_config: dict) -> str:
     if layout != "auto":
         return layout
     planning = os.path.join(project_dir, ".planning")
-    if os.path.isfile(os.path.join(project_dir, _ARTICLE_PLAN)):
+    if os.path.lexists(os.path.join(project_dir, _ARTICLE_PLAN)):  # a FIFO or folder there: a warning later
         return "article"
-    if os.path.isfile(os.path.join(planning, "STATE.md")) or os.path.isfile(os.path.join(planning, "ROADMAP.md")):
+    if os.path.lexists(os.path.join(planning, "STATE.md")) or os.path.lexists(os.path.join(planning, "ROADMAP.md")):
         return "gsd"
     return "article"
 
@@ -127,7 +131,7 @@ def gsd_planning(project_dir: str, context_config: dict) -> _gsd.GsdFiles:
     texts = {}
     for name in ("STATE.md", "ROADMAP.md"):
         path = os.path.join(planning, name)
-        texts[name] = read(path) if os.path.isfile(path) else None
+        texts[name] = read(path) if os.path.lexists(path) else None
     folders = {}
     for folder in _phase_dirs(planning):
         if not trusted_path(folder, read.trust):
@@ -170,13 +174,13 @@ def _plan_files(project_dir: str, project_layout: str, context_config: dict, gsd
     out: dict[str, str | None] = {}
     if project_layout == "article":
         path = os.path.join(project_dir, _ARTICLE_PLAN)
-        if os.path.isfile(path):
+        if os.path.lexists(path):  # not a regular file: the reader's warning names it
             out[path] = _read(path)
         return out
     planning = os.path.join(project_dir, ".planning")
     for name in ("STATE.md", "ROADMAP.md"):
         path = os.path.join(planning, name)
-        if os.path.isfile(path):
+        if os.path.lexists(path):
             out[path] = _read(path)
     if gsd_position.folder is None:
         return out
@@ -302,8 +306,10 @@ def _session_files(project_dir: str, context_config: dict, _read) -> dict[str, s
     if fmt in ("auto", "aider"):
         candidates.extend(os.path.join(project_dir, name) for name in _AIDER_NAMES)
     for path in candidates:
-        if os.path.isfile(path):
-            return {path: _read(path)}
+        if os.path.lexists(path):  # a FIFO, device or folder is a warning, and the next candidate is tried
+            text = _read(path)
+            if text is not None:
+                return {path: text}
     return {}
 
 
@@ -379,16 +385,8 @@ def git_snapshot(project_dir: str, context_config: dict) -> _git.GitSnapshot:
         timeout=float(state.get("gitTimeout", 10)),
         max_bytes=int(state.get("gitMaxBytes", 2_000_000)),
         log_count=int(state.get("gitLogCount", 3)),
-        allowed_paths=_allowed_paths(context_config),
+        allowed_paths=allowed_paths(context_config),
     )
-
-
-def _allowed_paths(context_config: dict) -> tuple[str, ...]:
-    paths = context_config.get("trust", {}).get("allowedPaths") or ()
-    if isinstance(paths, str) or not all(isinstance(p, str) for p in paths):
-        raise ConfigError(f"trust.allowedPaths must be a list of folder paths, got {paths!r}; "
-                          "set it in your user config or with --set 'trust.allowedPaths=[~/shared]'")
-    return tuple(paths)
 
 
 @tag(stage=STAGE)
@@ -486,17 +484,23 @@ def _version_of(program: str, path: str | None = None) -> str | None:
     return text[0].strip() if text and result.returncode == 0 else None
 
 
+@functools.lru_cache(maxsize=None)
+def _git_version(path: str | None) -> str | None:
+    """The git version through the safe runner; cached per PATH (it does not change in a run)."""
+    return _git.git_version()
+
+
 @tag(stage=STAGE, loader="environment")
 @cache(behavior="recompute")
 def environment_facts() -> dict:
     """Python, OS, git and ctxengine versions, and node's where it is installed."""
     ours = _ctxengine_version()
     path = os.environ.get("PATH")
-    git = _version_of("git", path)
+    git = _git_version(path)
     facts = {
         "python": f"{platform.python_version()} ({platform.python_implementation()})",
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
-        "git": git.removeprefix("git version ").strip() if git else None,
+        "git": git,
         "ctxengine": ours,
     }
     node = _version_of("node", path)

@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from .nodes.lib.quote import quoted
 from . import driver
 from .nodes.config import MAX_DEPTH, OVERRIDE_ORIGIN
 from .nodes.lib.yamlio import nesting_depth
@@ -19,7 +20,7 @@ def bundled_example(name: str = "demo") -> Path:
     root = resources.files("ctxengine.examples")
     names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
     if name not in names:
-        raise CtxEngineError(f"bundled example {name!r} does not exist; choose one of: {', '.join(names)}")
+        raise CtxEngineError(f"bundled example {quoted(name)} does not exist; choose one of: {', '.join(names)}")
     return Path(str(root.joinpath(name)))
 
 

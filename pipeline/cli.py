@@ -33,6 +33,7 @@ import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Sequence  # noqa: E402
 
+from .nodes.lib.quote import QUOTE_LIMIT, quoted  # noqa: E402
 from .nodes.types import ConfigError, CtxEngineError  # noqa: E402
 
 if _SIGINT_BEFORE is not None:
@@ -96,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first = first if len(first) <= QUOTE_LIMIT else f"{first[:QUOTE_LIMIT]}... ({len(first):,} characters in all)"
         _say(f"internal error: {type(exc).__name__}: {first} (run with --debug for the traceback)")
         return 1
 
@@ -159,11 +161,21 @@ def _add_project(parser: argparse.ArgumentParser) -> None:
                         help=f"use a bundled example project instead of PROJECT_DIR ({_example_names()})")
 
 
+def _reserve(value: str) -> int | str:
+    """--reserve-tokens: a whole number of tokens, or "auto" (budget.reserveShare of the budget)."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{quoted(value)}: give a whole number of tokens or auto") from None
+
+
 def _add_named(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=MODES, help="the mode template (config key 'template')")
     parser.add_argument("--max-tokens", type=int, metavar="N", help="the model's context window (budget.maxTokens)")
-    parser.add_argument("--reserve-tokens", type=int, metavar="N",
-                        help="tokens kept free for the response (budget.reserveTokens)")
+    parser.add_argument("--reserve-tokens", type=_reserve, metavar="N|auto",
+                        help="tokens kept free for the response, or auto (budget.reserveTokens)")
     parser.add_argument("--compact", action="store_true", default=None,
                         help="compact even when the context fits (truncation.compact)")
     parser.add_argument("--strategy", choices=("auto", "tail", "head", "middle"),
@@ -182,7 +194,7 @@ def _add_set(parser: argparse.ArgumentParser) -> None:
 
 def _phase_number(text: str) -> str:
     if not re.fullmatch(r"\d+(\.\d+)*", text.strip()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a phase number; write it like 12 or 8.1")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a phase number; write it like 12 or 8.1")
     return text.strip()
 
 
@@ -225,7 +237,7 @@ def parse_override(text: str) -> tuple[str, Any]:
 
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"--set {text!r}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
+        raise ConfigError(f"--set {quoted(text)}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
     try:
         value = load_yaml(raw) if raw.strip() else ""
     except YAMLError:
@@ -238,16 +250,16 @@ def _project(args: argparse.Namespace) -> Path:
 
     if args.example is not None:
         if args.project_dir is not None:
-            raise CtxEngineError(f"give either PROJECT_DIR ({args.project_dir!r}) or --example {args.example}, not both")
+            raise CtxEngineError(f"give either PROJECT_DIR ({quoted(args.project_dir)}) or --example {args.example}, not both")
         try:
             return bundled_example(args.example)
         except CtxEngineError as exc:
-            raise CtxEngineError(f"--example {args.example!r}: {exc}") from None
+            raise CtxEngineError(f"--example {quoted(args.example)}: {exc}") from None
     if args.project_dir is None:
         return bundled_example()
     path = Path(args.project_dir)
-    if not path.is_dir():
-        raise CtxEngineError(f"project folder {args.project_dir!r} does not exist or is not a folder")
+    if not os.path.isdir(path):  # False for a name too long, where Path.is_dir raises (3.11)
+        raise CtxEngineError(f"project folder {quoted(args.project_dir)} does not exist or is not a folder")
     return path
 
 
@@ -259,9 +271,9 @@ def _request_text(args: argparse.Namespace) -> str:
     try:
         return Path(args.request_file).read_text(encoding="utf-8")
     except OSError as exc:
-        raise CtxEngineError(f"--request-file {args.request_file!r}: {exc.strerror}") from None
+        raise CtxEngineError(f"--request-file {quoted(args.request_file)}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
-        raise CtxEngineError(f"--request-file {args.request_file!r}: not UTF-8 text (bad byte at offset {exc.start})") from None
+        raise CtxEngineError(f"--request-file {quoted(args.request_file)}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
 def _warn_if_empty(request: str, how: str) -> None:

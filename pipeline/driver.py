@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping  # noqa: E402
 
 from hamilton import driver as h_driver  # noqa: E402
 
+from .nodes.lib.quote import quoted
 from .nodes import (  # noqa: E402
     budget,
     config,
@@ -114,7 +115,7 @@ def execute(
     ``session_history`` from :class:`ctxengine.Session`.
     """
     if not os.path.isdir(project_dir):
-        raise CtxEngineError(f"project folder {os.fspath(project_dir)!r} does not exist or is not a folder")
+        raise CtxEngineError(f"project folder {quoted(os.fspath(project_dir))} does not exist or is not a folder")
     inputs = {
         "project_dir": os.path.abspath(os.fspath(project_dir)),
         "overrides": dict(overrides or {}),

@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .nodes.lib.quote import quoted
 from . import driver
 from .api import build_overrides, bundled_example
 from .nodes.lib.session import rounds_of, summarize_rounds
@@ -154,7 +155,7 @@ class Session:
         if self._pending is None:
             raise CtxEngineError("Session.record() without a round: call next_context(request) first")
         if not isinstance(response_tokens, int) or isinstance(response_tokens, bool) or response_tokens < 0:
-            raise CtxEngineError(f"Session.record(): response_tokens must be a non-negative int, got {response_tokens!r}")
+            raise CtxEngineError(f"Session.record(): response_tokens must be a non-negative int, got {quoted(response_tokens)}")
         index = self._next_index()
         messages = [Message("user", self._pending, index)]
         answer_usage = dict(usage) if usage is not None else {"completion_tokens": response_tokens}

@@ -552,3 +552,64 @@ def test_a_project_reached_through_a_symlink_names_and_dedups_the_same_documents
     assert plan[".planning/plans/current/plan.md"]["kind"] == "plan"
     assert plan[REF + "architecture.md"]["rule"] == "configured reference: references.project"
     assert keys(out) == [f"ref:{REF}coding-standards.md"]
+
+
+def test_the_rules_file_is_read_under_the_trust_rules(tmp_path):
+    outside = write(tmp_path / "outside", {"rules.yaml": "triggers: []\n"})
+    project = write(demo_copy(tmp_path / "p"), {".planning/big.yaml": "# " + "x" * (1 << 20) + "\n"})
+    (project / ".planning" / "linked.yaml").symlink_to(outside / "rules.yaml")
+    (project / ".planning" / "folder.yaml").mkdir()
+    cases = {
+        str(outside / "rules.yaml"): "outside the project; not read (add",
+        "linked.yaml": "resolves to",
+        "folder.yaml": "is a directory, not a regular file",
+        "big.yaml": "over the rules file cap (1048576 bytes)",
+        "/dev/zero": "outside the project",
+    }
+    for named, needle in cases.items():
+        with pytest.raises(ConfigError) as caught:
+            run(project, "x", disclosure__rules=named)
+        message = str(caught.value)
+        assert message.startswith("key 'disclosure.rules' (") and needle in message, message
+    # an allowed folder makes the outside file readable
+    out = run(project, "x", disclosure__rules=str(outside / "rules.yaml"), trust__allowedPaths=[str(outside)])
+    assert "disclosure_plan" in out
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_named_as_the_rules_file_is_an_error_not_a_hang(tmp_path):
+    project = demo_copy(tmp_path)
+    os.mkfifo(project / ".planning" / "rules.yaml")
+    with pytest.raises(ConfigError, match=r"rules.yaml is a FIFO, not a regular file"):
+        run(project, "x", disclosure__rules="rules.yaml")
+
+
+def test_documents_named_outside_planning_load_within_the_cap_and_the_project(tmp_path):
+    outside = write(tmp_path / "outside", {"SECRET.md": "# Secret\nSECRET-7f3a\n"})
+    project = write(demo_copy(tmp_path / "p"), {
+        "docs/DESIGN.md": "# Design\n\nThe cache is keyed by path.\n",
+        "README.md": "# Read me\n\nRun make.\n",
+        "docs/deep/NOTES.md": "# Deep notes\n",  # a bare name is looked for at the top level only
+        "docs/BIG.md": "# Big\n\n" + "word " * 400,
+        "src/app.py": "print('code')\n",  # not a document
+    })
+    (project / "docs" / "LEAK.md").symlink_to(outside / "SECRET.md")
+    out = run(project, "Follow docs/DESIGN.md and README.md; see NOTES.md, docs/BIG.md, docs/LEAK.md, src/app.py, "
+                       "../outside/SECRET.md", disclosure__maxFileBytes=1000)
+    plan = rows(out)
+    for document in ("docs/DESIGN.md", "README.md"):
+        assert plan[document] == {"document": document, "layer": 3, "loaded": True, "rule": "named in the request",
+                                  "section": f"ref:{document}", "kind": "file"}
+    assert {"ref:README.md", "ref:docs/DESIGN.md"} <= set(keys(out))
+    assert not [k for k in keys(out) if k.startswith(("ref:docs/BIG", "ref:docs/LEAK", "ref:src/"))]
+    design = next(s for s in out["disclosed_sections"] if s.key == "ref:docs/DESIGN.md")
+    assert "keyed by path" in design.content and design.sources[0].location == "docs/DESIGN.md"
+    assert "docs/deep/NOTES.md" not in plan and "src/app.py" not in plan
+    assert plan["docs/BIG.md"]["loaded"] is False and "disclosure.maxFileBytes" in plan["docs/BIG.md"]["reason"]
+    assert any(w.startswith("docs/LEAK.md: the request names it ('docs/LEAK.md'), but it is not a regular file "
+                            "inside the project") for w in out["disclosure_warnings"])
+    assert not any("SECRET-7f3a" in s.content for s in out["disclosed_sections"])
+    # a project without .planning/ loads a named document too; an unnamed one stays out
+    bare = write(tmp_path / "bare", {"README.md": "# Bare\n", "docs/DESIGN.md": "# D\n"})
+    assert keys(run(bare, "Read README.md")) == ["ref:README.md"]
+    assert keys(run(bare, "Carry on")) == []

@@ -282,3 +282,13 @@ def test_a_document_too_large_is_reported_with_its_rule_and_the_problem():
     rows, _ = lib.decide([big], bundled_rules(), "dev", None, {}, Signals(), {})
     assert rows[0].loaded is False
     assert "modes.dev 'coding standards'" in rows[0].reason and "over disclosure.maxFileBytes" in rows[0].reason
+
+
+def test_project_documents_and_resolving_them_outside_planning():
+    from ctxengine.nodes.lib.disclosure import display_of, project_documents, resolve_named
+
+    names = ("docs/DESIGN.md", "README.md", "../x.md", ".planning/A.md", "src/app.py", ".git/x.md", "a//b.md")
+    assert project_documents(names) == ("docs/DESIGN.md", "README.md")
+    found = resolve_named(("README.md", "docs/DESIGN.md", "STATE.md"), ["README.md", "STATE.md"], ["docs/DESIGN.md"])
+    assert dict(found.files) == {"README.md": "README.md", "../docs/DESIGN.md": "docs/DESIGN.md", "STATE.md": "STATE.md"}
+    assert display_of("../docs/DESIGN.md") == "docs/DESIGN.md" and display_of("STATE.md") == ".planning/STATE.md"

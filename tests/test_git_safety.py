@@ -232,3 +232,41 @@ def test_the_bundled_demo_shows_none_of_ctxengines_own_git_state():
         latest = git(REPO, "log", "-n", "1", "--format=%s").strip()
         assert latest not in result.context
         assert [w for w in result.warnings if "trust.allowedPaths" in w and "git section skipped" in w]
+
+
+def _logging_git(tmp_path: Path, monkeypatch) -> Path:
+    """A ``git`` first on PATH that logs its arguments, then runs the real git."""
+    real = G.shutil.which("git")
+    log = tmp_path / "git-calls.log"
+    _script(tmp_path / "bin" / "git", f'printf "%s\\n" "$*" >> {log}\nexec {real} "$@"')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_the_filter_drivers_are_listed_once_per_snapshot_and_still_switched_off(tmp_path: Path, monkeypatch):
+    vector = next(v for v in VECTORS if v.name == "filter clean")
+    repo, markers = armed_repo(tmp_path, [vector])
+    log = _logging_git(tmp_path, monkeypatch)
+    snapshot = G.take_snapshot(str(repo), log_count=2)
+    calls = log.read_text().splitlines()
+    assert fired(markers) == [] and "+change" in (snapshot.patch or "")
+    assert len([c for c in calls if "--get-regexp" in c]) == 1, calls
+    assert len(calls) >= 5  # status, diff --numstat, log, diff: all after the one listing
+
+
+def test_the_environment_asks_git_its_version_through_the_safe_runner(tmp_path: Path, monkeypatch):
+    real = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
+    log = _logging_git(tmp_path, monkeypatch)
+    assert G.git_version() == real
+    assert log.read_text().splitlines() == ["--no-pager --version"]  # no repository looked at, no config read
+
+
+def test_git_and_files_share_one_list_of_allowed_paths(tmp_path: Path):
+    from ctxengine.nodes.lib.textio import allowed_paths, trust_from
+
+    link = tmp_path / "link"
+    (tmp_path / "shared").mkdir()
+    link.symlink_to(tmp_path / "shared")
+    config = {"trust": {"allowedPaths": [str(link)]}}
+    assert allowed_paths(config) == (str((tmp_path / "shared").resolve()),)
+    assert trust_from(config, str(tmp_path)).allowed_paths[:1] == allowed_paths(config)

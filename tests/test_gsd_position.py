@@ -234,3 +234,95 @@ def test_every_corpus_project_has_a_position_and_no_spurious_warning(project: Pa
                  if r["loaded"] and r["document"].startswith(".planning/phases/")}
     assert disclosed <= {".planning/" + pos["folder"]}
     print(f"{project.name}: {pos['milestone']} / {pos['phase']} / {pos['plan']} [{pos['source']}]")
+
+
+# ----------------------------------------------------------------------------- found on real GSD projects
+
+STALE_ROADMAP = """# Roadmap
+
+<details>
+<summary>v0.3 Core (Phases 1-2) -- SHIPPED 2026-03-01</summary>
+
+- [x] Phase 1: Foundation
+- [x] Phase 2: Pipeline
+
+</details>
+
+### Phase 7: Hardening
+
+**Plans:** 1 plans
+
+Plans:
+- [ ] 07-01-PLAN.md — harden the pipeline
+
+### Phase 8: v7 review polish
+
+Plans:
+- [ ] TBD (run /gsd:plan-phase 8 to break down)
+
+### Phase 6: Cost cuts
+
+Plans:
+- [x] 06-01-PLAN.md — window the crons
+
+### Phase 9: Realtime fan-out
+
+**Goal:** Cut realtime messages under the cap.
+
+Plans:
+- [x] 09-01-PLAN.md — batch broadcasts
+"""
+
+
+def stale_milestone_project(root: Path) -> Path:
+    """Like a real project (agent-workforce): STATE.md's milestone is one shipped long ago, the
+    current phase sits in the roadmap outside every milestone block, a phase heading names "v7",
+    and unfinished phases (a plan without SUMMARY, no plan) come before the current one."""
+    return write_project(root, {
+        ".planning/STATE.md": "---\nmilestone: v0.3\nstatus: executing\n---\n# State\n\n## Current Position\n\n"
+                              "Phase: 9\nPlan: Not started\n",
+        ".planning/ROADMAP.md": STALE_ROADMAP,
+        **done_phase("09", "realtime"),
+        **done_phase("06", "cost"),
+        ".planning/phases/07-hardening/07-01-PLAN.md": PLAN.format("Harden.", "harden"),  # no SUMMARY yet
+        ".planning/phases/08-review/08-CONTEXT.md": "# Context\n",  # not planned
+    })
+
+
+def test_a_stale_milestone_in_state_md_is_a_warning_and_the_roadmap_keeps_the_current_phase(tmp_path: Path):
+    project = stale_milestone_project(tmp_path / "p")
+    pos = position(project)
+    assert (pos.phase, pos.folder, pos.milestone, pos.phase_complete) == ("9", "phases/09-realtime", None, True)
+    assert pos.warnings == (".planning/STATE.md: milestone v0.3 (frontmatter), but ROADMAP.md does not list phase 9 "
+                            "under it; the roadmap is read whole (set milestone: in STATE.md to fix it)",)
+    result = build(project)
+    roadmap = next(s for s in result.sections if s.key == "roadmap").content
+    assert "Cut realtime messages under the cap." in roadmap  # the current phase's details are there
+    assert "Phase 8: v7 review polish\n" in roadmap + "\n" and "other milestone" not in roadmap.split("</details>")[-1]
+    assert "harden the pipeline" in roadmap and "TBD (run /gsd:plan-phase 8" in roadmap  # not done: details kept
+    assert "Phase 6: Cost cuts (done; details cut" in roadmap  # done: cut to its heading
+    assert pos.warnings[0] in result.warnings
+
+
+def test_a_phase_heading_naming_a_version_is_not_a_milestone_block():
+    view = G.narrow_roadmap(STALE_ROADMAP, None)
+    assert view.milestones == ("v0.3",)
+    assert G.milestone_phases(STALE_ROADMAP, "v0.3") == ("1", "2")
+
+
+def test_the_milestone_state_md_names_is_kept_when_the_roadmap_lists_the_phase(tmp_path: Path):
+    project = stale_milestone_project(tmp_path / "p")
+    (project / ".planning" / "STATE.md").write_text("---\nmilestone: v0.3\n---\n# State\n\n## Current Position\n\n"
+                                                    "Phase: 2\nPlan: Not started\n")
+    assert position(project).milestone == "v0.3" and position(project).warnings[:1] != (
+        ".planning/STATE.md: milestone v0.3",)
+    assert not [w for w in position(project).warnings if "does not list phase" in w]
+
+
+def test_the_plan_phase_does_not_load_the_roadmap_a_second_time(tmp_path: Path):
+    project = stale_milestone_project(tmp_path / "p")
+    result = build(project, **{"disclosure.phase": "plan"})
+    assert [s.key for s in result.sections].count("roadmap") == 1
+    assert "ref:.planning/ROADMAP.md" not in [s.key for s in result.sections]
+    row = next(r for r in result.disclosure if r["document"] == ".planning/ROADMAP.md")
+    assert row["loaded"] is True and row["section"] == "roadmap" and "already loaded by the roadmap section" in row["rule"]

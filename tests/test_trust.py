@@ -6,6 +6,7 @@ reach the context and that a warning names the file and the setting that would a
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import socket
 import subprocess
@@ -467,3 +468,37 @@ def test_address_refusal_covers_the_special_ranges():
 
 def test_clean_text_keeps_newlines_tabs_and_cr():
     assert textio.clean_text("a\tb\r\nc\x1b[2J\x1b[1;31md\x00\x7f\x9be") == ("a\tb\r\ncde", 5)
+
+
+_STATE_FILES = {  # path -> the project around it (the other files make the layout and the session format)
+    ".planning/plans/current/plan.md": {".planning/sessions/current/session.log": ""},
+    ".planning/sessions/current/session.log": {".planning/plans/current/plan.md": "# Plan\n- [ ] one\n"},
+    ".planning/STATE.md": {".planning/ROADMAP.md": "# Roadmap\n\n## Phase 1: Core\n"},
+    ".aider.chat.history.md": {".planning/plans/current/plan.md": "# Plan\n- [ ] one\n"},
+}
+
+
+def _not_regular(path: Path, kind: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero")
+
+
+@pytest.mark.skipif(not HAS_MKFIFO, reason="no FIFOs on this system")
+@pytest.mark.parametrize("kind", ["fifo", "folder", "device"])
+@pytest.mark.parametrize("name", sorted(_STATE_FILES))
+def test_a_state_file_that_is_not_a_regular_file_is_a_warning_naming_it(tmp_path, name, kind):
+    project = write_project(tmp_path / "proj", {"README.md": "x\n", **_STATE_FILES[name]})
+    _not_regular(project / name, kind)
+    extra = ["--set", "trust.allowedPaths=[/dev]"] if kind == "device" else []
+    done = subprocess.run([sys.executable, "-m", "ctxengine.cli", "build", str(project), "--format", "json",
+                           "--request", "Fix the bug", "--set", "state.includeGit=false", *extra],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    what = {"fifo": "is a FIFO", "folder": "is a directory", "device": "a character device"}[kind]
+    warnings = [w for w in json.loads(done.stdout)["warnings"] if name in w and what in w]
+    assert warnings and "not a regular file" in warnings[0], json.loads(done.stdout)["warnings"]

@@ -21,7 +21,10 @@ inside one path segment; matching ignores case.
 
 Layer 3 also loads the documents the request names (``see FIX-PLAN.md``,
 ``.planning/v1.0-MILESTONE-AUDIT.md``): :func:`request_names` finds the names,
-:func:`resolve_named` finds the files under ``.planning/`` they name.
+:func:`resolve_named` finds the files under ``.planning/`` they name, or else a document of the
+project outside it (``docs/DESIGN.md``, ``README.md``: only the named path itself is looked at,
+a bare name at the project top level; such a candidate's path is ``../docs/DESIGN.md``,
+relative to ``.planning/`` like every other, and only the request can load it).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..types import ConfigError
 from .regex import lazy_regex
+from .quote import quoted
 
 #: The GSD phase types (GSD's own engine: discuss, research, plan, execute, verify, repair).
 PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
@@ -144,6 +148,29 @@ def request_names(request: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
+OUTSIDE = "../"  # how a candidate path relative to .planning/ starts when the file is elsewhere in the project
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".rst", ".adoc")  # what a named project file may be
+
+
+def project_documents(names: Sequence[str]) -> tuple[str, ...]:
+    """The names of the request that may be a document of the project outside .planning/:
+    a relative path (or a bare name, looked for at the top level) with a document suffix,
+    no ``..``, not under .planning/ or .git/. The loader checks just these paths."""
+    out = []
+    for name in names:
+        parts = name.split("/")
+        if (name.lower().startswith((".planning/", ".git/")) or not name.lower().endswith(DOCUMENT_SUFFIXES)
+                or any(part in ("", ".", "..") for part in parts)):
+            continue
+        out.append(name)
+    return tuple(out)
+
+
+def display_of(path: str) -> str:
+    """A candidate path (relative to .planning/) as the project-relative path the plan shows."""
+    return posixpath.normpath(".planning/" + path) if path.startswith(OUTSIDE) else f".planning/{path}"
+
+
 @dataclass(frozen=True)
 class NamedFiles:
     """The files under .planning/ the request names, and the names that stayed ambiguous."""
@@ -152,23 +179,28 @@ class NamedFiles:
     warnings: tuple[str, ...] = ()
 
 
-def resolve_named(names: Sequence[str], listing: Sequence[str]) -> NamedFiles:
+def resolve_named(names: Sequence[str], listing: Sequence[str], present: Iterable[str] = ()) -> NamedFiles:
     """The file each name of the request names under .planning/ (``listing``, relative paths).
 
     A name matches a file of that name, a path matches the file at that path or ending with
     it (``.planning/`` in front is dropped), ignoring case. When several match, the one at the
     top of .planning/ (or at exactly that path) wins, then the one spelled with the same case;
     a name still ambiguous loads nothing and is a warning listing the files. A name that
-    matches no file names nothing (it may be a source file, or a file to create).
+    matches no file under .planning/ names the project file at that path when it is in
+    ``present`` (the :func:`project_documents` that exist), as ``../<path>``; else nothing (it
+    may be a source file, or a file to create).
     """
     files: dict[str, str] = {}
     warnings: list[str] = []
     lowered = [(path, path.lower()) for path in listing]
+    present = set(present)
     for name in names:
         wanted = name.removeprefix(".planning/") if name.lower().startswith(".planning/") else name
         key = wanted.lower()
         matches = [path for path, low in lowered if low == key or low.endswith("/" + key)]
         if not matches:
+            if name in present:
+                files.setdefault(OUTSIDE + name, name)
             continue
         exact = [path for path in matches if path.lower() == key] or matches
         chosen = [path for path in exact if path == wanted or path.endswith("/" + wanted)] if len(exact) > 1 else exact
@@ -176,7 +208,7 @@ def resolve_named(names: Sequence[str], listing: Sequence[str]) -> NamedFiles:
             files.setdefault(chosen[0], name)
             continue
         shown = ", ".join(f".planning/{path}" for path in sorted(chosen or exact, key=_natural)[:5])
-        warnings.append(f"the request names {name!r}, which matches several files ({shown}); none loaded: "
+        warnings.append(f"the request names {quoted(name)}, which matches several files ({shown}); none loaded: "
                         f"name it by its path (e.g. {'.planning/' + sorted(chosen or exact, key=_natural)[0]})")
     return NamedFiles(files, tuple(warnings))
 
@@ -303,7 +335,7 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError(f"{where} must be a list of non-empty strings, got {value!r}")
+        raise ConfigError(f"{where} must be a list of non-empty strings, got {quoted(value)}")
     return tuple(v.strip() for v in value)
 
 
@@ -358,7 +390,7 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
         where_in = _strings(entry.get("in"), f"{where}.in") or SIGNALS
         bad = [w for w in where_in if w not in SIGNALS]
         if bad:
-            raise ConfigError(f"{where}.in has {bad[0]!r}; use any of {', '.join(SIGNALS)}")
+            raise ConfigError(f"{where}.in has {quoted(bad[0])}; use any of {', '.join(SIGNALS)}")
         if not load or not (keywords or paths):
             raise ConfigError(f"{where} needs 'load' globs and 'keywords' or 'paths' to fire on")
         triggers.append(TriggerRule(str(entry.get("name") or f"trigger {index}"), load, keywords, paths, where_in))
@@ -366,7 +398,7 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
     for phase, spec in _mapping(data.get("phases"), f"{source}: key 'phases'", "phase -> manifest").items():
         where = f"{source}: key 'phases.{phase}'"
         if str(phase) not in PHASES:
-            raise ConfigError(f"{where}: unknown phase {phase!r}; GSD phases are {', '.join(PHASES)}")
+            raise ConfigError(f"{where}: unknown phase {quoted(phase)}; GSD phases are {', '.join(PHASES)}")
         if not isinstance(spec, Mapping):
             raise ConfigError(f"{where} must be a mapping with 'required' and 'optional' lists")
         entries = []
@@ -378,7 +410,7 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
                     raise ConfigError(f"{where}.{kind}[{index}] must be a glob or {{glob, pick}}")
                 pick = str(item.get("pick", "all"))
                 if pick not in PICKS:
-                    raise ConfigError(f"{where}.{kind}[{index}].pick is {pick!r}; use one of {', '.join(PICKS)}")
+                    raise ConfigError(f"{where}.{kind}[{index}].pick is {quoted(pick)}; use one of {', '.join(PICKS)}")
                 entries.append(PhaseEntry(item["glob"].strip(), kind == "required", pick))
         phases[str(phase)] = tuple(entries)
     return DisclosureRules(state, modes, tuple(triggers), phases, source)
@@ -416,7 +448,7 @@ def phase_selection(
         if "{phase}" in entry.glob:
             if folder is None:
                 if entry.required:
-                    warnings.append(f".planning/{entry.glob}: required for phase {phase!r}, but there is no "
+                    warnings.append(f".planning/{entry.glob}: required for phase {quoted(phase)}, but there is no "
                                     f"current phase folder ({folder_note})")
                 continue
             pattern = entry.glob.replace("{phase}", folder)
@@ -431,7 +463,7 @@ def phase_selection(
         elif entry.pick == "open":
             matched = (_open_plans_in(matched, set(files)) or matched[-1:])[:1]
         if not matched and entry.required:
-            warnings.append(f".planning/{pattern}: required for phase {phase!r} ({rules.source}) but no file matches")
+            warnings.append(f".planning/{pattern}: required for phase {quoted(phase)} ({rules.source}) but no file matches")
         for path in matched:
             chosen.setdefault(path, label)
     return PhaseSelection(chosen, tuple(warnings))
@@ -466,7 +498,7 @@ class Candidate:
 
     @property
     def display(self) -> str:
-        return f".planning/{self.path}"
+        return display_of(self.path)
 
 
 @dataclass(frozen=True)
@@ -514,12 +546,12 @@ def frontmatter_list(metadata: Mapping[str, Any], key: str, display: str, warnin
         value = [part.strip() for part in value.split(",")]
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
         return tuple(str(v).strip() for v in value if str(v).strip())
-    warnings.append(f"{display}: frontmatter {key} {value!r} is not a list of strings; ignored")
+    warnings.append(f"{display}: frontmatter {key} {quoted(value)} is not a list of strings; ignored")
     return ()
 
 
 def _describe(keyword: str, place: str) -> str:
-    return f"{keyword!r} in the {place}"
+    return f"{quoted(keyword)} in the {place}"
 
 
 def decide(
@@ -561,10 +593,12 @@ def _decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings
     fm_paths = frontmatter_list(doc.metadata, "paths", display, warnings)
     unknown = [m for m in fm_modes if m not in rules.modes and m not in ("dev", "review", "research")]
     if unknown:
-        warnings.append(f"{display}: frontmatter modes names unknown mode {unknown[0]!r}")
+        warnings.append(f"{display}: frontmatter modes names unknown mode {quoted(unknown[0])}")
 
     loaded_by: tuple[int, str] | None = None
-    if phase and doc.path in phase_files:
+    if doc.path.startswith(OUTSIDE):  # a project file outside .planning/: only the request loads it
+        loaded_by = (3, NAMED) if doc.path in named else None
+    elif phase and doc.path in phase_files:
         loaded_by = (2, phase_files[doc.path])
     elif phase and phase in fm_phases:
         loaded_by = (2, f"frontmatter phases: [{', '.join(fm_phases)}]")
@@ -578,7 +612,7 @@ def _decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings
                 break
     if loaded_by is None and doc.path in named:
         loaded_by = (3, NAMED)
-    if loaded_by is None:
+    if loaded_by is None and not doc.path.startswith(OUTSIDE):
         loaded_by = _trigger(doc, rules, signals, fm_triggers, fm_paths)
 
     if display in already:

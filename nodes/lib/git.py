@@ -23,7 +23,7 @@ nothing a repository can configure, and reads no repository outside the project:
   2.40), so every driver the repository's config names (``git config --name-only
   --get-regexp '^filter[.]'``, which reads config and runs nothing, includes followed) is
   overridden with empty ``clean`` / ``smudge`` / ``process`` and ``required=false``: git
-  treats an empty command as no filter. This listing runs before every command.
+  treats an empty command as no filter. This listing runs once per snapshot (:func:`filter_overrides`).
 - Flags added after the subcommand: ``diff`` / ``log`` / ``show`` get ``--no-ext-diff``
   (``diff.external``, ``diff.<driver>.command``), ``--no-textconv`` (``diff.<driver>.textconv``;
   an empty override would make git run an empty command) and ``--ignore-submodules=all``;
@@ -335,30 +335,58 @@ def _filter_drivers(env: dict[str, str], cwd: str, timeout: float) -> list[str] 
     return list(dict.fromkeys(names))
 
 
+def filter_overrides(scope: RepoScope, timeout: float = 10.0) -> tuple[tuple[str, str], ...] | None:
+    """The config that switches off every filter driver the repository's config names (empty
+    ``clean`` / ``smudge`` / ``process``, ``required=false``), or None when git could not list
+    them. One ``git config --get-regexp`` (it reads config and runs nothing); a snapshot lists
+    them once and passes the result to each of its commands."""
+    if not scope.git_dir:
+        return ()
+    env = _base_env(scope)
+    env.update(_config_env(SAFE_CONFIG))
+    drivers = _filter_drivers(env, scope.project_dir, timeout)
+    if drivers is None:
+        return None
+    return tuple((f"filter.{name}.{key}", value) for name in drivers for key, value in _FILTER_OFF)
+
+
 def run_git(
     args: Sequence[str],
     cwd: str,
     timeout: float = 10.0,
     max_bytes: int = 2_000_000,
     allowed_paths: Sequence[str] = (),
+    overrides: Sequence[tuple[str, str]] | None = None,
+    scope: RepoScope | None = None,
 ) -> GitResult:
     """Run ``git args`` in the project folder ``cwd`` safely (see the module docstring), with a
     timeout and an output cap; never raises for git's own errors.
 
     At most ``max_bytes`` of standard output are read; past that the process is killed and
     the result is marked truncated. A timer kills git (and what it started) after ``timeout``
-    seconds. ``allowed_paths`` are the user's ``trust.allowedPaths``.
+    seconds. ``allowed_paths`` are the user's ``trust.allowedPaths``. ``scope`` and
+    ``overrides`` (:func:`repository_scope`, :func:`filter_overrides`) are computed here when
+    not given; a caller running several commands computes them once.
     """
-    scope = repository_scope(cwd, allowed_paths)
-    env = _base_env(scope)
-    config = list(SAFE_CONFIG)
-    if scope.git_dir:
-        drivers = _filter_drivers({**env, **_config_env(config)}, cwd, timeout)
-        if drivers is None:
+    scope = repository_scope(cwd, allowed_paths) if scope is None else scope
+    if overrides is None:
+        overrides = filter_overrides(scope, timeout)
+        if overrides is None:
             return GitResult(128, "", "error: could not list the repository's filter drivers; git not run")
-        config += [(f"filter.{name}.{key}", value) for name in drivers for key, value in _FILTER_OFF]
-    env.update(_config_env(config))
+    env = _base_env(scope)
+    env.update(_config_env([*SAFE_CONFIG, *overrides]))
     return _spawn(_with_safe_flags(args), cwd, env, timeout, max_bytes)
+
+
+def git_version(timeout: float = 5.0) -> str | None:
+    """The version of the git on PATH ("2.39.5"), through :func:`run_git` (no repository), or None."""
+    if shutil.which("git") is None:
+        return None
+    result = run_git(["--version"], os.sep, timeout, 4096, scope=RepoScope(os.sep), overrides=())
+    line = _first_line(result.stdout)
+    if result.returncode != 0:
+        return None
+    return line.removeprefix("git version ").strip() or None
 
 
 def _spawn(args: Sequence[str], cwd: str, env: dict[str, str], timeout: float, max_bytes: int) -> GitResult:
@@ -444,8 +472,13 @@ def take_snapshot(
         why = "timed out" if result.timed_out else (_first_line(result.stderr) or f"exit code {result.returncode}")
         return f"git: {what} failed in {project_dir} ({why})"
 
+    overrides = filter_overrides(scope, timeout)  # once for the whole snapshot
+    if overrides is None:
+        return GitSnapshot(project_dir, root=root, warnings=(
+            f"git: could not list the filter drivers of the repository in {project_dir}; git section skipped",))
+
     def git(args: list[str], cap: int = max_bytes) -> GitResult:
-        return run_git(args, project_dir, timeout, cap, allowed_paths)
+        return run_git(args, project_dir, timeout, cap, overrides=overrides, scope=scope)
 
     # status, numstat and log do not depend on each other: run them side by side.
     status_args = ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=normal", "--", "."]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from .quote import quoted
 from ..types import ConfigError, Document, ReferenceLoadError, Source
 from .markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
 from .regex import lazy_regex
@@ -111,7 +112,7 @@ def reference_specs_from(references: Mapping[str, Any]) -> list[ReferenceSpec]:
         for index, entry in enumerate(entries):
             if not isinstance(entry, str) or not entry.strip():
                 raise ConfigError(
-                    f"key 'references.{group}[{index}]' is {entry!r}; write a path relative to .planning/, "
+                    f"key 'references.{group}[{index}]' is {quoted(entry)}; write a path relative to .planning/, "
                     "an absolute path, an http(s) URL or builtin:NAME"
                 )
             specs.append(ReferenceSpec(group, entry.strip(), index, len(specs)))
@@ -215,7 +216,7 @@ def builtin_name(token: str) -> str:
     if name.endswith(".md"):
         name = name[:-3]
     if not _BUILTIN_NAME.match(name) or ".." in name:
-        raise ReferenceProblem(f"{token!r} is not a builtin name (letters, digits, - _ .)")
+        raise ReferenceProblem(f"{quoted(token)} is not a builtin name (letters, digits, - _ .)")
     return name
 
 
@@ -318,7 +319,7 @@ def priority_for(metadata: Mapping[str, Any], default: int, display: str) -> tup
     value = metadata["priority"]
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 100:
         return value, None
-    return default, f"{display}: frontmatter priority {value!r} is not an integer 0-100; using {default}"
+    return default, f"{display}: frontmatter priority {quoted(value)} is not an integer 0-100; using {default}"
 
 
 # ----------------------------------------------------------------------------- the walk
@@ -365,10 +366,10 @@ def walk_references(
         try:
             text = read(target)
         except Refused as exc:
-            warnings.append(f"{spec.where} {spec.target!r}: {exc}")
+            warnings.append(f"{spec.where} {quoted(spec.target)}: {exc}")
             continue
         except TextUnavailable as exc:
-            raise ReferenceLoadError(f"{spec.where} {spec.target!r}: {exc}") from None
+            raise ReferenceLoadError(f"{spec.where} {quoted(spec.target)}: {exc}") from None
         walk.visit(walk.add(target, text, spec.group, spec.group, None), spec.group)
     documents = tuple(
         _document(record, order, priorities, warnings) for order, record in enumerate(walk.records.values())
@@ -385,13 +386,13 @@ def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list
         try:
             target = locate(spec.target, None)
         except Refused as exc:
-            warnings.append(f"{spec.where} {spec.target!r}: {exc}")
+            warnings.append(f"{spec.where} {quoted(spec.target)}: {exc}")
             continue
         except TextUnavailable as exc:
-            raise ReferenceLoadError(f"{spec.where} {spec.target!r}: {exc}") from None
+            raise ReferenceLoadError(f"{spec.where} {quoted(spec.target)}: {exc}") from None
         if target.key in seen:
             first = seen[target.key]
-            warnings.append(f"{spec.where} {spec.target!r}: the same document as {first.where}; loaded once")
+            warnings.append(f"{spec.where} {quoted(spec.target)}: the same document as {first.where}; loaded once")
             continue
         seen[target.key] = spec
         roots.append((spec, target))

@@ -27,6 +27,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from .quote import quoted
 from ..types import Message, Round
 
 JSONL = "jsonl"
@@ -206,7 +207,7 @@ def _message_of(raw: str, number: int, path: str, warnings: list[str]) -> tuple[
     role = obj.get("role")
     if not isinstance(role, str) or role not in _ROLES:
         warnings.append(
-            f"{path}:{number}: 'role' must be one of user, assistant, tool, system (got {role!r}); line skipped"
+            f"{path}:{number}: 'role' must be one of user, assistant, tool, system (got {quoted(role)}); line skipped"
         )
         return None, None
     round_key = obj.get("round")
@@ -294,7 +295,7 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
         for message in group:
             if message.role == "tool" and message.call_id is not None and message.call_id not in owner:
                 warnings.append(
-                    f"{path}:{message.line}: tool result for call {message.call_id!r} has no matching tool call"
+                    f"{path}:{message.line}: tool result for call {quoted(message.call_id)} has no matching tool call"
                 )
     rounds = _number_rounds([g for g in moved if g])
     return SessionHistory(tuple(rounds), tuple(warnings), path, JSONL, 1 if rounds else 0, len(lines))

@@ -19,6 +19,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .quote import quoted
 from ..types import TemplateError
 from .regex import lazy_regex
 
@@ -59,7 +60,7 @@ class Template:
         budget = [MAX_REPEATS]
         _render_nodes(self.tree, [data], out, escape == "html", budget)
         if budget[0] < 0:
-            raise TemplateError(f"template {self.name!r}: sections repeat more than {MAX_REPEATS} times "
+            raise TemplateError(f"template {quoted(self.name)}: sections repeat more than {MAX_REPEATS} times "
                                 "(a list section nested in another?); nest fewer list sections")
         return "".join(_squeezed(out) if squeeze else out)
 
@@ -88,7 +89,7 @@ def _line_of(text: str, pos: int) -> int:
 
 
 def _error(name: str, text: str, pos: int, message: str) -> TemplateError:
-    return TemplateError(f"template {name!r}, line {_line_of(text, pos)}: {message}")
+    return TemplateError(f"template {quoted(name)}, line {_line_of(text, pos)}: {message}")
 
 
 def _read_tag(text: str, start: int, name: str) -> tuple[str, str, int]:
@@ -120,7 +121,7 @@ def _standalone_span(text: str, start: int, end: int) -> tuple[int, int] | None:
 
 def _name_parts(tag_name: str, name: str, text: str, pos: int) -> tuple[str, ...]:
     if not tag_name or any(ch.isspace() for ch in tag_name):
-        raise _error(name, text, pos, f"bad tag name {tag_name!r}")
+        raise _error(name, text, pos, f"bad tag name {quoted(tag_name)}")
     return () if tag_name == "." else tuple(tag_name.split("."))
 
 

