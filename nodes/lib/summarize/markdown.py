@@ -1,9 +1,9 @@
 """The extractive and headings summaries of markdown: the priority order of the units, then
 the fit (fit.py) of the document model (document.py)."""
 
-from ..quote import quoted
 from __future__ import annotations
 
+from ..quote import quoted
 from ..tokens import TokenCounter, estimate_tokens
 from .document import CODE_MAX_LINES, build, render_doc
 from .fit import Problem, fits_quickly, solve
