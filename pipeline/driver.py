@@ -130,6 +130,13 @@ def driver_for(variant_items: tuple[tuple[str, str], ...] = (), cache_dir: str |
 
 
 _LAST_CACHE_RUN: list = [None]
+#: The process's default for :func:`execute` calls that do not say (the CLI sets it from --no-cache/--cache-dir).
+_CACHE_DEFAULTS: dict[str, Any] = {"cache": True, "cache_dir": None}
+
+
+def set_cache_defaults(cache: bool = True, cache_dir: str | os.PathLike | None = None) -> None:
+    """Whether builds of this process use the cache, and in which folder, when a call does not say."""
+    _CACHE_DEFAULTS.update(cache=bool(cache), cache_dir=cache_dir)
 
 
 def last_cache_run() -> "_cache.RunSummary | None":
@@ -154,7 +161,7 @@ def execute(
     user_request: str = "",
     node_overrides: Mapping[str, Any] | None = None,
     *,
-    cache: bool = True,
+    cache: bool | None = None,
     cache_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Run the shared driver for ``outputs`` on one project; only what they need is computed.
@@ -162,7 +169,7 @@ def execute(
     ``node_overrides`` replaces node values (Hamilton overrides), e.g. an in-memory
     ``session_history`` from :class:`ctxengine.Session`. ``cache``: Hamilton's cache between
     runs, in ``cache_dir`` (default: the project's folder under the user cache, see
-    :mod:`ctxengine.cache`).
+    :mod:`ctxengine.cache`); None for both: the process default (:func:`set_cache_defaults`).
     """
     if not os.path.isdir(project_dir):
         raise CtxEngineError(f"project folder {os.fspath(project_dir)!r} does not exist or is not a folder")
@@ -172,6 +179,10 @@ def execute(
         "user_request": user_request,
     }
     wanted = list(dict.fromkeys([*outputs, "context_config"]))
+    if cache is None:
+        cache = _CACHE_DEFAULTS["cache"]
+    if cache_dir is None:
+        cache_dir = _CACHE_DEFAULTS["cache_dir"]
     folder = cache_dir_for(inputs["project_dir"], cache_dir) if cache else None
     first = driver_for(_default_variants(), folder)
     out = _run(first, wanted, inputs, dict(node_overrides or {}), folder)
