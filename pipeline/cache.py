@@ -124,6 +124,19 @@ class AtomicResultStore(FileResultStore):
                 os.unlink(temp)
             raise
 
+    def exists(self, data_version: str) -> bool:
+        try:
+            return super().exists(data_version)
+        except OSError:
+            return False
+
+    def set(self, data_version: str, result: Any, saver_cls=None, loader_cls=None) -> None:
+        """Store a result; one that cannot be written or pickled is simply not cached."""
+        try:
+            super().set(data_version, result, saver_cls, loader_cls)
+        except Exception as exc:  # noqa: BLE001 - a full disk or an unpicklable value never fails a build
+            _LOGGER.debug("result %s not cached: %s", data_version, exc)
+
     def get(self, data_version: str) -> Any:
         path = self._path_from_data_version(data_version)
         try:
@@ -141,12 +154,41 @@ class _MetadataStore(SQLiteMetadataStore):
     def __init__(self, path: str) -> None:
         super().__init__(path, connection_kwargs={"timeout": SQLITE_TIMEOUT})
 
+    # A metadata store that cannot be read or written (disk full, file size limit, a lock held
+    # past the timeout) makes the run uncached, never failed: a failed read is a miss, a failed
+    # write is forgotten.
+    def get(self, cache_key: str) -> str | None:
+        try:
+            return super().get(cache_key)
+        except sqlite3.Error:
+            return None
+
+    def set(self, **kwargs: Any) -> None:
+        try:
+            super().set(**kwargs)
+        except sqlite3.Error as exc:
+            _LOGGER.debug("cache metadata not written: %s", exc)
+            with _suppress(sqlite3.Error):
+                self.connection.rollback()
+
+    def initialize(self, run_id) -> None:
+        try:
+            super().initialize(run_id)
+        except sqlite3.Error:
+            with _suppress(sqlite3.Error):
+                self.connection.rollback()
+
+    def delete(self, cache_key: str) -> None:
+        with _suppress(sqlite3.Error):
+            super().delete(cache_key)
+
     def _get_connection(self) -> sqlite3.Connection:
         fresh = not hasattr(self._thread_local, "connection")
         connection = super()._get_connection()
         if fresh:
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
+            with _suppress(sqlite3.Error):
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
 

@@ -14,6 +14,7 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")  # before hamilton is
 import contextlib  # noqa: E402
 import contextvars  # noqa: E402
 import logging  # noqa: E402
+import sqlite3  # noqa: E402
 from functools import lru_cache  # noqa: E402
 from types import ModuleType  # noqa: E402
 from typing import Any, Iterable, Mapping  # noqa: E402
@@ -184,13 +185,26 @@ def execute(
     if cache_dir is None:
         cache_dir = _CACHE_DEFAULTS["cache_dir"]
     folder = cache_dir_for(inputs["project_dir"], cache_dir) if cache else None
-    first = driver_for(_default_variants(), folder)
+    first, folder = _driver_with_cache(_default_variants(), folder)
     out = _run(first, wanted, inputs, dict(node_overrides or {}), folder)
     variants = _variants_of(out["context_config"])
     if variants != _default_variants():  # the project picks another variant: run again with its driver
         overrides = {"context_config": out["context_config"], **(node_overrides or {})}
-        out = _run(driver_for(variants, folder), wanted, inputs, overrides, folder)
+        second, folder = _driver_with_cache(variants, folder)
+        out = _run(second, wanted, inputs, overrides, folder)
     return {name: out[name] for name in outputs}
+
+
+def _driver_with_cache(variants: tuple, folder: str | None) -> tuple[h_driver.Driver, str | None]:
+    """The driver for ``folder``; an uncached one when that folder cannot be created or opened
+    (a read-only home, a full disk): the cache never fails a build."""
+    if folder is None:
+        return driver_for(variants, None), None
+    try:
+        return driver_for(variants, folder), folder
+    except (OSError, sqlite3.Error) as exc:
+        logging.getLogger(__name__).debug("cache folder %s unusable (%s): building without the cache", folder, exc)
+        return driver_for(variants, None), None
 
 
 def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, folder: str | None) -> dict:
