@@ -192,24 +192,25 @@ class _MetadataStore(SQLiteMetadataStore):
         return connection
 
 
-#: Containers longer than this, and anything this deep, are hashed through their pickle (C speed).
-_WIDE, _DEEP = 64, 4
+#: Containers longer than this are hashed through their pickle (C speed). The choice never
+#: depends on where a value sits, so a value hashes the same inside any other.
+_WIDE = 64
 _SCALARS = (str, bytes, int, float, bool, type(None))
 
 
 def fingerprint(value: Any, memo: dict | None = None) -> str | None:
     """A content hash of ``value``, or None when part of it neither pickles nor is a function.
 
-    The top levels (lists, tuples, dicts, dataclasses) are walked and each container's hash is
-    remembered by identity in ``memo`` (one run: a node's value shares its sections with its
-    inputs, so the 4 MB history section is hashed once a run, not once a node); deeper or wider
-    parts are hashed through their pickle, sets at any walked level in sorted order. Equal hashes mean equal values (types
+    Lists, tuples and dicts (up to 64 items), sets and dataclasses are walked, and each one's
+    hash is remembered by identity in ``memo`` (one run: a node's value shares its sections with its
+    inputs, so the 4 MB history section is hashed once a run, not once a node); wider containers
+    and other objects are hashed through their pickle; sets are walked in sorted order. Equal hashes mean equal values (types
     and field names included), so a fingerprint never serves a stale result; two equal values
     may hash apart (shared references, or a set deep inside a pickle, whose order follows the
     process's string hashing), which only costs a recomputation.
     """
     try:
-        return _fp(value, {} if memo is None else memo, 0)
+        return _fp(value, {} if memo is None else memo)
     except _Unhashable:
         return None
 
@@ -226,7 +227,7 @@ def _digest(*parts: bytes) -> str:
     return h.hexdigest()
 
 
-def _fp(value: Any, memo: dict, depth: int) -> str:
+def _fp(value: Any, memo: dict) -> str:
     kind = type(value)
     if kind in _SCALARS:
         return _pickled(value)
@@ -236,20 +237,18 @@ def _fp(value: Any, memo: dict, depth: int) -> str:
     if isinstance(value, types.FunctionType):
         cells = tuple(cell.cell_contents for cell in (value.__closure__ or ()))
         result = _digest(b"fn", value.__module__.encode(), value.__qualname__.encode(),
-                         _fp(cells, memo, depth + 1).encode(), _fp(value.__defaults__, memo, depth + 1).encode())
-    elif depth >= _DEEP:
-        result = _pickled(value)
+                         _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
     elif kind in (list, tuple) and len(value) <= _WIDE:
-        result = _digest(kind.__name__.encode(), *(_fp(item, memo, depth + 1).encode() for item in value))
+        result = _digest(kind.__name__.encode(), *(_fp(item, memo).encode() for item in value))
     elif kind in (set, frozenset):  # the pickle of a set follows the per-process string hash order
-        result = _digest(kind.__name__.encode(), *sorted(_fp(item, memo, depth + 1).encode() for item in value))
+        result = _digest(kind.__name__.encode(), *sorted(_fp(item, memo).encode() for item in value))
     elif kind is dict and len(value) <= _WIDE:
-        result = _digest(b"dict", *(f"{_fp(k, memo, depth + 1)}={_fp(v, memo, depth + 1)}".encode()
+        result = _digest(b"dict", *(f"{_fp(k, memo)}={_fp(v, memo)}".encode()
                                     for k, v in value.items()))
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = [f.name for f in dataclasses.fields(value)]
         result = _digest(f"{kind.__module__}.{kind.__qualname__}".encode(),
-                         *(f"{name}={_fp(getattr(value, name), memo, depth + 1)}".encode() for name in fields))
+                         *(f"{name}={_fp(getattr(value, name), memo)}".encode() for name in fields))
     else:
         result = _pickled(value)
     memo[id(value)] = (value, result)
@@ -396,6 +395,10 @@ def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore |
     root = cache_dir / current
     results = _result_files(root)
     total = sum(size for _, size, _ in results) + _db_size(root)
+    if total > max_bytes and metadata_store is not None:  # the write-ahead log first (up to 4 MB)
+        with _suppress(sqlite3.Error):
+            metadata_store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        total = sum(size for _, size, _ in results) + _db_size(root)
     dropped = []
     if total > max_bytes:
         for _, size, path in sorted(results):  # oldest first, down to 80% of the cap
