@@ -48,6 +48,8 @@ SQLITE_TIMEOUT = 60.0
 PROJECT_FILE = "project.txt"
 LAST_RUN_FILE = "last_run.json"
 RESULTS = "results"
+#: The data version of a recomputed value no cached node reads (never part of a cache key).
+NOT_VERSIONED = "<not versioned>"
 
 # ----------------------------------------------------------------------------- where
 
@@ -201,10 +203,10 @@ _SCALARS = (str, bytes, int, float, bool, type(None))
 def fingerprint(value: Any, memo: dict | None = None) -> str | None:
     """A content hash of ``value``, or None when part of it neither pickles nor is a function.
 
-    Lists, tuples and dicts (up to 64 items), sets and dataclasses are walked, and each one's
+    Lists and tuples (up to 64 items), sets and dataclasses are walked, and each one's
     hash is remembered by identity in ``memo`` (one run: a node's value shares its sections with its
-    inputs, so the 4 MB history section is hashed once a run, not once a node); wider containers
-    and other objects are hashed through their pickle; sets are walked in sorted order. Equal hashes mean equal values (types
+    inputs, so the 4 MB history section is hashed once a run, not once a node); dicts, wider
+    containers and other objects are hashed through their pickle; sets are walked in sorted order. Equal hashes mean equal values (types
     and field names included), so a fingerprint never serves a stale result; two equal values
     may hash apart (shared references, or a set deep inside a pickle, whose order follows the
     process's string hashing), which only costs a recomputation.
@@ -229,8 +231,10 @@ def _digest(*parts: bytes) -> str:
 
 def _fp(value: Any, memo: dict) -> str:
     kind = type(value)
+    if kind is str:
+        return _digest(b"s", value.encode("utf-8", "surrogatepass"))
     if kind in _SCALARS:
-        return _pickled(value)
+        return _digest(kind.__name__.encode(), repr(value).encode())
     known = memo.get(id(value))
     if known is not None and known[0] is value:
         return known[1]
@@ -242,9 +246,6 @@ def _fp(value: Any, memo: dict) -> str:
         result = _digest(kind.__name__.encode(), *(_fp(item, memo).encode() for item in value))
     elif kind in (set, frozenset):  # the pickle of a set follows the per-process string hash order
         result = _digest(kind.__name__.encode(), *sorted(_fp(item, memo).encode() for item in value))
-    elif kind is dict and len(value) <= _WIDE:
-        result = _digest(b"dict", *(f"{_fp(k, memo)}={_fp(v, memo)}".encode()
-                                    for k, v in value.items()))
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = [f.name for f in dataclasses.fields(value)]
         result = _digest(f"{kind.__module__}.{kind.__qualname__}".encode(),
@@ -277,6 +278,22 @@ class CacheAdapter(HamiltonCacheAdapter):
     always recomputes is fingerprinted but not pickled: some of those values, such as
     strategies holding functions, do not pickle) and forgets all but the last run in memory."""
 
+    def pre_node_execute(self, *, run_id, node_, kwargs, task_id=None, **future_kwargs):
+        if self.behaviors[run_id][node_.name] == CachingBehavior.RECOMPUTE:
+            return  # no cache key: a recomputed node is never looked up
+        super().pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id, **future_kwargs)
+
+    def do_node_execute(self, *, run_id, node_, kwargs, task_id=None, **future_kwargs):
+        """A recomputed node runs, and its value is fingerprinted only when a cached node reads
+        it (Hamilton keys, versions and records every node: about 1 ms a node)."""
+        if self.behaviors[run_id][node_.name] != CachingBehavior.RECOMPUTE or task_id is not None:
+            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id, **future_kwargs)
+        result = self._execute_node(run_id=run_id, node_name=node_.name, node_callable=node_.callable,
+                                    node_kwargs=self._resolve_default_parameter_values(node_, kwargs))
+        if node_.name in self._versioned(run_id):
+            self.data_versions[run_id][node_.name] = self._version_data(node_.name, run_id, result)
+        return result
+
     def post_node_execute(self, *, run_id, node_, result, success=True, error=None, task_id=None, **kwargs):
         if success and self.behaviors[run_id][node_.name] != CachingBehavior.DEFAULT:
             return
@@ -291,13 +308,26 @@ class CacheAdapter(HamiltonCacheAdapter):
                                msg=msg, value=value, task_id=task_id)
 
     def _version_data(self, node_name: str, run_id: str, result: Any, task_id: str | None = None) -> str:
-        """The fingerprint of a value: a hash of its deterministic pickle (:func:`fingerprint`),
-        10-50x faster than Hamilton's recursive hash; Hamilton's for what does not pickle."""
+        """The fingerprint of a value (:func:`fingerprint`, 10-50x faster than Hamilton's
+        recursive hash; Hamilton's for what neither pickles nor is a function). A recomputed
+        value that no cached node reads is not fingerprinted: no cache key ever uses it."""
+        if node_name is not None and run_id in self.behaviors and node_name not in self._versioned(run_id):
+            return NOT_VERSIONED
         memo = self.__dict__.setdefault("_fp_memo", {}).setdefault(run_id, {})
         quick = fingerprint(result, memo)
         if quick is not None:
             return quick
         return super()._version_data(node_name=node_name, run_id=run_id, result=result, task_id=task_id)  # UNHASHABLE: always a miss
+
+    def _versioned(self, run_id: str) -> frozenset[str]:
+        """The nodes whose value enters a cache key or is stored: the cached nodes and their inputs."""
+        graph, behaviors = self._fn_graphs[run_id], self.behaviors[run_id]
+        known = self.__dict__.get("_versioned_memo")
+        if known is None or known[0] is not graph:
+            cached = [n for n in graph.nodes.values() if behaviors.get(n.name) == CachingBehavior.DEFAULT]
+            names = {n.name for n in cached} | {d.name for n in cached for d in n.dependencies}
+            self._versioned_memo = known = (graph, frozenset(names))
+        return known[1]
 
     def _set_stored_metadata(self, run_id, node_name, cache_key, data_version, task_id=None):
         """Only cached nodes are looked up later: a recomputed node's metadata is not written
@@ -307,11 +337,15 @@ class CacheAdapter(HamiltonCacheAdapter):
                                          data_version=data_version, task_id=task_id)
 
     def version_code(self, node_name: str, run_id: str | None = None) -> str:
-        """Hamilton hashes each node's source (inspect + ast) on every run, about 10 ms a node;
-        a driver's graph never changes, so once per node and driver is enough."""
+        """The code version of a node: the folder's :func:`code_version` (every node source and
+        helper) with the node's name and function. Hamilton's own (inspect + ast of each node's
+        source, every run) costs about 5 ms a node, half a second a fresh process."""
         memo = self.__dict__.setdefault("_code_memo", {})
         if node_name not in memo:
-            memo[node_name] = super().version_code(node_name, run_id)
+            run_id = self.last_run_id if run_id is None else run_id
+            fn = getattr(self._fn_graphs[run_id].nodes[node_name], "originating_functions", None) or ()
+            where = ",".join(f"{f.__module__}.{f.__qualname__}" for f in fn)
+            memo[node_name] = _digest(code_version().encode(), node_name.encode(), where.encode())
         return memo[node_name]
 
     def forget_runs(self, keep: int = 1) -> None:
@@ -374,9 +408,13 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
     """Record the run's hits, prune the folder to ``max_bytes``, forget older runs in memory."""
     summary = run_summary(adapter)
     folder = Path(cache_dir)
-    with _suppress():
-        _write_text(folder / PROJECT_FILE, os.path.realpath(project_dir) + "\n")
-        _write_text(folder / LAST_RUN_FILE, json.dumps(summary.as_dict()) + "\n")
+    written = adapter.__dict__.setdefault("_written", {})
+    for name, text in ((PROJECT_FILE, os.path.realpath(project_dir) + "\n"),
+                       (LAST_RUN_FILE, json.dumps(summary.as_dict()) + "\n")):
+        if written.get(name) != text:  # an unchanged rerun writes nothing
+            with _suppress():
+                _write_text(folder / name, text)
+                written[name] = text
     prune(folder, max_bytes, adapter.metadata_store)
     adapter.forget_runs()
     return summary
