@@ -203,10 +203,10 @@ _SCALARS = (str, bytes, int, float, bool, type(None))
 def fingerprint(value: Any, memo: dict | None = None) -> str | None:
     """A content hash of ``value``, or None when part of it neither pickles nor is a function.
 
-    Lists and tuples (up to 64 items), sets and dataclasses are walked, and each one's
+    Lists, tuples and dicts (up to 64 items), sets and dataclasses are walked, and each one's
     hash is remembered by identity in ``memo`` (one run: a node's value shares its sections with its
-    inputs, so the 4 MB history section is hashed once a run, not once a node); dicts, wider
-    containers and other objects are hashed through their pickle; sets are walked in sorted order. Equal hashes mean equal values (types
+    inputs, so the 4 MB history section is hashed once a run, not once a node); wider containers
+    and other objects are hashed through their pickle; sets are walked in sorted order. Equal hashes mean equal values (types
     and field names included), so a fingerprint never serves a stale result; two equal values
     may hash apart (shared references, or a set deep inside a pickle, whose order follows the
     process's string hashing), which only costs a recomputation.
@@ -246,6 +246,8 @@ def _fp(value: Any, memo: dict) -> str:
         result = _digest(kind.__name__.encode(), *(_fp(item, memo).encode() for item in value))
     elif kind in (set, frozenset):  # the pickle of a set follows the per-process string hash order
         result = _digest(kind.__name__.encode(), *sorted(_fp(item, memo).encode() for item in value))
+    elif kind is dict and len(value) <= _WIDE:
+        result = _digest(b"dict", *(f"{_fp(k, memo)}={_fp(v, memo)}".encode() for k, v in value.items()))
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = [f.name for f in dataclasses.fields(value)]
         result = _digest(f"{kind.__module__}.{kind.__qualname__}".encode(),
