@@ -70,15 +70,20 @@ def build_context(
     request: str = "",
     *,
     overrides: Mapping[str, Any] | None = None,
+    cache: bool | None = None,
+    cache_dir: str | os.PathLike | None = None,
     **options: Any,
 ) -> BuildResult:
     """Assemble the context for ``request`` against ``project_dir`` and make it fit.
 
     ``options`` are the named overrides of :func:`build_overrides` (mode, max_tokens,
     reserve_tokens, reserve_share, compact, strategy, layout, phase); ``overrides`` takes dotted keys
-    (``{"budget.maxTokens": 32000}``). Raises a CtxEngineError subclass on bad input.
+    (``{"budget.maxTokens": 32000}``). ``cache=True`` builds with Hamilton's cache between
+    runs (off by default; ``cache=True`` keeps it in the project's folder under the user cache, or ``cache_dir``).
+    Raises a CtxEngineError subclass on bad input.
     """
-    return run_nodes(["build_result"], project_dir, request, overrides=overrides, **options)["build_result"]
+    return run_nodes(["build_result"], project_dir, request, overrides=overrides, cache=cache, cache_dir=cache_dir,
+                     **options)["build_result"]
 
 
 def run_nodes(
@@ -87,6 +92,8 @@ def run_nodes(
     request: str = "",
     *,
     overrides: Mapping[str, Any] | None = None,
+    cache: bool | None = None,
+    cache_dir: str | os.PathLike | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Any nodes of the dataflow by name (a partial run computes only what they need), e.g.
@@ -94,16 +101,19 @@ def run_nodes(
     _check_types(project_dir=(project_dir, (str, os.PathLike, type(None))), request=(request, (str,)),
                  overrides=(overrides, (Mapping, type(None))))
     project = project_dir if project_dir is not None else bundled_example()
-    return driver.execute(list(outputs), project, build_overrides(overrides, **options), request)
+    return driver.execute(list(outputs), project, build_overrides(overrides, **options), request,
+                          cache=cache, cache_dir=cache_dir)
 
 
 def explain_config(
-    project_dir: str | os.PathLike | None = None, overrides: Mapping[str, Any] | None = None
+    project_dir: str | os.PathLike | None = None, overrides: Mapping[str, Any] | None = None,
+    *, cache: bool | None = None, cache_dir: str | os.PathLike | None = None,
 ) -> tuple[list[tuple[str, Any, str]], tuple[str, ...]]:
     """Every effective configuration value with its origin, and the configuration warnings."""
     project = project_dir if project_dir is not None else bundled_example()
     _check_depth(overrides or {})
-    out = driver.execute(["context_config", "config_provenance", "config_warnings"], project, overrides)
+    out = driver.execute(["context_config", "config_provenance", "config_warnings"], project, overrides,
+                         cache=cache, cache_dir=cache_dir)
     rows = [(key, _lookup(out["context_config"], key), origin) for key, origin in sorted(out["config_provenance"].items())]
     return rows, out["config_warnings"]
 

@@ -70,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         debug = bool(getattr(args, "debug", False))
+        if hasattr(args, "no_cache"):
+            from .driver import set_cache_defaults
+
+            set_cache_defaults((args.cache or args.cache_dir is not None) and not args.no_cache, args.cache_dir)
         if debug:
             code = args.handler(args)
         else:
@@ -111,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                help="build | config | batch | dag (ctxengine COMMAND -h for its options)")
+                                help="build | config | batch | dag | cache (ctxengine COMMAND -h for its options)")
 
     build = sub.add_parser("build", parents=[common], help="assemble the context for a request")
     _add_project(build)
@@ -128,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="write the result to this file (atomically; its folder must exist) instead of stdout")
     build.add_argument("--lineage", default=None, metavar="FILE",
                        help="also draw which sources fed which sections and what truncation did (.svg, .png, .dot)")
+    _add_cache(build)
     build.set_defaults(handler=_build)
 
     config = sub.add_parser("config", parents=[common], help="show the effective configuration")
@@ -137,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     config.add_argument("--explain", action="store_true", help="print every value with where it came from")
     config.add_argument("--format", choices=("text", "json"), default="text",
                         help="text: aligned columns; json: a list of {key, value, origin} (default: text)")
+    _add_cache(config)
     config.set_defaults(handler=_config)
 
     batch = sub.add_parser("batch", parents=[common], help="build many projects; one CSV row per project")
@@ -145,13 +151,37 @@ def _parser() -> argparse.ArgumentParser:
     _add_set(batch)
     batch.add_argument("-o", "--output", default=None, metavar="FILE",
                        help="write the CSV here instead of stdout (row by row; Ctrl-C keeps the finished rows)")
+    _add_cache(batch)
     batch.set_defaults(handler=_batch)
 
     dag = sub.add_parser("dag", parents=[common], help="draw the dataflow graph")
     dag.add_argument("-o", "--output", default="dag.svg", metavar="FILE",
                      help="output file (.svg, .png, .pdf or .dot; its folder must exist; default: dag.svg)")
     dag.set_defaults(handler=_dag)
+
+    cache = sub.add_parser("cache", parents=[common], help="inspect or clear the cache between runs")
+    actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION", help="stats | clear")
+    stats = actions.add_parser("stats", parents=[common], help="size, entries and hits of the last run")
+    stats.add_argument("project_dir", nargs="?", default=None, metavar="PROJECT_DIR",
+                       help="one project (default: every project in the user cache)")
+    stats.add_argument("--cache-dir", default=None, metavar="DIR", help="the cache folder given to build --cache-dir")
+    stats.add_argument("--format", choices=("text", "json"), default="text", help="text: a table; json: a list")
+    stats.set_defaults(handler=_cache_stats)
+    clear = actions.add_parser("clear", parents=[common], help="delete cached results")
+    clear.add_argument("project_dir", nargs="?", default=None, metavar="PROJECT_DIR", help="one project's cache")
+    clear.add_argument("--all", action="store_true", help="every project's cache in the user cache")
+    clear.add_argument("--cache-dir", default=None, metavar="DIR", help="the cache folder given to build --cache-dir")
+    clear.set_defaults(handler=_cache_clear)
     return parser
+
+
+def _add_cache(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache", action="store_true",
+                        help="keep Hamilton's cache between runs, per project under $XDG_CACHE_HOME/ctxengine or "
+                             "$CTXENGINE_CACHE_DIR (off by default: it does not pay on small projects yet)")
+    parser.add_argument("--no-cache", action="store_true", help="compute everything (the default; wins over --cache)")
+    parser.add_argument("--cache-dir", default=None, metavar="DIR",
+                        help="keep the cache between runs in this folder (implies --cache)")
 
 
 def _add_project(parser: argparse.ArgumentParser) -> None:
@@ -388,6 +418,49 @@ def _dag(args: argparse.Namespace) -> int:
     check_output_path(args.output, "-o")
     written, note = write_dag(default_driver(), args.output)
     _say(f"wrote {written}" + (f" ({note})" if note else ""))
+    return 0
+
+
+def _cache_folders(args: argparse.Namespace) -> list[Path]:
+    from . import cache
+
+    if args.cache_dir is not None:
+        return [Path(args.cache_dir).resolve()]
+    if args.project_dir is not None:
+        if not Path(args.project_dir).is_dir():
+            raise CtxEngineError(f"project folder {args.project_dir!r} does not exist or is not a folder")
+        return [cache.project_cache_dir(args.project_dir)]
+    return cache.all_cache_dirs()
+
+
+def _cache_stats(args: argparse.Namespace) -> int:
+    from . import cache
+
+    rows = [cache.stats(folder) for folder in _cache_folders(args)]
+    if args.format == "json":
+        _emit(json.dumps(rows, indent=2) + "\n")
+        return 0
+    table = []
+    for row in rows:
+        last = row["last_run"]
+        shown = f"{last['hits']} hits, {last['misses']} misses, {last['recomputed']} recomputed" if last else "-"
+        table.append((row["project"] or row["folder"], f"{row['bytes'] / 1e6:.2f} MB", str(row["entries"]), shown))
+    header = ("PROJECT", "SIZE", "ENTRIES", "LAST RUN")
+    widths = [max(len(r[i]) for r in [header, *table]) for i in range(3)]
+    _emit("".join("  ".join([*(c.ljust(w) for c, w in zip(r, widths)), r[3]]).rstrip() + "\n" for r in [header, *table]))
+    _say(f"{len(rows)} cache folder{'' if len(rows) == 1 else 's'}, {sum(r['bytes'] for r in rows) / 1e6:.2f} MB"
+         + ("" if args.cache_dir or args.project_dir else f" under {cache.graph_root()}"))
+    return 0
+
+
+def _cache_clear(args: argparse.Namespace) -> int:
+    from . import cache
+
+    if args.all == (args.project_dir is not None or args.cache_dir is not None):
+        raise CtxEngineError("cache clear: give PROJECT_DIR, --cache-dir DIR or --all (exactly one)")
+    folders = _cache_folders(args)
+    freed = sum(cache.clear(folder) for folder in folders)
+    _say(f"cleared {len(folders)} cache folder{'' if len(folders) == 1 else 's'} ({freed / 1e6:.2f} MB)")
     return 0
 
 

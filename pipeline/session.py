@@ -67,7 +67,8 @@ class Session:
     (the GSD phase type: disclosure.phase) are shortcuts. The answer reserve scales with
     ``max_tokens`` unless ``reserve_tokens`` is given: ``Session(max_tokens=32000)`` leaves
     25,600 tokens for the context (budget.reserveShare 0.2, within gpt-4o's maxOutputTokens). ``seed_history=False`` starts from an empty history
-    even when the project has a session log.
+    even when the project has a session log. ``cache=True`` builds every round with
+    Hamilton's cache between runs (off by default: ``cache=True``; ``cache_dir`` picks its folder).
 
     Attributes: ``rounds`` (the verbatim rounds, oldest first), ``summary`` (the rolling
     summary of the folded rounds), ``folded_rounds`` (their indexes), ``monitor`` and
@@ -82,6 +83,8 @@ class Session:
         overrides: Mapping[str, Any] | None = None,
         seed_history: bool = True,
         phase: str | None = None,
+        cache: bool | None = None,
+        cache_dir: str | os.PathLike | None = None,
         **options: Any,
     ) -> None:
         self.project_dir = os.path.abspath(os.fspath(project_dir if project_dir is not None else bundled_example()))
@@ -89,7 +92,8 @@ class Session:
         if phase is not None:
             extra["disclosure.phase"] = phase
         configured = build_overrides(extra, **options)
-        seeded = driver.execute(["context_config", "session_history"], self.project_dir, configured)
+        self.cache = {"cache": cache, "cache_dir": cache_dir}
+        seeded = driver.execute(["context_config", "session_history"], self.project_dir, configured, **self.cache)
         # The session manages its history itself (folding older rounds into the rolling
         # summary), so every round it holds rides verbatim: the state stage must not summarise
         # the summary round away. The configured state.maxHistoryRounds applies once, to the
@@ -123,7 +127,7 @@ class Session:
         history = self.history_value()
         out = driver.execute(
             list(ROUND_OUTPUTS), self.project_dir, self.overrides, request,
-            node_overrides={"session_history": history},
+            node_overrides={"session_history": history}, **self.cache,
         )
         result: BuildResult = out["build_result"]
         carried = len(self.rounds)
