@@ -233,20 +233,7 @@ def plan_state(
 @tag(stage=STAGE)
 def plan_section(plan_state: _plan.PlanView, context_config: dict) -> Section | None:
     """The "Current Plan" section (kind plan, priority ``priorities.plan``), or None."""
-    if not _on(context_config, "plan") or not plan_state.found:
-        return None
-    data = dict(plan_state.data)
-    data["position"] = plan_state.position
-    return Section(
-        key="plan",
-        title="Current Plan",
-        kind="plan",
-        content=plan_state.content,
-        priority=_priority(context_config, "plan", 80),
-        pool=POOL["plan"],
-        sources=plan_state.sources,
-        data=data,
-    )
+    return _view_section(plan_state, "plan", "Current Plan", 80, context_config, position=plan_state.position)
 
 
 @tag(stage=STAGE)
@@ -263,18 +250,17 @@ def roadmap_state(
 def roadmap_section(roadmap_state: _plan.PlanView, context_config: dict) -> Section | None:
     """The "Roadmap" section (kind roadmap, priority ``priorities.roadmap``: below the plan, so
     truncation cuts the roadmap before the current plan), or None."""
-    if not _on(context_config, "plan") or not roadmap_state.found:
+    return _view_section(roadmap_state, "roadmap", "Roadmap", 55, context_config)
+
+
+def _view_section(view: _plan.PlanView, kind: str, title: str, default_priority: int, context_config: dict,
+                  **data) -> Section | None:
+    """A plan view as the section of its kind (key = kind), or None when plans are off or absent."""
+    if not _on(context_config, "plan") or not view.found:
         return None
-    return Section(
-        key="roadmap",
-        title="Roadmap",
-        kind="roadmap",
-        content=roadmap_state.content,
-        priority=_priority(context_config, "roadmap", 55),
-        pool=POOL["roadmap"],
-        sources=roadmap_state.sources,
-        data=dict(roadmap_state.data),
-    )
+    return Section(key=kind, title=title, kind=kind, content=view.content,
+                   priority=_priority(context_config, kind, default_priority), pool=POOL[kind],
+                   sources=view.sources, data={**view.data, **data})
 
 
 # ----------------------------------------------------------------------------- session history
