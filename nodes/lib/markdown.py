@@ -11,7 +11,10 @@ from .yamlio import YAMLError, load_yaml
 
 _FRONTMATTER = lazy_regex(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
-_FENCE_LINE = lazy_regex(r"^[ \t]*(```|~~~)")
+#: A code fence line (CommonMark: at most three spaces of indentation), and one at any indentation
+#: (code under a list item, a GSD <task>): the one definition of a fence for every stage.
+FENCE = lazy_regex(r"^[ \t]{0,3}(`{3,}|~{3,})")
+ANY_FENCE = lazy_regex(r"^[ \t]*(`{3,}|~{3,})")
 _HEADING_LINE = lazy_regex(r"^( {0,3})(#{1,6})([ \t].*|)$")
 
 
@@ -94,7 +97,7 @@ def demote_headings(text: str, levels: int) -> str:
     out = []
     in_fence = False
     for line in text.split("\n"):
-        if _FENCE_LINE.match(line):
+        if ANY_FENCE.match(line):
             in_fence = not in_fence
         elif not in_fence:
             match = _HEADING_LINE.match(line)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..types import Source
-from .markdown import demote_headings
+from .markdown import ANY_FENCE, demote_headings, frontmatter_block
 from .regex import lazy_regex
 
 DONE = "done"
@@ -27,9 +27,7 @@ STATUSES = (DONE, IN_PROGRESS, PENDING, CANCELLED)
 _MARKS = {"x": DONE, "X": DONE, ">": IN_PROGRESS, "~": IN_PROGRESS, "/": IN_PROGRESS, " ": PENDING, "-": CANCELLED}
 _TASK = lazy_regex(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[(.)\][ \t]*(.*)$")
 _TASK_ID = lazy_regex(r"^([A-Za-z]{1,5}-?\d+(?:\.\d+)*)\b[:.)]?")
-_FENCE = lazy_regex(r"^[ \t]*(```|~~~)")
 _H1 = lazy_regex(r"^#[ \t]+(.+?)[ \t#]*$")
-_FRONTMATTER_END = lazy_regex(r"^(?:---|\.\.\.)[ \t]*$")
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ def task_boxes(lines: list[str], start: int = 0) -> list[TaskBox]:
     found: list[tuple[int, int, str, str]] = []
     for i in range(start, len(lines)):
         line = lines[i]
-        if _FENCE.match(line):
+        if ANY_FENCE.match(line):
             in_fence = not in_fence
             continue
         match = None if in_fence else _TASK.match(line)
@@ -120,17 +118,13 @@ def parse_plan(text: str, path: str = "plan.md") -> ArticlePlan:
         lines.pop()
     warnings: list[str] = []
 
-    skip_to = 0  # YAML frontmatter is not part of the rendered plan
-    if lines and lines[0].strip() == "---":
-        for i in range(1, len(lines)):
-            if _FRONTMATTER_END.match(lines[i]):
-                skip_to = i + 1
-                break
+    raw, _, body_line = frontmatter_block("\n".join(lines))
+    skip_to = body_line - 1 if raw is not None else 0  # YAML frontmatter is not part of the rendered plan
 
     fenced: set[int] = set()  # lines inside code fences (never a title)
     in_fence = False
     for i in range(skip_to, len(lines)):
-        if _FENCE.match(lines[i]):
+        if ANY_FENCE.match(lines[i]):
             in_fence = not in_fence
             fenced.add(i)
         elif in_fence:

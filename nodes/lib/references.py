@@ -17,7 +17,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from .quote import quoted
 from ..types import ConfigError, Document, ReferenceLoadError, Source
-from .markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
+from .markdown import FENCE, FrontmatterError, first_heading, frontmatter_block, split_frontmatter
 from .regex import lazy_regex
 from .textio import Refused, TextUnavailable
 
@@ -35,7 +35,6 @@ _DRIVE = lazy_regex(r"\A[A-Za-z]:[\\/]")
 _PATH_CHARS = lazy_regex(r"\A[\w.~/\\:+\-]+\Z")
 _EXTENSION = lazy_regex(r"\.[A-Za-z][A-Za-z0-9]{0,9}\Z")
 _BUILTIN_NAME = lazy_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
-_FENCE = lazy_regex(r"\A {0,3}(```|~~~)")
 
 
 class ReferenceProblem(TextUnavailable):
@@ -158,7 +157,7 @@ def at_references(body: str, first_line: int = 1) -> list[tuple[int, str]]:
     found = []
     in_fence = False
     for offset, line in enumerate(body.split("\n")):
-        if _FENCE.match(line):
+        if FENCE.match(line):
             in_fence = not in_fence
             continue
         if in_fence or not line.startswith("@"):

@@ -7,11 +7,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..markdown import FENCE
 from ..sentences import sentence_spans
 from .frontmatter import compact_frontmatter, split_frontmatter
 
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _RULE = re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _LIST_PREFIX = re.compile(r"^([ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX>~/\-]\][ \t]+)?)")
 _QUOTE_PREFIX = re.compile(r"^([ \t]*>[ \t]?)")

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 import yaml
 
-_FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+from ..markdown import frontmatter_block
+
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str]:
     """(raw YAML or None, body); never raises (bad YAML is kept as raw lines)."""
-    match = _FRONTMATTER.match(text)
-    if not match:
-        return None, text
-    return match.group(1), text[match.end():]
+    raw, body, _ = frontmatter_block(text)
+    return raw, body
 
 
 def _compact_value(value: Any, depth: int, tight: bool) -> Any:

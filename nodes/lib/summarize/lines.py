@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
+from ..markdown import ANY_FENCE
 from ..sentences import sentence_spans
 
-ANY_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")  # a fence at any indentation (code under a list item)
 _WHOLE_LINE = re.compile(r"^[ \t]*(?:@\S|\|)")  # an @ reference line, a markdown table row
 
 

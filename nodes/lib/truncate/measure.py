@@ -8,7 +8,6 @@ other nodes counted before it.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
