@@ -279,9 +279,14 @@ def _lookup(tree: Mapping, dotted: str) -> Any:
 
 def _assign(tree: dict, dotted: str, value: Any) -> None:
     parts = dotted.split(".")
+    if not all(part.strip() for part in parts):
+        raise ConfigError(f"key {quoted(dotted)} has an empty name between its dots; write keys as dotted.key")
     node = tree
-    for part in parts[:-1]:
+    for depth, part in enumerate(parts[:-1]):
         node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"key {quoted(dotted)}: {quoted('.'.join(parts[:depth + 1]))} is a value, not a group "
+                              "of keys; set that value, or a key of a group")
     if isinstance(value, dict) and isinstance(node.get(parts[-1]), dict):
         for key, sub in value.items():
             _assign(node[parts[-1]], key, sub)
@@ -463,6 +468,10 @@ def _check_ranges(values: dict, provenance: Mapping[str, str]) -> None:
             "lower it, or set it to auto (budget.reserveShare of the budget)"
         )
     pools = budget.get("pools") or {}
+    for name, share in pools.items():  # a pool the defaults do not name has no type check of its own
+        if isinstance(share, bool) or not isinstance(share, (int, float)):
+            raise ConfigError(f"{_origin(provenance, f'budget.pools.{name}')}: key {quoted(f'budget.pools.{name}')} "
+                              f"is {quoted(share)}; a pool's share is a number from 0 to 1")
     if sum(pools.values()) > 1 + 1e-9:
         origins = sorted({_origin(provenance, f"budget.pools.{name}") for name in pools})
         raise ConfigError(f"{'; '.join(origins)}: keys 'budget.pools.*' are shares of budget.maxTokens and sum to "

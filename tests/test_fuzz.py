@@ -332,3 +332,43 @@ def test_disclosure_parse_rules_validates_or_raises_a_config_error(data):
     _ours_only(lambda: disclosure.parse_rules(data, "/p/.planning/disclosure.yaml"))
     if isinstance(data, dict):  # a project's rules file laid over the bundled ones
         _ours_only(lambda: disclosure.parse_rules(disclosure.merge_rules({"modes": {}}, data), "/p/r.yaml"))
+
+
+# ----------------------------------------------------------------------------- configuration
+
+from ctxengine.nodes import config as config_nodes  # noqa: E402
+
+_DEFAULTS = config_nodes.defaults()
+
+
+def _dotted(tree: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        out += _dotted(value, name + ".") if isinstance(value, dict) else [name]
+    return out
+
+
+_KEYS = st.sampled_from(_dotted(_DEFAULTS) + ["budget", "budget.pools", "trust", "unknownKey", "budget.maxTokenz"])
+_VALUE = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63), st.floats(allow_nan=True, allow_infinity=True),
+              st.text(max_size=30), st.sampled_from(["auto", "none", "~/x", "../..", "1e309", "nan"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+def _nest(dotted: str, value):
+    for part in reversed(dotted.split(".")):
+        value = {part: value}
+    return value
+
+
+@settings(FUZZ)
+@given(overrides=st.dictionaries(_KEYS, _VALUE, max_size=4), project=st.dictionaries(_KEYS, _VALUE, max_size=3))
+def test_the_configuration_resolves_or_raises_a_config_error(overrides, project):
+    RUN["config"] += 1
+    project_layer: dict = {}
+    for key, value in project.items():
+        project_layer.update(_nest(key, value))  # a config.json as parsed JSON (top-level keys replace)
+    _ours_only(lambda: config_nodes.resolved_config("/p", config_nodes.defaults(), project_layer, overrides))
