@@ -14,10 +14,7 @@ def head_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
         return text
     lines = text.replace("\r\n", "\n").split("\n")
     total = len(lines)
-    limit, chars = 0, 0  # only a budget's worth of lines can be chosen: estimate no more
-    while limit < total and chars <= max_tokens * 12:
-        chars += len(lines[limit]) + 1
-        limit += 1
+    limit = _reach(lines, max_tokens)
 
     def render(sel: set[int]) -> str:
         k = 0
@@ -42,10 +39,7 @@ def tail_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
         return text
     lines = text.replace("\r\n", "\n").split("\n")
     total = len(lines)
-    limit, chars = 0, 0
-    while limit < total and chars <= max_tokens * 12:
-        chars += len(lines[total - 1 - limit]) + 1
-        limit += 1
+    limit = _reach(lines[::-1], max_tokens)
     order = [total - 1 - i for i in range(limit)]
 
     def render(sel: set[int]) -> str:
@@ -62,6 +56,16 @@ def tail_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
     if solved is None:
         return _fit_tail(text, max_tokens, counter)
     return solved[0]
+
+
+def _reach(lines: list[str], max_tokens: int) -> int:
+    """How many of ``lines``, from the first, a budget of ``max_tokens`` could possibly hold
+    (12 characters a token at most): only those are estimated and chosen from."""
+    limit, chars = 0, 0
+    while limit < len(lines) and chars <= max_tokens * 12:
+        chars += len(lines[limit]) + 1
+        limit += 1
+    return limit
 
 
 def _fit_tail(text: str, max_tokens: int, counter: TokenCounter) -> str:
