@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from ..markdown import frontmatter_block
+from ..markdown import ANY_FENCE, frontmatter_block
 from ..regex import lazy_regex
 
 _HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = lazy_regex(r"^[ \t]*(```|~~~)")
 _FIELD = lazy_regex(r"^[-*]?\s*\*{0,2}([A-Z][A-Za-z /_-]{1,30}?)\*{0,2}\s*:\s*\*{0,2}\s*(.*)$")
 _FOCUS = lazy_regex(r"^\*\*Current focus:?\*\*:?\s*(.+)$", re.I)
 _VERSION = lazy_regex(r"(?<![\w.])v\d+(?:\.\d+)*(?![\w])")
@@ -66,7 +65,7 @@ def _sections(lines: Sequence[str], start: int = 0) -> list[tuple[int, str, int,
     in_fence = False
     for i in range(start, len(lines)):
         line = lines[i]
-        if _FENCE.match(line):
+        if ANY_FENCE.match(line):
             in_fence = not in_fence
             continue
         if not in_fence:

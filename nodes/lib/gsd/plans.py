@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..markdown import demote_headings
-from .common import (_BOLD_LINE, _FENCE, _HEADING, _OBJECTIVE, _PLAN_FILE, _SUMMARY_TITLE, _TASK_FILES, _TASK_HEADING,
+from ..markdown import ANY_FENCE, demote_headings
+from .common import (_BOLD_LINE, _HEADING, _OBJECTIVE, _PLAN_FILE, _SUMMARY_TITLE, _TASK_FILES, _TASK_HEADING,
                      _TASK_NAME, _fm_value, _lines_of, _split_fm)
 
 
@@ -55,7 +55,7 @@ def summary_one_liner(text: str) -> tuple[str, int]:
     in_fence = False
     for i in range(start - 1, len(lines)):
         line = lines[i].strip()
-        if _FENCE.match(line):
+        if ANY_FENCE.match(line):
             in_fence = not in_fence
             continue
         if in_fence or not line:
@@ -117,7 +117,7 @@ def plan_outline(text: str) -> str:
     if not tasks:
         in_fence = False
         for line in body.split("\n"):
-            if _FENCE.match(line):
+            if ANY_FENCE.match(line):
                 in_fence = not in_fence
                 continue
             match = None if in_fence else _TASK_HEADING.match(line.strip())

@@ -318,6 +318,7 @@ class GsdFiles:
     state_text: str | None = None
     roadmap_text: str | None = None
     folders: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # reading STATE.md and ROADMAP.md under the trust rules
 
 
 def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:

@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 
 from ..regex import lazy_regex
-from .common import (_DETAILS_CLOSE, _DETAILS_OPEN, _FENCE, _PHASE_HEADING, _PHASE_ITEM, _RANGE, _SUMMARY_TAG,
+from ..markdown import ANY_FENCE
+from .common import (_DETAILS_CLOSE, _DETAILS_OPEN, _PHASE_HEADING, _PHASE_ITEM, _RANGE, _SUMMARY_TAG,
                      _TAG, _VERSION, _lines_of, _sections, phase_key)
 
 
@@ -65,7 +66,7 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     in_fence = False
     while i < n:
         line = lines[i]
-        if _FENCE.match(line):
+        if ANY_FENCE.match(line):
             in_fence = not in_fence
         if not in_fence and _DETAILS_OPEN.match(line):
             depth, j = 0, i
