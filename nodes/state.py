@@ -127,7 +127,7 @@ def gsd_planning(project_dir: str, context_config: dict) -> _gsd.GsdFiles:
     readable under the trust rules) and the names of the files in each phase folder
     (phases/NN-name, milestones/*-phases/NN-name)."""
     planning = os.path.join(project_dir, ".planning")
-    read = _Reader(project_dir, context_config)  # refusals are reported by plan_reads
+    read = _Reader(project_dir, context_config)  # refusals reach the warnings through plan_reads
     texts = {}
     for name in ("STATE.md", "ROADMAP.md"):
         path = os.path.join(planning, name)
@@ -138,7 +138,7 @@ def gsd_planning(project_dir: str, context_config: dict) -> _gsd.GsdFiles:
             continue
         rel = os.path.relpath(folder, planning).replace(os.sep, "/")
         folders[rel] = tuple(sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n))))
-    return _gsd.GsdFiles(texts["STATE.md"], texts["ROADMAP.md"], folders)
+    return _gsd.GsdFiles(texts["STATE.md"], texts["ROADMAP.md"], folders, tuple(read.warnings))
 
 
 @tag(stage=STAGE)
@@ -156,19 +156,22 @@ def gsd_position(gsd_planning: _gsd.GsdFiles, project_layout: str, context_confi
 @tag(stage=STAGE, loader="file", target_=...)
 @cache(behavior="recompute")
 @extract_fields({"plan_files": dict, "plan_read_warnings": tuple})
-def plan_reads(project_dir: str, project_layout: str, context_config: dict, gsd_position: _gsd.GsdPosition) -> dict:
+def plan_reads(project_dir: str, project_layout: str, context_config: dict, gsd_planning: _gsd.GsdFiles,
+               gsd_position: _gsd.GsdPosition) -> dict:
     """The plan files' contents (``plan_files``), path -> text ({} when switched off or absent),
     and the warnings of reading them under the trust rules (``plan_read_warnings``). Article:
-    plan.md. GSD: STATE.md, ROADMAP.md and the PLAN/SUMMARY files of the position's phase
-    folder (the folder itself is the key ending in "/", its value the folder's file names)."""
+    plan.md. GSD: STATE.md and ROADMAP.md (as gsd_planning read them) and the PLAN/SUMMARY files
+    of the position's phase folder (the folder itself is the key ending in "/", its value the
+    folder's file names)."""
     read = _Reader(project_dir, context_config)
-    files = _plan_files(project_dir, project_layout, context_config, gsd_position, read)
+    files = _plan_files(project_dir, project_layout, context_config, gsd_planning, gsd_position, read)
+    warnings = tuple(gsd_planning.warnings) if project_layout == "gsd" and _on(context_config, "plan") else ()
     return {"plan_files": {path: text for path, text in files.items() if text is not None},
-            "plan_read_warnings": tuple(read.warnings)}
+            "plan_read_warnings": warnings + tuple(read.warnings)}
 
 
-def _plan_files(project_dir: str, project_layout: str, context_config: dict, gsd_position: _gsd.GsdPosition,
-                _read) -> dict[str, str | None]:
+def _plan_files(project_dir: str, project_layout: str, context_config: dict, gsd_planning: _gsd.GsdFiles,
+                gsd_position: _gsd.GsdPosition, _read) -> dict[str, str | None]:
     if not _on(context_config, "plan"):
         return {}
     out: dict[str, str | None] = {}
@@ -178,10 +181,8 @@ def _plan_files(project_dir: str, project_layout: str, context_config: dict, gsd
             out[path] = _read(path)
         return out
     planning = os.path.join(project_dir, ".planning")
-    for name in ("STATE.md", "ROADMAP.md"):
-        path = os.path.join(planning, name)
-        if os.path.lexists(path):
-            out[path] = _read(path)
+    for name, text in (("STATE.md", gsd_planning.state_text), ("ROADMAP.md", gsd_planning.roadmap_text)):
+        out[os.path.join(planning, name)] = text  # read once, by gsd_planning
     if gsd_position.folder is None:
         return out
     folder = os.path.join(planning, *gsd_position.folder.split("/"))

@@ -90,8 +90,9 @@ def _views(project: Path, **state_keys):
     """(plan view, roadmap view, position) through the state stage's own node functions."""
     cfg = config(**state_keys)
     layout = state.project_layout(str(project), cfg)
-    position = state.gsd_position(state.gsd_planning(str(project), cfg), layout, cfg)
-    files = state.plan_reads(str(project), layout, cfg, position)["plan_files"]
+    planning = state.gsd_planning(str(project), cfg)
+    position = state.gsd_position(planning, layout, cfg)
+    files = state.plan_reads(str(project), layout, cfg, planning, position)["plan_files"]
     return (state.plan_state(files, layout, str(project), cfg, position),
             state.roadmap_state(files, layout, str(project), position), position)
 
