@@ -23,6 +23,7 @@ from dataclasses import replace
 from hamilton.function_modifiers import cache, extract_fields, tag
 
 from .lib.quote import quoted
+from .lib import claude_code as _claude
 from .lib import filetree as _filetree
 from .lib import git as _git
 from .lib import gsd as _gsd
@@ -270,23 +271,29 @@ def _view_section(view: _plan.PlanView, kind: str, title: str, default_priority:
 @tag(stage=STAGE, loader="file", target_=...)
 @cache(behavior="recompute")
 @extract_fields({"session_files": dict, "session_read_warnings": tuple})
-def session_reads(project_dir: str, context_config: dict) -> dict:
+def session_reads(project_dir: str, context_config: dict, config_provenance: dict) -> dict:
     """The session transcript's content (``session_files``), path -> text, and the warnings of
     reading it under the trust rules (``session_read_warnings``: a log over the 64 MiB cap
     keeps its newest part)."""
     read = _Reader(project_dir, context_config, keep_tail=True)
-    files = _session_files(project_dir, context_config, read)
+    files = _session_files(project_dir, context_config, read, config_provenance)
     return {"session_files": {path: text for path, text in files.items() if text is not None},
             "session_read_warnings": tuple(read.warnings)}
 
 
-def _session_files(project_dir: str, context_config: dict, _read) -> dict[str, str | None]:
+def _session_files(project_dir: str, context_config: dict, _read, provenance: dict | None = None) -> dict[str, str | None]:
     """At most one file; {} when switched off or absent. ``state.sessionFormat``: auto prefers
+    the Claude Code transcript named by ``state.claudeCode.transcript``, then
     .planning/sessions/current/session.log, then aider's .aider.chat.history.md at the project
-    root, then under .planning/."""
+    root, then under .planning/, then the project's newest Claude Code transcript in the user's
+    Claude folder (``trust.claudeProjects``)."""
     if not _on(context_config, "history"):
         return {}
-    fmt = _choice(context_config, "sessionFormat", ("auto", "jsonl", "aider"))
+    fmt = _choice(context_config, "sessionFormat", ("auto", "jsonl", "aider", "claude"))
+    if fmt in ("auto", "claude"):
+        named = _claude_named(project_dir, context_config, _read, provenance or {})
+        if named or fmt == "claude":  # a named transcript that cannot be read is not replaced by another
+            return named if named is not None else _claude_found(project_dir, context_config, _read)
     candidates = []
     if fmt in ("auto", "jsonl"):
         candidates.append(os.path.join(project_dir, _JSONL_SESSION))
@@ -297,14 +304,67 @@ def _session_files(project_dir: str, context_config: dict, _read) -> dict[str, s
             text = _read(path)
             if text is not None:
                 return {path: text}
+    return _claude_found(project_dir, context_config, _read) if fmt == "auto" else {}
+
+
+def _claude_named(project_dir: str, context_config: dict, read: _Reader, provenance: dict) -> dict | None:
+    """The transcript ``state.claudeCode.transcript`` names (a .jsonl file, or a folder: its
+    newest), None when unset. Named in .planning/config.json it must resolve inside the project
+    (or a trust.allowedPaths folder); named by the user (user config, --set, API) it may be
+    anywhere, relative paths still taken from the project."""
+    named = str(_state(context_config).get("claudeCode", {}).get("transcript") or "").strip()
+    if not named:
+        return None
+    config_json = os.path.join(project_dir, ".planning", "config.json")
+    from_project = str(provenance.get("state.claudeCode.transcript", "")).startswith(config_json)
+    path = os.path.join(project_dir, named if from_project else os.path.expanduser(named))
+    trust = read.trust
+    if from_project and not trusted_path(path, trust):
+        read.warnings.append(f"{config_json}: state.claudeCode.transcript {quoted(named)} resolves outside the "
+                             "project; a project may name only a transcript inside it (set the key in your user "
+                             "config or with --set to read one elsewhere); no Claude Code transcript read")
+        return {}
+    if not from_project:
+        trust = replace(trust, allowed_paths=trust.allowed_paths + (os.path.realpath(path if os.path.isdir(path)
+                                                                                    else os.path.dirname(path)),))
+    if os.path.isdir(path):
+        folder, path = path, _claude.newest_transcript(path)
+        if path is None:
+            read.warnings.append(f"{folder}: no Claude Code transcript (*.jsonl) in the folder state.claudeCode.transcript names")
+            return {}
+    return _claude_read(path, trust, read)
+
+
+def _claude_found(project_dir: str, context_config: dict, read: _Reader) -> dict:
+    """The project's newest transcript in Claude Code's own folder ($CLAUDE_CONFIG_DIR or
+    ~/.claude, projects/<encoded project path>/), when the user's trust.claudeProjects allows."""
+    if not context_config.get("trust", {}).get("claudeProjects", True):
+        return {}
+    for folder in _claude.project_folders(project_dir):
+        path = _claude.newest_transcript(folder)
+        if path is not None:
+            trust = replace(read.trust, allowed_paths=read.trust.allowed_paths + (os.path.realpath(folder),))
+            return _claude_read(path, trust, read)
     return {}
 
 
+def _claude_read(path: str, trust: Trust, read: _Reader) -> dict:
+    text = _read(path, trust, read.warnings, True, path)
+    return {} if text is None else {path: text}
+
+
 @tag(stage=STAGE)
-def session_history(session_files: dict[str, str]) -> _session.SessionHistory:
+def session_history(session_files: dict[str, str], context_config: dict) -> _session.SessionHistory:
     """The session's rounds (a user request and everything up to the next), with a warning
-    per malformed line; an empty history when there is no session file."""
+    per malformed line; an empty history when there is no session file. A Claude Code
+    transcript is read by its own parser (``state.claudeCode.*``)."""
     for path, text in session_files.items():
+        if _claude.is_claude_code(text):
+            settings = _state(context_config).get("claudeCode", {})
+            return _claude.parse_claude_code(text, path, _claude.Options(
+                sidechains=settings.get("sidechains", "fold"), compacted=settings.get("compacted", "fold"),
+                result_max_lines=int(settings.get("toolResultMaxLines", 40)),
+                result_max_chars=int(settings.get("toolResultMaxChars", 4000))))
         return _session.parse_session(text, path)
     return _session.SessionHistory()
 

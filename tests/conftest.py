@@ -18,6 +18,7 @@ os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
 os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
 os.environ.setdefault("GIT_CEILING_DIRECTORIES", tempfile.gettempdir())
 os.environ["CTXENGINE_CONFIG"] = os.path.join(tempfile.mkdtemp(prefix="ctxengine-test-"), "none.yaml")  # no user config
+os.environ["CLAUDE_CONFIG_DIR"] = tempfile.mkdtemp(prefix="ctxengine-test-claude-")  # never the developer's Claude Code sessions
 
 import pytest  # noqa: E402
 

@@ -1,0 +1,561 @@
+"""Claude Code transcripts as session rounds.
+
+Claude Code (which GSD runs inside) writes each session as JSON Lines under
+``~/.claude/projects/<project path, every non-alphanumeric character as "-">/<session>.jsonl``
+(``$CLAUDE_CONFIG_DIR/projects`` when that is set): one event a line, ``type`` user,
+assistant, system, summary, progress, file-history-snapshot ...; ``message`` holds ``role``
+and ``content`` (a string, or blocks text / tool_use / tool_result / thinking / image);
+``uuid`` and ``parentUuid`` chain the events, ``isSidechain`` marks subagent work.
+
+How the events become :class:`~ctxengine.nodes.types.Round` s (:func:`parse_claude_code`):
+
+- the thread is the ``parentUuid`` chain back from the newest event (through a compaction's
+  ``logicalParentUuid``); a branch that forks off it and holds a user prompt was abandoned
+  (the user rewound and asked again) and is left out; branches without a prompt (parallel
+  tool results hang off their own tool_use) and events whose chain leaves the file (an
+  excerpt, a resumed session) stay, in file order;
+- one round per real user prompt (text, not only tool_result blocks; not ``isMeta``);
+  slash commands read as "/name args", an interruption or a local command's output is a
+  session note, not a prompt;
+- the assistant's text and tool calls (``tool_use``: id, name, input as JSON) are kept;
+  each ``tool_result`` is a tool message with its call's id, its text capped (head and tail
+  lines, then characters, with a note of what was left out); thinking blocks are dropped;
+  consecutive events of one API message are one assistant message;
+- sidechain events (subagent work) never join the main thread: with ``sidechains="fold"``
+  each subagent's chain becomes one line (its tools and its last words) under the Task call
+  that spawned it (matched by ``agentId``, else by time), with ``"drop"`` they are left out;
+- a compaction (``system`` / ``compact_boundary`` and the ``isCompactSummary`` message after
+  it) replaces the rounds before it by one round holding Claude Code's summary and the
+  folded rounds' requests (``compacted="keep"``: the rounds stay and the summary is a round
+  of its own); a ``summary`` event (a title Claude Code gives the conversation up to its
+  ``leafUuid``) is a session note at the end of that leaf's round;
+- a malformed line is a warning naming ``file:line``; the text is walked line by line and
+  each event is reduced to what the rounds need as it is read (progress events keep only
+  their ids), so a large transcript never holds more than its text and the kept parts.
+
+``usage`` is not copied: Claude Code's usage counts the whole API call (the context sent
+with it), not the message, so it would mislead the budget monitor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from itertools import islice
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Mapping
+
+from ..types import Message, Round
+from .session import SessionHistory
+
+CLAUDE_CODE = "claude-code"
+#: Tool names whose calls start a subagent (sidechain).
+SUBAGENT_TOOLS = frozenset(("Task", "Agent"))
+_NOTE_TAGS = ("local-command-stdout", "local-command-stderr", "bash-stdout", "bash-stderr", "task-notification")
+_SKIP_TAGS = ("local-command-caveat",)
+_TAG = re.compile(r"<([a-z-]+)>(.*?)</\1>", re.S)
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a transcript is read (the ``state.claudeCode.*`` keys)."""
+
+    sidechains: str = "fold"  # fold | drop
+    compacted: str = "fold"  # fold | keep
+    result_max_lines: int = 40  # a tool result's lines past this: head and tail kept
+    result_max_chars: int = 4000  # then its characters past this: head and tail kept
+    call_max_chars: int = 600  # a tool call's input (JSON) past this is cut
+
+
+# ----------------------------------------------------------------------------- finding
+
+
+def config_dir(environ: Mapping[str, str] | None = None) -> str:
+    """Claude Code's folder: ``$CLAUDE_CONFIG_DIR`` when set, else ``~/.claude``."""
+    environ = os.environ if environ is None else environ
+    named = (environ.get("CLAUDE_CONFIG_DIR") or "").strip()
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return os.path.abspath(os.path.expanduser(named)) if named else os.path.join(home, ".claude")
+
+
+def folder_name(project_path: str) -> str:
+    """The folder Claude Code keeps a project's transcripts in: its absolute path with every
+    character other than a letter or a digit replaced by "-" (``/a/b.c`` -> ``-a-b-c``)."""
+    return _NOT_ALNUM.sub("-", project_path)
+
+
+def project_folders(project_dir: str, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Where the project's transcripts may be: ``<config dir>/projects/<folder_name>`` for the
+    project's absolute path and, when it differs, its real path (symlinks resolved)."""
+    base = os.path.join(config_dir(environ), "projects")
+    paths = dict.fromkeys((os.path.abspath(project_dir), os.path.realpath(project_dir)))
+    return [os.path.join(base, folder_name(p)) for p in paths]
+
+
+def newest_transcript(folder: str) -> str | None:
+    """The newest (last modified; by name on a tie) ``*.jsonl`` regular file directly in
+    ``folder``, leaving out subagent files (``agent-*.jsonl``); None when there is none."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return None
+    best: tuple[float, str] | None = None
+    for entry in entries:
+        if not entry.name.endswith(".jsonl") or entry.name.startswith("agent-"):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            key = (entry.stat(follow_symlinks=False).st_mtime, entry.name)
+        except OSError:
+            continue
+        if best is None or key > best:
+            best = key
+    return os.path.join(folder, best[1]) if best else None
+
+
+def is_claude_code(text: str) -> bool:
+    """Whether ``text`` reads as a Claude Code transcript: its first JSON object line has a
+    ``type`` and no top-level ``role`` (the session.log format's lines have a role)."""
+    for _, line in islice(_lines(text), 20):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        return isinstance(obj, dict) and isinstance(obj.get("type"), str) and "role" not in obj
+    return False
+
+
+# ----------------------------------------------------------------------------- reading events
+
+
+@dataclass
+class _Event:
+    """One user, assistant, system or summary event, reduced to what the rounds need."""
+
+    line: int
+    kind: str  # prompt | results | note | assistant | compact | boundary | summary
+    uuid: str | None = None
+    sidechain: bool = False
+    timestamp: str = ""
+    text: str = ""
+    calls: tuple[dict, ...] = ()
+    results: tuple[tuple[str, str], ...] = ()  # (tool_use_id, text)
+    message_id: str | None = None
+    agent_id: str | None = None
+    leaf: str | None = None  # summary: the uuid it summarizes up to
+
+
+@dataclass
+class _Read:
+    events: list[_Event] = field(default_factory=list)
+    parents: dict[str, str | None] = field(default_factory=dict)  # every uuid in the file -> its parent
+    sessions: set = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+    total_lines: int = 0
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """(number, line) of each non-blank line, without splitting the whole text at once."""
+    start, number, size = 0, 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        end = size if end < 0 else end
+        number += 1
+        line = text[start:end]
+        if line.strip():
+            yield number, line
+        start = end + 1
+
+
+def _read(text: str, path: str, options: Options) -> _Read:
+    read = _Read()
+    for number, raw in _lines(text):
+        read.total_lines = number
+        try:
+            obj = json.loads(raw)
+        except ValueError as exc:
+            read.warnings.append(f"{path}:{number}: malformed JSON line skipped ({getattr(exc, 'msg', exc)})")
+            continue
+        except RecursionError:
+            read.warnings.append(f"{path}:{number}: JSON nested too deeply to read; line skipped")
+            continue
+        if not isinstance(obj, dict):
+            read.warnings.append(f"{path}:{number}: not a JSON object; line skipped")
+            continue
+        uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else None
+        parent = obj.get("parentUuid") or obj.get("logicalParentUuid")
+        if uuid is not None:
+            read.parents[uuid] = parent if isinstance(parent, str) else None
+        if isinstance(obj.get("sessionId"), str):
+            read.sessions.add(obj["sessionId"])
+        event = _event_of(obj, number, path, options, read.warnings)
+        if event is not None:
+            event.uuid, event.sidechain = uuid, bool(obj.get("isSidechain"))
+            event.timestamp = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else ""
+            read.events.append(event)
+    return read
+
+
+def _event_of(obj: dict, number: int, path: str, options: Options, warnings: list[str]) -> _Event | None:
+    kind = obj.get("type")
+    if kind == "summary":
+        summary = obj.get("summary")
+        return _Event(number, "summary", text=summary, leaf=obj.get("leafUuid")) if isinstance(summary, str) else None
+    if kind == "system":
+        if obj.get("subtype") == "compact_boundary":
+            return _Event(number, "boundary", text=str(obj.get("content") or "Conversation compacted"))
+        return None
+    if kind not in ("user", "assistant"):
+        return None  # progress, file-history-snapshot, queue-operation ...: only their ids count
+    message = obj.get("message")
+    if not isinstance(message, dict) or "content" not in message:
+        warnings.append(f"{path}:{number}: a {kind} event without a message (role and content); line skipped")
+        return None
+    content = message["content"]
+    if kind == "assistant":
+        return _assistant(content, number, message.get("id"), options)
+    return _user(obj, content, number, options)
+
+
+def _assistant(content: Any, number: int, message_id: Any, options: Options) -> _Event:
+    texts, calls = [], []
+    for block in content if isinstance(content, list) else [content]:
+        if isinstance(block, str):
+            texts.append(block)
+        elif isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif kind in ("tool_use", "server_tool_use"):
+                arguments = json.dumps(block.get("input", {}), sort_keys=True, ensure_ascii=False)
+                calls.append({"id": str(block.get("id") or f"L{number}.{len(calls) + 1}"),
+                              "name": str(block.get("name") or "tool"),
+                              "arguments": _cut(arguments, options.call_max_chars)})
+            # thinking and redacted_thinking blocks are the model's scratch work: dropped
+    return _Event(number, "assistant", text="\n\n".join(t.strip() for t in texts if t.strip()), calls=tuple(calls),
+                  message_id=message_id if isinstance(message_id, str) else None)
+
+
+def _user(obj: dict, content: Any, number: int, options: Options) -> _Event | None:
+    if obj.get("isCompactSummary"):
+        return _Event(number, "compact", text=_plain_text(content))
+    results, texts = [], []
+    for block in content if isinstance(content, list) else [content]:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            body = _plain_text(block.get("content"))
+            if block.get("is_error"):
+                body = "error: " + body
+            results.append((str(block.get("tool_use_id")), capped(body, options.result_max_lines,
+                                                                     options.result_max_chars)))
+        else:
+            texts.append(_plain_text([block]))
+    agent = obj.get("agentId") if isinstance(obj.get("agentId"), str) else None
+    if results:
+        text = "\n".join(t for t in texts if t.strip())
+        return _Event(number, "results", text=text, results=tuple(results), agent_id=agent)
+    if obj.get("isMeta"):
+        return None  # caveats and injected skill text: not the user's words
+    return _prompt_or_note(_plain_text(content), number)
+
+
+def _prompt_or_note(text: str, number: int) -> _Event | None:
+    stripped = text.strip()
+    if not stripped:
+        return None
+    tags = dict((m.group(1), m.group(2).strip()) for m in _TAG.finditer(stripped)) if stripped[0] == "<" else {}
+    if any(tag in tags for tag in _SKIP_TAGS):
+        return None
+    if "command-name" in tags:
+        return _Event(number, "prompt", text=f"{tags['command-name']} {tags.get('command-args', '')}".strip())
+    if "bash-input" in tags:
+        return _Event(number, "prompt", text="! " + tags["bash-input"])
+    for tag in _NOTE_TAGS:
+        if tag in tags:
+            return _Event(number, "note", text=f"{tag}: {tags[tag]}".strip())
+    if stripped.startswith("[Request interrupted by user"):
+        return _Event(number, "note", text=stripped.strip("[]"))
+    return _Event(number, "prompt", text=text)
+
+
+def _plain_text(content: Any) -> str:
+    """Message or tool-result content as text: strings as they are, text blocks joined,
+    an image as "[image]", a nested tool_result by its content."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict):
+                kind = block.get("type")
+                if kind == "text":
+                    parts.append(str(block.get("text", "")))
+                elif kind == "image":
+                    parts.append("[image]")
+                elif kind == "tool_result":
+                    parts.append(_plain_text(block.get("content")))
+                elif kind not in ("thinking", "redacted_thinking"):
+                    parts.append(json.dumps(block, sort_keys=True, ensure_ascii=False))
+        return "\n".join(parts)
+    return json.dumps(content, sort_keys=True, ensure_ascii=False)
+
+
+def capped(text: str, max_lines: int, max_chars: int) -> str:
+    """``text`` with at most ``max_lines`` lines (the first two thirds and the last third of
+    them kept, a note of how many were not shown between) and then at most ``max_chars``
+    characters (likewise); unchanged when within both."""
+    lines = text.split("\n")
+    if max_lines > 0 and len(lines) > max_lines:
+        head = max(1, (2 * max_lines) // 3)
+        tail = max_lines - head
+        kept = lines[:head] + [f"[… {len(lines) - head - tail} more lines not shown]"]
+        text = "\n".join(kept + (lines[-tail:] if tail else []))
+    if max_chars > 0 and len(text) > max_chars:
+        head = (2 * max_chars) // 3
+        tail = max_chars - head
+        text = f"{text[:head]}\n[… {len(text) - head - tail} more characters not shown]\n{text[-tail:] if tail else ''}"
+    return text
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
+
+
+# ----------------------------------------------------------------------------- the thread
+
+
+def _thread(read: _Read) -> set[int]:
+    """Lines of the events that are off the thread: on a branch that forks off the active
+    chain and holds a user prompt (rewound and asked again)."""
+    main = [e for e in read.events if not e.sidechain and e.uuid is not None and e.kind != "summary"]
+    if not main:
+        return set()
+    active: set[str] = set()
+    node: str | None = main[-1].uuid
+    while node is not None and node not in active:
+        active.add(node)
+        node = read.parents.get(node)
+    branch: dict[str, str | None] = {}  # uuid -> the first event of its branch off the chain (None: detached)
+    for event in main:
+        if event.uuid in active:
+            continue
+        path: list[str] = []
+        node = event.uuid
+        while node is not None and node not in active and node not in branch and node not in path:
+            path.append(node)
+            node = read.parents.get(node)
+        root = path[-1] if node in active and path else branch.get(node) if node is not None else None
+        for visited in path:
+            branch[visited] = root
+    abandoned = {branch[e.uuid] for e in main if e.kind == "prompt" and branch.get(e.uuid or "")}
+    return {e.line for e in main if branch.get(e.uuid or "") in abandoned}
+
+
+# ----------------------------------------------------------------------------- rounds
+
+
+@dataclass
+class _Builder:
+    options: Options
+    groups: list[list[Message]] = field(default_factory=list)
+    calls: dict[str, tuple[int, str]] = field(default_factory=dict)  # tool_use id -> (group, timestamp)
+    results: dict[str, str] = field(default_factory=dict)  # tool_use id -> timestamp of its result
+    agents: dict[str, str] = field(default_factory=dict)  # agentId -> the tool_use id it answered
+    uuid_group: dict[str, int] = field(default_factory=dict)
+    starts: list[str] = field(default_factory=list)  # timestamp of each group's first event
+    boundary: _Event | None = None
+    last_message_id: str | None = None
+
+    def open(self, event: _Event) -> list[Message]:
+        self.groups.append([])
+        self.starts.append(event.timestamp)
+        self.last_message_id = None
+        return self.groups[-1]
+
+    def current(self, event: _Event) -> list[Message]:
+        return self.groups[-1] if self.groups else self.open(event)
+
+    def add(self, event: _Event) -> None:
+        if event.kind == "boundary":
+            self.settle(event)
+            self.boundary = event
+            return
+        if event.kind == "compact":
+            self.fold(event.text, event.line)
+            return
+        if event.kind == "prompt":
+            self.settle(event)
+            self.open(event).append(Message("user", event.text, 0, event.line))
+        elif event.kind == "note":
+            self.current(event).append(Message("system", event.text, 0, event.line))
+        elif event.kind == "results":
+            group = self.current(event)
+            for call_id, text in event.results:
+                group.append(Message("tool", text, 0, event.line, call_id=call_id))
+                self.results.setdefault(call_id, event.timestamp)
+                if event.agent_id:
+                    self.agents.setdefault(event.agent_id, call_id)
+            if event.text.strip():
+                group.append(Message("system", event.text, 0, event.line))
+        elif event.kind == "assistant":
+            self.assistant(event)
+        else:
+            return
+        if event.uuid:
+            self.uuid_group[event.uuid] = len(self.groups) - 1
+        if event.kind != "assistant":
+            self.last_message_id = None
+
+    def assistant(self, event: _Event) -> None:
+        group = self.current(event)
+        for call in event.calls:
+            self.calls.setdefault(call["id"], (len(self.groups) - 1, event.timestamp))
+        previous = group[-1] if group else None
+        if previous is not None and previous.role == "assistant" and event.message_id \
+                and event.message_id == self.last_message_id:
+            text = "\n\n".join(t for t in (previous.content, event.text) if t)
+            group[-1] = replace(previous, content=text, tool_calls=previous.tool_calls + event.calls)
+        elif event.text or event.calls:
+            group.append(Message("assistant", event.text, 0, event.line, event.calls))
+        self.last_message_id = event.message_id
+
+    def settle(self, event: _Event) -> None:
+        """A compaction boundary with no summary message after it folds with its own text."""
+        if self.boundary is not None:
+            self.fold(self.boundary.text + " (no summary recorded)", event.line - 1)
+
+    def fold(self, summary: str, line: int) -> None:
+        start = self.boundary.line if self.boundary is not None else line
+        self.boundary = None
+        folded = [g for g in self.groups if g]
+        requests = [f"- lines {g[0].line}-{g[-1].line}: {_first_line(g)}" for g in folded]
+        if self.options.compacted == "keep" or not folded:
+            head = "[Claude Code compacted the conversation here; its summary:]"
+            self.groups.append([Message("user", f"{head}\n{summary}", 0, start)])
+            self.starts.append("")
+        else:
+            asked = "; ".join(_first_line(g) for g in folded)
+            asked = asked if len(asked) <= 160 else asked[:159] + "…"
+            head = f"[Claude Code compacted {len(folded)} earlier round{'s' if len(folded) != 1 else ''} ({asked}); its summary:]"
+            body = f"{head}\n{summary}\n\nThe rounds it replaces, by request:\n" + "\n".join(requests)
+            first = folded[0][0].line or start
+            message = Message("user", body, 0, first)
+            self.groups = [[message, Message("system", f"Claude Code compacted the conversation at line {line}", 0, line)]]
+            self.starts = [self.starts[0] if self.starts else ""]
+            self.calls.clear()
+            self.uuid_group.clear()
+        self.last_message_id = None
+
+
+def _first_line(group: list[Message]) -> str:
+    user = next((m for m in group if m.role == "user"), None)
+    text = user.content.strip() if user else "(no user request: the excerpt starts mid-round)"
+    line = text.split("\n", 1)[0]
+    return line if len(line) <= 100 else line[:99] + "…"
+
+
+def _fold_sidechains(read: _Read, builder: _Builder, off: set[int]) -> None:
+    """Each subagent's chain of sidechain events as one tool message under the call that
+    spawned it (by agentId, else the first subagent call whose run spans its start), else a
+    session note in the round it ran in."""
+    side = [e for e in read.events if e.sidechain and e.line not in off]
+    chains: dict[str, list[_Event]] = {}
+    for event in side:
+        chains.setdefault(_chain_root(event, read), []).append(event)
+    taken: set[str] = set()
+    for events in chains.values():
+        first = min((e.timestamp for e in events if e.timestamp), default="")
+        agent = next((e.agent_id for e in events if e.agent_id), None)
+        call_id = builder.agents.get(agent) if agent else None
+        if call_id is None or call_id not in builder.calls:
+            call_id = next((cid for cid, (_, ts) in builder.calls.items()
+                            if cid not in taken and _spawns(builder, cid, ts, first)), None)
+        line = _sidechain_line(events)
+        if call_id is not None and call_id in builder.calls:
+            taken.add(call_id)
+            group = builder.groups[builder.calls[call_id][0]]
+            group.append(Message("tool", line, 0, events[0].line, call_id=call_id))
+        elif first and builder.groups:
+            index = max((i for i, ts in enumerate(builder.starts) if ts and ts <= first), default=0)
+            builder.groups[index].append(Message("system", line, 0, events[0].line))
+
+
+def _spawns(builder: _Builder, call_id: str, started: str, first: str) -> bool:
+    if not first or not started or started > first:
+        return False
+    ended = builder.results.get(call_id)
+    group = builder.groups[builder.calls[call_id][0]]
+    named = any(c.get("id") == call_id and c.get("name") in SUBAGENT_TOOLS for m in group for c in m.tool_calls)
+    return named and (not ended or first <= ended)
+
+
+def _chain_root(event: _Event, read: _Read) -> str:
+    node, seen = event.uuid, set()
+    while node is not None and read.parents.get(node) in read.parents and node not in seen:
+        seen.add(node)
+        node = read.parents[node]
+    return node or f"line {event.line}"
+
+
+def _sidechain_line(events: list[_Event]) -> str:
+    tools = Counter(c["name"] for e in events for c in e.calls)
+    used = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in tools.most_common()) or "none"
+    said = next((e.text for e in reversed(events) if e.kind == "assistant" and e.text.strip()), "")
+    said = " ".join(said.split())
+    said = said if len(said) <= 200 else said[:199] + "…"
+    count = f"{len(events)} event{'s' if len(events) != 1 else ''}"
+    return f"subagent work (sidechain, {count}; tools: {used})" + (f": {said}" if said else "")
+
+
+def _add_summaries(read: _Read, builder: _Builder) -> None:
+    """Claude Code's ``summary`` events (titles of the conversation up to ``leafUuid``): a
+    session note at the end of the leaf's round, or at the head of the first round when the
+    leaf is not in this file (an earlier session)."""
+    for event in read.events:
+        if event.kind != "summary" or not builder.groups:
+            continue
+        note = Message("system", f"Claude Code's summary of the conversation so far: {event.text}", 0, event.line)
+        index = builder.uuid_group.get(event.leaf or "")
+        if index is not None:
+            builder.groups[index].append(note)
+        else:
+            builder.groups[0].insert(0, note)
+
+
+def parse_claude_code(text: str, path: str, options: Options | None = None) -> SessionHistory:
+    """The rounds of a Claude Code transcript (see the module docstring), with a warning per
+    malformed line and per tool result whose call is not in the thread."""
+    options = options or Options()
+    read = _read(text, path, options)
+    off = _thread(read)
+    builder = _Builder(options)
+    for event in read.events:
+        if not event.sidechain and event.line not in off and event.kind != "summary":
+            builder.add(event)
+    if builder.boundary is not None:
+        builder.fold(builder.boundary.text + " (no summary recorded)", builder.boundary.line)
+    if options.sidechains == "fold":
+        _fold_sidechains(read, builder, off)
+    _add_summaries(read, builder)
+    rounds = []
+    for group in (g for g in builder.groups if g):
+        index = len(rounds) + 1
+        messages = tuple(replace(m, round=index) for m in group)
+        numbers = [m.line for m in messages if m.line is not None]
+        rounds.append(Round(index, messages, (min(numbers), max(numbers)) if numbers else None))
+    warnings = list(read.warnings)
+    called = {c["id"] for r in rounds for m in r.messages for c in m.tool_calls}
+    for round_ in rounds:
+        for message in round_.messages:
+            if message.role == "tool" and message.call_id not in called:
+                warnings.append(f"{path}:{message.line}: tool result for call {message.call_id!r} has no matching "
+                                "tool call in the thread (the transcript starts after it)")
+    return SessionHistory(tuple(rounds), tuple(warnings), path, CLAUDE_CODE, len(read.sessions) or (1 if rounds else 0),
+                          read.total_lines)
