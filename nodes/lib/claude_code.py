@@ -456,7 +456,7 @@ class _Builder:
 
 def _first_line(group: list[Message]) -> str:
     user = next((m for m in group if m.role == "user"), None)
-    text = user.content.strip() if user else "(no user request: the excerpt starts mid-round)"
+    text = user.content.strip() if user else "no user request (the transcript starts mid-round)"
     line = text.split("\n", 1)[0]
     return line if len(line) <= 100 else line[:99] + "…"
 
