@@ -282,29 +282,26 @@ def _prompt_or_note(text: str, number: int) -> _Event | None:
 
 
 def _plain_text(content: Any) -> str:
-    """Message or tool-result content as text: strings as they are, text blocks joined,
-    an image as "[image]", a nested tool_result by its content."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
+    """Message or tool-result content as text: strings as they are, blocks joined by lines
+    (see :func:`_block_text`)."""
     if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict):
-                kind = block.get("type")
-                if kind == "text":
-                    parts.append(str(block.get("text", "")))
-                elif kind == "image":
-                    parts.append("[image]")
-                elif kind == "tool_result":
-                    parts.append(_plain_text(block.get("content")))
-                elif kind not in ("thinking", "redacted_thinking"):
-                    parts.append(json.dumps(block, sort_keys=True, ensure_ascii=False))
-        return "\n".join(parts)
-    return json.dumps(content, sort_keys=True, ensure_ascii=False)
+        return "\n".join(text for text in map(_block_text, content) if text is not None)
+    return _block_text(content) or ""
+
+
+def _block_text(block: Any) -> str | None:
+    """One content block as text: a text block's text, an image as "[image]", a nested
+    tool_result by its content, None for thinking; anything else as JSON."""
+    if block is None or isinstance(block, str):
+        return block
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind in ("thinking", "redacted_thinking"):
+        return None
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "tool_result":
+        return _plain_text(block.get("content"))
+    return "[image]" if kind == "image" else json.dumps(block, sort_keys=True, ensure_ascii=False)
 
 
 def capped(text: str, max_lines: int, max_chars: int) -> str:
