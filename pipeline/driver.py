@@ -31,6 +31,7 @@ from .nodes import (  # noqa: E402
     references,
     render,
     report,
+    settings,
     state,
     summarize,
     truncation,
@@ -41,6 +42,7 @@ from . import cache as _cache  # noqa: E402
 #: The stage modules, in dataflow order.
 NODE_MODULES: tuple[ModuleType, ...] = (
     config,
+    settings,
     references,
     state,
     disclosure,
