@@ -18,6 +18,7 @@ from conftest import local_http_server  # noqa: E402
 
 import ctxengine.nodes.config as config_nodes  # noqa: E402
 import ctxengine.nodes.references as ref_nodes  # noqa: E402
+import ctxengine.nodes.settings as settings_nodes  # noqa: E402
 from ctxengine.nodes.lib import references as lib  # noqa: E402
 from ctxengine.nodes.types import ConfigError, ReferenceLoadError, Source  # noqa: E402
 
@@ -479,7 +480,7 @@ def test_a_url_over_the_size_cap_is_refused(tmp_path, server, path, size):
 
 
 def _driver():
-    return driver.Builder().with_modules(config_nodes, ref_nodes).build()
+    return driver.Builder().with_modules(config_nodes, settings_nodes, ref_nodes).build()
 
 
 def test_the_hamilton_driver_gives_what_the_direct_calls_give(tmp_path):
@@ -516,7 +517,7 @@ def test_every_node_is_tagged_with_the_references_stage():
 
 def test_a_cached_driver_rereads_a_changed_reference(tmp_path):
     project = write(tmp_path / "proj", {".planning/a.md": "# One\n"})
-    dr = driver.Builder().with_modules(config_nodes, ref_nodes).with_cache(path=str(tmp_path / "cache")).build()
+    dr = driver.Builder().with_modules(config_nodes, settings_nodes, ref_nodes).with_cache(path=str(tmp_path / "cache")).build()
     inputs = {"project_dir": str(project), "overrides": {"references.project": ["a.md"]}}
     assert [s.title for s in dr.execute(["reference_sections"], inputs=inputs)["reference_sections"]][1] == "One"
     (project / ".planning/a.md").write_text("# Two\n", encoding="utf-8")
