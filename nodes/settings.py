@@ -14,7 +14,7 @@ from dataclasses import replace
 from hamilton.function_modifiers import tag
 
 from .lib import settings as _s
-from .lib.references import GROUP_PRIORITY_KEYS, GROUPS
+from .lib.references import GROUPS, group_priorities
 from .lib.reserve import is_auto
 from .lib.textio import Trust, allowed_paths, trust_from
 
@@ -87,14 +87,14 @@ def monitor_settings(context_config: dict) -> _s.MonitorSettings:
 @tag(stage=STAGE)
 def reference_settings(context_config: dict) -> _s.ReferenceSettings:
     """``references.*`` and the default priority of each reference group."""
-    references, priorities = context_config["references"], context_config["priorities"]
+    references = context_config["references"]
     return _s.ReferenceSettings(
         groups=_s.picked(references, GROUPS),
         max_depth=int(references["maxDepth"]),
         url_timeout=float(references["urlTimeout"]),
         url_max_bytes=int(references["urlMaxBytes"]),
         max_file_bytes=int(references["maxFileBytes"]),
-        group_priorities=_s.FrozenMap((group, int(priorities[key])) for group, key in GROUP_PRIORITY_KEYS.items()),
+        group_priorities=_s.FrozenMap(group_priorities(context_config["priorities"])),
     )
 
 

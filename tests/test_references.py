@@ -52,9 +52,11 @@ def refs(core=(), project=(), session=(), **settings) -> dict:
 def run(root: Path, overrides: dict | None = None):
     """(ReferenceSet, ordered documents, sections, warnings) by calling the nodes directly."""
     cfg = config_for(root, overrides)
-    docs = ref_nodes.reference_documents(str(root), ref_nodes.reference_specs(cfg), cfg)
+    settings = settings_nodes.reference_settings(cfg)
+    docs = ref_nodes.reference_documents(str(root), ref_nodes.reference_specs(settings), settings,
+                                         settings_nodes.trust_settings(cfg))
     ordered = ref_nodes.ordered_references(docs)
-    return docs, ordered, ref_nodes.reference_sections(ordered, cfg), ref_nodes.reference_warnings(docs)
+    return docs, ordered, ref_nodes.reference_sections(ordered), ref_nodes.reference_warnings(docs)
 
 
 def private_refs(**kwargs) -> dict:
@@ -151,7 +153,7 @@ def test_walk_is_pure_given_its_readers():
 
 def test_specs_keep_group_and_config_order(tmp_path):
     cfg = config_for(tmp_path, refs(core=["r.md"], project=["p1.md", "p2.md"], session=["s.md"]))
-    specs = ref_nodes.reference_specs(cfg)
+    specs = ref_nodes.reference_specs(settings_nodes.reference_settings(cfg))
     assert [(s.group, s.target, s.index, s.order) for s in specs] == [
         ("core", "r.md", 0, 0), ("project", "p1.md", 0, 1), ("project", "p2.md", 1, 2), ("session", "s.md", 0, 3)]
     assert specs[2].where == "references.project[1]"
@@ -160,7 +162,7 @@ def test_specs_keep_group_and_config_order(tmp_path):
 def test_a_non_string_entry_is_a_config_error(tmp_path):
     cfg = config_for(tmp_path, refs(project=["ok.md", 42]))
     with pytest.raises(ConfigError, match=r"references\.project\[1\]"):
-        ref_nodes.reference_specs(cfg)
+        ref_nodes.reference_specs(settings_nodes.reference_settings(cfg))
 
 
 # ----------------------------------------------------------------------------- files and @ lines
