@@ -3,15 +3,17 @@
 One value per stage (``nodes/settings.py`` builds them) instead of the whole configuration
 dict, so a changed key invalidates only the nodes of the stage that reads it. Every value is a
 frozen dataclass (never ``slots=True``: Hamilton's cache fingerprints through ``__dict__``),
-hashable and picklable; nested values are tuples or :class:`FrozenMap`. Defaults live only in
-configs/defaults.yaml: the builders index the configuration directly.
+hashable and picklable; nested values are tuples or :class:`FrozenMap`. A field declared with
+``key("dotted.key")`` is read from that key by :func:`from_config`; the others (no key) are
+computed by the settings node. Defaults live only in configs/defaults.yaml: a missing key is a
+KeyError, never a literal fallback.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Iterable, Iterator, Mapping, get_type_hints
 
 from .reserve import effective_reserve
 from .textio import Trust
@@ -66,6 +68,34 @@ def picked(mapping: Mapping[str, Any], keys: Iterable[str]) -> FrozenMap:
     return FrozenMap((key, frozen(mapping[key])) for key in keys)
 
 
+def key(dotted: str) -> Any:
+    """A settings field read from the configuration key ``dotted`` (``budget.maxTokens``)."""
+    return field(metadata={"key": dotted})
+
+
+def from_config(cls: type, config: Mapping[str, Any], **computed: Any) -> Any:
+    """A settings value of ``cls``: each field declared with :func:`key` read from its key in
+    ``config`` (a missing key is a KeyError: the defaults hold every key) and converted to the
+    field's type (lists to tuples, mappings to FrozenMap); the other fields from ``computed``."""
+    hints = get_type_hints(cls)
+    values = dict(computed)
+    for item in fields(cls):
+        if item.name not in values:
+            values[item.name] = _converted(hints[item.name], _at(config, item.metadata["key"]))
+    return cls(**values)
+
+
+def _at(config: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = config
+    for part in dotted.split("."):
+        value = value[part]
+    return value
+
+
+def _converted(kind: Any, value: Any) -> Any:
+    return kind(value) if kind in (int, float, str, bool) else frozen(value)
+
+
 def trust_at(trust: Trust, project_dir: str) -> Trust:
     """The trust rules (``trust_settings``, rootless) for one project folder."""
     return replace(trust, root=os.path.realpath(project_dir))
@@ -75,11 +105,11 @@ def trust_at(trust: Trust, project_dir: str) -> Trust:
 class BudgetSettings:
     """``model`` and ``budget.*`` as the budget stage reads them (reserve_tokens None: auto)."""
 
-    model: str
-    max_tokens: int
+    model: str = key("model")
+    max_tokens: int = key("budget.maxTokens")
     reserve_tokens: int | None
-    reserve_share: float
-    exact_band: tuple[float, float]
+    reserve_share: float = key("budget.reserveShare")
+    exact_band: tuple[float, float] = key("budget.exactBand")
 
     def reserve_for(self, preset: Mapping[str, Any], max_tokens: int | None = None) -> int:
         """The answer reserve for a model preset (lib/reserve.py ``effective_reserve``)."""
@@ -93,16 +123,16 @@ class TruncationSettings:
     """What the truncation stage reads: ``truncation.*``, the soft limit, the exact band, the
     pools and the escaping of the rendered prompt."""
 
-    soft_limit: float
-    exact_band: tuple[float, float]
+    soft_limit: float = key("budget.softLimit")
+    exact_band: tuple[float, float] = key("budget.exactBand")
     pools: FrozenMap
-    compact: bool
-    strategy: str  # auto | tail | head | middle
-    strategies: FrozenMap  # content kind -> strategy
-    min_keep_tokens: int
-    keep_recent_rounds: int
-    recent_share: float
-    escape: str
+    compact: bool = key("truncation.compact")
+    strategy: str = key("truncation.strategy")  # auto | tail | head | middle
+    strategies: FrozenMap = key("truncation.strategies")  # content kind -> strategy
+    min_keep_tokens: int = key("truncation.minKeepTokens")
+    keep_recent_rounds: int = key("truncation.keepRecentRounds")
+    recent_share: float = key("truncation.recentShare")
+    escape: str = key("escape")
 
 
 @dataclass(frozen=True)
@@ -110,21 +140,21 @@ class QualitySettings:
     """What the quality stage reads: the exact fit's passes and minimum, the required headings
     and the templates that should render them."""
 
-    max_fit_passes: int
-    min_keep_tokens: int
-    required_sections: tuple[str, ...]
-    escape: str
-    context_template: str
-    template: str
+    max_fit_passes: int = key("truncation.maxFitPasses")
+    min_keep_tokens: int = key("truncation.minKeepTokens")
+    required_sections: tuple[str, ...] = key("truncation.requiredSections")
+    escape: str = key("escape")
+    context_template: str = key("contextTemplate")
+    template: str = key("template")
 
 
 @dataclass(frozen=True)
 class MonitorSettings:
     """``monitor.*``: when preventive compaction folds older rounds, and how."""
 
-    threshold_rounds: int
-    keep_rounds: int
-    summary_tokens_per_round: int
+    threshold_rounds: int = key("monitor.thresholdRounds")
+    keep_rounds: int = key("monitor.keepRounds")
+    summary_tokens_per_round: int = key("monitor.summaryTokensPerRound")
 
 
 @dataclass(frozen=True)
@@ -132,10 +162,10 @@ class ReferenceSettings:
     """``references.*`` and the default priority of each reference group."""
 
     groups: FrozenMap  # core | project | session -> tuple of entries as configured
-    max_depth: int
-    url_timeout: float
-    url_max_bytes: int
-    max_file_bytes: int
+    max_depth: int = key("references.maxDepth")
+    url_timeout: float = key("references.urlTimeout")
+    url_max_bytes: int = key("references.urlMaxBytes")
+    max_file_bytes: int = key("references.maxFileBytes")
     group_priorities: FrozenMap  # group -> priority
 
 
@@ -144,30 +174,30 @@ class DisclosureSettings:
     """``disclosure.*``, the mode, the URL limits of references and the default priority of a
     disclosed document."""
 
-    phase: str | None
+    phase: str | None = key("disclosure.phase")
     rules: str
-    max_file_bytes: int
-    url_timeout: float
-    url_max_bytes: int
-    template: str
-    reference_priority: int
+    max_file_bytes: int = key("disclosure.maxFileBytes")
+    url_timeout: float = key("references.urlTimeout")
+    url_max_bytes: int = key("references.urlMaxBytes")
+    template: str = key("template")
+    reference_priority: int = key("priorities.reference")
 
 
 @dataclass(frozen=True)
 class StateSettings:
     """``state.*``, the priority of each state section kind and the folders git may read."""
 
-    layout: str
+    layout: str = key("state.layout")
     switches: FrozenMap  # section kind -> included
     priorities: FrozenMap  # section kind -> priority
-    max_history_rounds: int
-    git_diff_max_lines: int
-    file_tree_max_entries: int
-    session_format: str
-    gsd_pending_plans: str
-    git_timeout: float
-    git_max_bytes: int
-    git_log_count: int
+    max_history_rounds: int = key("state.maxHistoryRounds")
+    git_diff_max_lines: int = key("state.gitDiffMaxLines")
+    file_tree_max_entries: int = key("state.fileTreeMaxEntries")
+    session_format: str = key("state.sessionFormat")
+    gsd_pending_plans: str = key("state.gsdPendingPlans")
+    git_timeout: float = key("state.gitTimeout")
+    git_max_bytes: int = key("state.gitMaxBytes")
+    git_log_count: int = key("state.gitLogCount")
     gsd_phase: str
     allowed_paths: tuple[str, ...]
 
@@ -177,10 +207,10 @@ class RenderSettings:
     """What the render stage reads: the templates, escaping, the output instructions, the
     priorities of the request and instructions, and the size cap of a template file."""
 
-    template: str
-    context_template: str
-    escape: str
-    output_instructions: str
-    request_priority: int
-    instructions_priority: int
-    max_file_bytes: int
+    template: str = key("template")
+    context_template: str = key("contextTemplate")
+    escape: str = key("escape")
+    output_instructions: str = key("outputInstructions")
+    request_priority: int = key("priorities.request")
+    instructions_priority: int = key("priorities.instructions")
+    max_file_bytes: int = key("references.maxFileBytes")
