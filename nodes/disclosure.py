@@ -29,7 +29,8 @@ from .lib.gsd import GsdPosition
 from .lib.markdown import nest_under_title
 from .lib.references import fallback_title, root_group, normalise_url, parse_document, priority_for, title_for
 from .lib.quote import quoted
-from .lib.textio import CONFIG_MAX_BYTES, Refused, TextUnavailable, Trust, fetch_url, list_files, read_local_text, trust_from
+from .lib.settings import DisclosureSettings, trust_at
+from .lib.textio import CONFIG_MAX_BYTES, Refused, TextUnavailable, Trust, fetch_url, list_files, read_local_text
 from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError, Document, Section, Source
 
@@ -66,12 +67,12 @@ def _bundled_rules() -> dict:
 
 @cache(behavior="recompute")
 @tag(stage="disclosure", loader="file")
-def disclosure_rules(context_config: dict, project_dir: str) -> DisclosureRules:
+def disclosure_rules(disclosure_settings: DisclosureSettings, trust_settings: Trust, project_dir: str) -> DisclosureRules:
     """The disclosure rules: bundled configs/disclosure.yaml, with the project's YAML file named
     by ``disclosure.rules`` (relative to .planning/) laid over it."""
     data = _bundled_rules()
     source = "configs/disclosure.yaml"
-    named = str(_settings(context_config).get("rules") or "").strip()
+    named = disclosure_settings.rules
     if named:
         path = os.path.expanduser(named)
         if not os.path.isabs(path):
@@ -80,7 +81,7 @@ def disclosure_rules(context_config: dict, project_dir: str) -> DisclosureRules:
             raise ConfigError(f"key 'disclosure.rules' is {quoted(named)}, but there is no file {path}; "
                               "give a YAML file relative to .planning/ or remove the key")
         try:  # under the trust rules: inside the project (or trust.allowedPaths), a regular file, capped
-            text = read_local_text(path, trust_from(context_config, project_dir), CONFIG_MAX_BYTES,
+            text = read_local_text(path, trust_at(trust_settings, project_dir), CONFIG_MAX_BYTES,
                                    f"the rules file cap ({CONFIG_MAX_BYTES} bytes)").text
         except TextUnavailable as exc:
             raise ConfigError(f"key 'disclosure.rules' ({quoted(named)}): {exc}") from None
@@ -102,7 +103,8 @@ def disclosure_rules(context_config: dict, project_dir: str) -> DisclosureRules:
 @tag(stage="disclosure", loader="file")
 def planning_files(
     project_dir: str,
-    context_config: dict,
+    disclosure_settings: DisclosureSettings,
+    trust_settings: Trust,
     disclosure_rules: DisclosureRules,
     disclosure_phase: Optional[str],
     requested_names: tuple,
@@ -118,7 +120,7 @@ def planning_files(
                if os.path.lexists(os.path.join(root, *name.split("/")))]  # only the named paths, no walk
     if not os.path.isdir(base) and not present:
         return PlanningFiles()
-    trust = trust_from(context_config, project_dir)
+    trust = trust_at(trust_settings, project_dir)
     warnings: list[str] = []
     listing = _listing(base, trust, warnings) if os.path.isdir(base) else []
     wanted = list(_dis.generic_candidates(listing, disclosure_rules))
@@ -130,7 +132,7 @@ def planning_files(
     warnings.extend(resolved.warnings)
     named = _regular_inside(base, root, resolved.files, warnings)
     wanted += [p for p in named if p not in wanted]
-    max_bytes = int(_settings(context_config).get("maxFileBytes", 262144))
+    max_bytes = disclosure_settings.max_file_bytes
     documents: dict[str, Candidate] = {}
     for path in wanted:
         documents[path] = _candidate(base, path, max_bytes, warnings, trust)
@@ -140,15 +142,14 @@ def planning_files(
 @cache(behavior="recompute")
 @tag(stage="disclosure", loader="url")
 def requested_documents(
-    requested_doc_urls: tuple, context_config: dict, fetch_deadline: Optional[float] = None
+    requested_doc_urls: tuple, disclosure_settings: DisclosureSettings, trust_settings: Trust,
+    fetch_deadline: Optional[float] = None,
 ) -> tuple:
     """Each ``@doc URL`` of the request fetched (http/https only, under the trust rules, with
     the references stage's timeout and size cap and the build's URL deadline), or the reason
     it was not."""
-    settings = context_config.get("references", {})
-    timeout = float(settings.get("urlTimeout", 5.0))
-    max_bytes = int(settings.get("urlMaxBytes", 1 << 20))
-    trust = trust_from(context_config, os.curdir)
+    timeout, max_bytes = disclosure_settings.url_timeout, disclosure_settings.url_max_bytes
+    trust = trust_at(trust_settings, os.curdir)
     return tuple(_fetch(url, timeout, max_bytes, trust, fetch_deadline) for url in requested_doc_urls)
 
 
@@ -156,9 +157,9 @@ def requested_documents(
 
 
 @tag(stage="disclosure")
-def disclosure_phase(context_config: dict) -> Optional[str]:
+def disclosure_phase(disclosure_settings: DisclosureSettings) -> Optional[str]:
     """The GSD phase type whose files load (config key disclosure.phase, CLI --phase), or None."""
-    value = _settings(context_config).get("phase")
+    value = disclosure_settings.phase
     if value in (None, "", False):
         return None
     phase = str(value).strip().lower()
@@ -235,7 +236,7 @@ def disclosure_decisions(
     ordered_references: list[Document],
     plan_section: Optional[Section],
     roadmap_section: Optional[Section],
-    context_config: dict,
+    disclosure_settings: DisclosureSettings,
     project_dir: str,
 ) -> DisclosureOutcome:
     """The decision for every candidate: loaded or not, its layer, and the rule or reason.
@@ -246,7 +247,7 @@ def disclosure_decisions(
     rows, warnings = _dis.decide(
         candidates,
         disclosure_rules,
-        str(context_config.get("template", "dev")),
+        disclosure_settings.template,
         disclosure_phase,
         disclosure_phase_files.files,
         disclosure_signals,
@@ -284,11 +285,11 @@ def disclosed_sections(
     disclosure_decisions: DisclosureOutcome,
     planning_files: PlanningFiles,
     requested_documents: tuple,
-    context_config: dict,
+    disclosure_settings: DisclosureSettings,
 ) -> list[Section]:
     """One "reference" section (references pool) per document disclosure loaded, keyed
     ``ref:<path or URL>``: layer 2 before layer 3, then by priority, then by path."""
-    default = int(context_config.get("priorities", {}).get("reference", 60))
+    default = disclosure_settings.reference_priority
     by_display = {doc.display: doc for doc in planning_files.documents.values()}
     by_url = {doc.url: doc for doc in requested_documents}
     out = []
@@ -313,7 +314,7 @@ def disclosure_warnings(
     disclosure_phase_files: PhaseSelection,
     disclosure_decisions: DisclosureOutcome,
     disclosed_sections: list[Section],
-    context_config: dict,
+    disclosure_settings: DisclosureSettings,
     requested_documents: tuple = (),
 ) -> tuple[str, ...]:
     """Warnings of the disclosure stage: a required phase file missing, bad frontmatter, an
@@ -330,7 +331,7 @@ def disclosure_warnings(
     for fetched in requested_documents:
         for note in getattr(fetched, "notes", ()):
             seen.setdefault(note, None)
-    default = int(context_config.get("priorities", {}).get("reference", 60))
+    default = disclosure_settings.reference_priority
     for section in disclosed_sections:
         _, warning = priority_for(section.data.get("metadata", {}), default, section.key[len("ref:"):])
         if warning:
@@ -339,11 +340,6 @@ def disclosure_warnings(
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _settings(context_config: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = context_config.get("disclosure") if isinstance(context_config, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
 
 
 def _display(path: str, project_dir: str) -> str:

@@ -17,6 +17,7 @@ from hamilton.function_modifiers import tag
 from .lib import monitor as _mon
 from .lib import session as _session
 from .lib.monitor import BudgetMonitor
+from .lib.settings import MonitorSettings
 from .lib.truncate import CachedCounter
 from .types import BudgetReport, LedgerEntry, Round, Section
 
@@ -67,17 +68,16 @@ def budget_monitor(
 
 
 @tag(stage="monitor")
-def preventive_compaction(budget_monitor: BudgetMonitor, round_token_use: tuple, context_config: dict) -> dict:
+def preventive_compaction(budget_monitor: BudgetMonitor, round_token_use: tuple, monitor_settings: MonitorSettings) -> dict:
     """{"active", "keep_last", "reason", "fold", "projected_after"}: active when projected_rounds
     <= monitor.thresholdRounds, so the older rounds are folded into the rolling summary now,
     keeping the last ``keep_last`` verbatim, before a hard cut is forced."""
-    settings = context_config.get("monitor", {}) or {}
     compaction = _mon.compaction_for(
         budget_monitor,
         round_token_use,
-        threshold=int(settings.get("thresholdRounds", 2)),
-        keep_rounds=int(settings.get("keepRounds", 3)),
-        summary_tokens_per_round=int(settings.get("summaryTokensPerRound", 60)),
+        threshold=monitor_settings.threshold_rounds,
+        keep_rounds=monitor_settings.keep_rounds,
+        summary_tokens_per_round=monitor_settings.summary_tokens_per_round,
     )
     return compaction.as_dict()
 

@@ -15,6 +15,7 @@ from hamilton.function_modifiers import tag
 from .lib import truncate as _t
 from .lib.crossref import CrossrefMending, mend_cross_references
 from .lib.layout import render_context
+from .lib.settings import QualitySettings
 from .lib.tokens import budget_report_for
 from .types import BudgetExceededError, BudgetReport, Section, TemplateError
 
@@ -46,7 +47,7 @@ def exact_fit(
     rendered_context: str,
     context_template: str,
     mode_template: str,
-    context_config: dict,
+    quality_settings: QualitySettings,
     exact_counter: _t.CachedCounter,
     truncation_strategies: dict,
 ) -> _t.ExactFit:
@@ -54,11 +55,11 @@ def exact_fit(
     priority first) and rendered again, at most truncation.maxFitPasses times. A context no
     step changed is the rendered context itself, byte for byte."""
     state, sections, notes = slack_refilled, crossref_mending.sections, crossref_mending.notes
-    settings = context_config["truncation"]
+    settings = quality_settings
     late, passes = None, 0
-    for passes in range(1, int(settings.get("maxFitPasses", 8)) + 1):
+    for passes in range(1, settings.max_fit_passes + 1):
         text, tokens = _rendered(state, sections, rendered_context, truncation_trigger, context_template,
-                                 mode_template, context_config, exact_counter)
+                                 mode_template, settings.escape, exact_counter)
         if tokens <= min(state.target, state.limit):
             break
         if not truncation_trigger.triggered and not state.ledger and late is None:
@@ -67,8 +68,7 @@ def exact_fit(
                 break
             state = replace(state, target=truncation_trigger.soft_limit_tokens)
         state = replace(state, overhead=state.overhead + tokens - state.total)  # the exact count rules
-        more = _t.cut_more(state, FIT_STEP, truncation_strategies, exact_counter,
-                           int(settings.get("minKeepTokens", 48)))
+        more = _t.cut_more(state, FIT_STEP, truncation_strategies, exact_counter, settings.min_keep_tokens)
         if more.ledger == state.ledger:
             if tokens <= state.limit:
                 break  # only immutable content left: the soft target cannot be met
@@ -92,12 +92,12 @@ def fitted_context(exact_fit: _t.ExactFit, exact_counter: _t.CachedCounter) -> _
                             fit.late_trigger)
 
 
-def _rendered(state, sections, rendered_context, trigger, context_template, mode_template, context_config,
+def _rendered(state, sections, rendered_context, trigger, context_template, mode_template, escape: str,
               counter) -> tuple[str, int]:
     """The prompt and its exact tokens; the rendered context unchanged when no step acted."""
     if not state.ledger:
         return rendered_context, trigger.initial_tokens if trigger.initial_exact else counter.count(rendered_context)
-    text = render_context(sections, context_template, mode_template, context_config["escape"])
+    text = render_context(sections, context_template, mode_template, escape)
     return text, counter.count(text)
 
 
@@ -138,20 +138,20 @@ def _overflow_message(state: _t.TruncationState, tokens: int) -> str:
 
 
 @tag(stage=STAGE)
-def structure_check(fitted_context: _t.FittedContext, context_config: dict) -> dict:
+def structure_check(fitted_context: _t.FittedContext, quality_settings: QualitySettings) -> dict:
     """The required headings (truncation.requiredSections) found in the final context; a
     missing one is an error naming it and the template that should render it."""
     text = fitted_context.text
     found = {}
-    for name in context_config["truncation"].get("requiredSections", ()):
+    for name in quality_settings.required_sections:
         pattern = re.compile(r"^#{1,6}[ \t]+" + re.escape(name) + r"[ \t]*$", re.M)
         found[name] = bool(pattern.search(text))
         if not found[name]:
-            template = context_config["contextTemplate"]
+            template = quality_settings.context_template
             where = template if ("/" in template or template.endswith(".md")) else f"configs/templates/{template}.md"
             raise TemplateError(
                 f"the final context has no '{name}' heading: the context template {where} (with mode "
-                f"template configs/modes/{context_config['template']}.md) must render it, or remove it from "
+                f"template configs/modes/{quality_settings.template}.md) must render it, or remove it from "
                 f"truncation.requiredSections"
             )
     return found

@@ -19,43 +19,44 @@ from .lib.quote import quoted
 from .lib import references as _refs
 from .lib.markdown import nest_under_title
 from .lib.references import ReferenceProblem, ReferenceSet, Target
-from .lib.textio import DEFAULT_MAX_FILE_BYTES, Trust, fetch_url, list_files, read_local_text, trust_from
+from .lib.settings import ReferenceSettings, trust_at
+from .lib.textio import Trust, fetch_url, list_files, read_local_text
 from .types import Document, Section
 
 _PLANNING_LIST_LIMIT = 5000  # files under .planning/ considered for "did you mean"
 
 
 @tag(stage="references")
-def reference_specs(context_config: dict) -> list:
+def reference_specs(reference_settings: ReferenceSettings) -> list:
     """The configured references (``references.core``, ``.project``, ``.session``) as
     ReferenceSpec values with their group and config order."""
-    return _refs.reference_specs_from(context_config.get("references", {}))
+    return _refs.reference_specs_from(reference_settings.groups)
 
 
 @cache(behavior="recompute")
 @tag(stage="references", loader="url")
-def fetch_deadline(context_config: dict) -> float:
+def fetch_deadline(trust_settings: Trust) -> float:
     """The ``time.monotonic()`` moment by which every URL fetch of this build must be done
     (now + ``trust.buildDeadline``): one deadline shared by references and @doc URLs."""
-    return time.monotonic() + trust_from(context_config, os.curdir).build_deadline
+    return time.monotonic() + trust_settings.build_deadline
 
 
 @cache(behavior="recompute")
 @tag(stage="references", loader="file")
 def reference_documents(
-    project_dir: str, reference_specs: list, context_config: dict, fetch_deadline: Optional[float] = None
+    project_dir: str, reference_specs: list, reference_settings: ReferenceSettings, trust_settings: Trust,
+    fetch_deadline: Optional[float] = None,
 ) -> ReferenceSet:
     """Every configured reference document, and recursively the documents its @ lines name,
     each loaded once, with the @ links between them and the warnings met on the way. Files
     and URLs are read under the trust rules (``trust.*``); a refusal is a warning."""
-    settings = context_config.get("references", {})
-    trust = trust_from(context_config, project_dir)
+    settings = reference_settings
+    trust = trust_at(trust_settings, project_dir)
     locate = _locator(trust.root)
     notes: list[str] = []
-    read = _reader(trust, float(settings.get("urlTimeout", 5.0)), int(settings.get("urlMaxBytes", 1 << 20)),
-                   int(float(settings.get("maxFileBytes", DEFAULT_MAX_FILE_BYTES))), fetch_deadline, notes)
-    priorities = _refs.group_priorities(context_config.get("priorities", {}))
-    found = _refs.walk_references(reference_specs, locate, read, int(settings.get("maxDepth", 8)), priorities)
+    read = _reader(trust, settings.url_timeout, settings.url_max_bytes, settings.max_file_bytes, fetch_deadline, notes)
+    priorities = dict(settings.group_priorities)
+    found = _refs.walk_references(reference_specs, locate, read, settings.max_depth, priorities)
     return replace(found, warnings=found.warnings + tuple(dict.fromkeys(notes)))
 
 
@@ -67,7 +68,7 @@ def ordered_references(reference_documents: ReferenceSet) -> list[Document]:
 
 
 @tag(stage="references")
-def reference_sections(ordered_references: list[Document], context_config: dict) -> list[Section]:
+def reference_sections(ordered_references: list[Document]) -> list[Section]:
     """One Section per document: core references (and what they pull in) are "rules" in the
     system pool; the others are "reference" in the references pool."""
     by_key = {doc.key: doc for doc in ordered_references}

@@ -16,7 +16,8 @@ from hamilton.function_modifiers import cache, extract_fields, tag
 
 from .lib.quote import quoted
 from .lib.layout import render_context
-from .lib.textio import DEFAULT_MAX_FILE_BYTES, Refused, TextUnavailable, read_local_text, trust_from
+from .lib.settings import RenderSettings, trust_at
+from .lib.textio import Refused, TextUnavailable, Trust, read_local_text
 from .types import ConfigError, Section, Source
 
 _PACKAGE = "ctxengine.configs"
@@ -24,28 +25,28 @@ _REFERENCE_ORDER = ("rules",)  # kinds rendered before the other reference secti
 
 
 @tag(stage="render")
-def request_section(user_request: str, context_config: dict) -> Section:
+def request_section(user_request: str, render_settings: RenderSettings) -> Section:
     """The user's request as an immutable section of the request pool."""
     return Section(
         key="request",
         title="User Request",
         kind="request",
         content=user_request,
-        priority=context_config["priorities"]["request"],
+        priority=render_settings.request_priority,
         pool="request",
         sources=(Source("request", "user_request"),),
     )
 
 
 @tag(stage="render")
-def instructions_section(context_config: dict) -> Section:
+def instructions_section(render_settings: RenderSettings) -> Section:
     """The output instructions (config key outputInstructions) as a section of the request pool."""
     return Section(
         key="instructions",
         title="Output Instructions",
         kind="instructions",
-        content=context_config["outputInstructions"],
-        priority=context_config["priorities"]["instructions"],
+        content=render_settings.output_instructions,
+        priority=render_settings.instructions_priority,
         pool="request",
         sources=(Source("config", "outputInstructions"),),
     )
@@ -72,13 +73,13 @@ def sections(
 @tag(stage="render", loader="file", target_=...)
 @cache(behavior="recompute")
 @extract_fields({"context_template": str, "template_warnings": tuple})
-def context_template_file(context_config: dict, project_dir: str) -> dict:
+def context_template_file(render_settings: RenderSettings, trust_settings: Trust, project_dir: str) -> dict:
     """The text of the context template (``context_template``): built-in
     configs/templates/<contextTemplate>.md, or the file contextTemplate names when it is a path
     (relative paths are under <project>/.planning/), read under the trust rules with the
     references.maxFileBytes cap; a template they refuse is a warning (``template_warnings``)
     and the built-in "context" template is used."""
-    value = context_config["contextTemplate"]
+    value = render_settings.context_template
     path = _template_path(value, project_dir)
     if path is None:
         return {"context_template": _builtin_text("templates", value, "contextTemplate"), "template_warnings": ()}
@@ -87,9 +88,9 @@ def context_template_file(context_config: dict, project_dir: str) -> dict:
             f"contextTemplate {quoted(value)}: no file {path}; give a path relative to .planning/ "
             f"or one of the built-in names: {', '.join(_builtin_names('templates'))}"
         )
-    cap = int(float(context_config.get("references", {}).get("maxFileBytes", DEFAULT_MAX_FILE_BYTES)))
+    cap = render_settings.max_file_bytes
     try:
-        loaded = read_local_text(path, trust_from(context_config, project_dir), cap, "references.maxFileBytes",
+        loaded = read_local_text(path, trust_at(trust_settings, project_dir), cap, "references.maxFileBytes",
                                  f"contextTemplate {quoted(value)} ({path})")
     except Refused as exc:
         return {"context_template": _builtin_text("templates", "context", "contextTemplate"),
@@ -101,31 +102,31 @@ def context_template_file(context_config: dict, project_dir: str) -> dict:
 
 @tag(stage="render", loader="file")
 @cache(behavior="recompute")
-def mode_template(context_config: dict) -> str:
+def mode_template(render_settings: RenderSettings) -> str:
     """The text of the mode template configs/modes/<template>.md: a head and a tail around
     ``{{{context}}}`` that set the agent's task (dev, research, review)."""
-    return _builtin_text("modes", context_config["template"], "template")
+    return _builtin_text("modes", render_settings.template, "template")
 
 
 @tag(stage="render")
-def rendered_context(sections: list, context_template: str, mode_template: str, context_config: dict) -> str:
+def rendered_context(sections: list, context_template: str, mode_template: str, render_settings: RenderSettings) -> str:
     """The full prompt: the mode template around the context template rendered over the sections."""
     return render_context(
         sections,
         context_template,
         mode_template,
-        escape=context_config["escape"],
-        context_name=_template_name(context_config),
-        mode_name=f"configs/modes/{context_config['template']}.md",
+        escape=render_settings.escape,
+        context_name=_template_name(render_settings),
+        mode_name=f"configs/modes/{render_settings.template}.md",
     )
 
 
 # ----------------------------------------------------------------------------- helpers
 
 
-def _template_name(context_config: dict) -> str:
+def _template_name(render_settings: RenderSettings) -> str:
     """How messages name the configured context template (built-in file or the given path)."""
-    value = context_config["contextTemplate"]
+    value = render_settings.context_template
     return value if _is_path(value) else f"configs/templates/{value}.md"
 
 

@@ -30,7 +30,8 @@ from .lib import gsd as _gsd
 from .lib import plan as _plan
 from .lib import session as _session
 from .lib.layout import POOL_OF_KIND
-from .lib.textio import Refused, TextUnavailable, Trust, allowed_paths, read_local_text, trusted_path, trust_from
+from .lib.settings import StateSettings, trust_at
+from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path
 from .types import ConfigError, CtxEngineError, Section, Source
 
 STAGE = "state"
@@ -39,26 +40,14 @@ POOL = POOL_OF_KIND  # the budget pool of each section kind (nodes/lib/layout.py
 _ARTICLE_PLAN = os.path.join(".planning", "plans", "current", "plan.md")
 _JSONL_SESSION = os.path.join(".planning", "sessions", "current", "session.log")
 _AIDER_NAMES = (".aider.chat.history.md", os.path.join(".planning", ".aider.chat.history.md"))
-_SWITCHES = {
-    "plan": "includePlan",
-    "roadmap": "includePlan",
-    "history": "includeSession",
-    "git": "includeGit",
-    "tree": "includeFileTree",
-    "environment": "includeEnvironment",
-}
 
 
-def _state(context_config: dict) -> dict:
-    return context_config.get("state", {})
+def _on(state_settings: StateSettings, kind: str) -> bool:
+    return state_settings.switches[kind]
 
 
-def _on(context_config: dict, kind: str) -> bool:
-    return bool(_state(context_config).get(_SWITCHES[kind], True))
-
-
-def _priority(context_config: dict, kind: str, default: int) -> int:
-    return int(context_config.get("priorities", {}).get(kind, default))
+def _priority(state_settings: StateSettings, kind: str) -> int:
+    return state_settings.priorities[kind]
 
 
 _MAX_STATE_FILE_BYTES = 64 << 20  # a session transcript can be large; anything past this is not a state file
@@ -67,9 +56,9 @@ _MAX_STATE_FILE_BYTES = 64 << 20  # a session transcript can be large; anything 
 class _Reader:
     """Reads plan and session files under the trust rules, keeping the warnings it owes."""
 
-    def __init__(self, project_dir: str, context_config: dict, keep_tail: bool = False):
+    def __init__(self, project_dir: str, trust_settings: Trust, keep_tail: bool = False):
         self.project_dir, self.keep_tail, self.warnings = project_dir, keep_tail, []
-        self.trust = trust_from(context_config, project_dir)
+        self.trust = trust_at(trust_settings, project_dir)
 
     def __call__(self, path: str) -> str | None:
         shown = os.path.relpath(path, self.project_dir)
@@ -94,8 +83,7 @@ def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False,
     return loaded.text.replace("\r\n", "\n")
 
 
-def _choice(context_config: dict, key: str, allowed: tuple[str, ...]) -> str:
-    value = _state(context_config).get(key, allowed[0])
+def _choice(value: str, key: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ConfigError(f"key 'state.{key}' is {quoted(value)}; use one of {', '.join(allowed)}")
     return value
@@ -106,11 +94,11 @@ def _choice(context_config: dict, key: str, allowed: tuple[str, ...]) -> str:
 
 @tag(stage=STAGE, loader="file")
 @cache(behavior="recompute")
-def project_layout(project_dir: str, context_config: dict) -> str:
+def project_layout(project_dir: str, state_settings: StateSettings) -> str:
     """The planning layout: ``article`` or ``gsd``. With ``state.layout: auto``, article when
     .planning/plans/current/plan.md exists, gsd when .planning/STATE.md or ROADMAP.md exists,
     else article."""
-    layout = _choice(context_config, "layout", ("auto", "article", "gsd"))
+    layout = _choice(state_settings.layout, "layout", ("auto", "article", "gsd"))
     if layout != "auto":
         return layout
     planning = os.path.join(project_dir, ".planning")
@@ -123,12 +111,12 @@ def project_layout(project_dir: str, context_config: dict) -> str:
 
 @tag(stage=STAGE, loader="file")
 @cache(behavior="recompute")
-def gsd_planning(project_dir: str, context_config: dict) -> _gsd.GsdFiles:
+def gsd_planning(project_dir: str, trust_settings: Trust) -> _gsd.GsdFiles:
     """What the GSD position is read from: STATE.md and ROADMAP.md (text, when present and
     readable under the trust rules) and the names of the files in each phase folder
     (phases/NN-name, milestones/*-phases/NN-name)."""
     planning = os.path.join(project_dir, ".planning")
-    read = _Reader(project_dir, context_config)  # refusals reach the warnings through plan_reads
+    read = _Reader(project_dir, trust_settings)  # refusals reach the warnings through plan_reads
     texts = {}
     for name in ("STATE.md", "ROADMAP.md"):
         path = os.path.join(planning, name)
@@ -143,12 +131,12 @@ def gsd_planning(project_dir: str, context_config: dict) -> _gsd.GsdFiles:
 
 
 @tag(stage=STAGE)
-def gsd_position(gsd_planning: _gsd.GsdFiles, project_layout: str, context_config: dict) -> _gsd.GsdPosition:
+def gsd_position(gsd_planning: _gsd.GsdFiles, project_layout: str, state_settings: StateSettings) -> _gsd.GsdPosition:
     """ONE reading of where a GSD project stands (milestone, phase, phase folder, next plan), with
     its evidence, its source (pinned | frontmatter | body | files) and the warnings where STATE.md
     and the files disagree; the state and disclosure stages both use it. ``state.gsdPhase`` pins
     the phase. An article-layout project without STATE.md or phase folders has none."""
-    pinned = str(_state(context_config).get("gsdPhase") or "")
+    pinned = state_settings.gsd_phase
     if project_layout != "gsd" and not pinned and not gsd_planning.folders:
         return _gsd.GsdPosition()
     return _gsd.position_of(gsd_planning, pinned)
@@ -157,23 +145,23 @@ def gsd_position(gsd_planning: _gsd.GsdFiles, project_layout: str, context_confi
 @tag(stage=STAGE, loader="file", target_=...)
 @cache(behavior="recompute")
 @extract_fields({"plan_files": dict, "plan_read_warnings": tuple})
-def plan_reads(project_dir: str, project_layout: str, context_config: dict, gsd_planning: _gsd.GsdFiles,
-               gsd_position: _gsd.GsdPosition) -> dict:
+def plan_reads(project_dir: str, project_layout: str, state_settings: StateSettings, trust_settings: Trust,
+               gsd_planning: _gsd.GsdFiles, gsd_position: _gsd.GsdPosition) -> dict:
     """The plan files' contents (``plan_files``), path -> text ({} when switched off or absent),
     and the warnings of reading them under the trust rules (``plan_read_warnings``). Article:
     plan.md. GSD: STATE.md and ROADMAP.md (as gsd_planning read them) and the PLAN/SUMMARY files
     of the position's phase folder (the folder itself is the key ending in "/", its value the
     folder's file names)."""
-    read = _Reader(project_dir, context_config)
-    files = _plan_files(project_dir, project_layout, context_config, gsd_planning, gsd_position, read)
-    warnings = tuple(gsd_planning.warnings) if project_layout == "gsd" and _on(context_config, "plan") else ()
+    read = _Reader(project_dir, trust_settings)
+    files = _plan_files(project_dir, project_layout, state_settings, gsd_planning, gsd_position, read)
+    warnings = tuple(gsd_planning.warnings) if project_layout == "gsd" and _on(state_settings, "plan") else ()
     return {"plan_files": {path: text for path, text in files.items() if text is not None},
             "plan_read_warnings": warnings + tuple(read.warnings)}
 
 
-def _plan_files(project_dir: str, project_layout: str, context_config: dict, gsd_planning: _gsd.GsdFiles,
+def _plan_files(project_dir: str, project_layout: str, state_settings: StateSettings, gsd_planning: _gsd.GsdFiles,
                 gsd_position: _gsd.GsdPosition, _read) -> dict[str, str | None]:
-    if not _on(context_config, "plan"):
+    if not _on(state_settings, "plan"):
         return {}
     out: dict[str, str | None] = {}
     if project_layout == "article":
@@ -213,29 +201,29 @@ def _phase_dirs(planning: str) -> list[str]:
 
 @tag(stage=STAGE)
 def plan_state(
-    plan_files: dict[str, str], project_layout: str, project_dir: str, context_config: dict,
+    plan_files: dict[str, str], project_layout: str, project_dir: str, state_settings: StateSettings,
     gsd_position: _gsd.GsdPosition,
 ) -> _plan.PlanView:
     """The plan as the context shows it. Article: in-progress and pending tasks in full,
     completed ones cut to their first line, a count line. GSD: the position, STATE.md's blocks
     and the current phase's plans (done ones as their SUMMARY's one-liner, the next in full)."""
-    if not _on(context_config, "plan"):
+    if not _on(state_settings, "plan"):
         return _plan.PlanView(project_layout, False)
-    explicit = _state(context_config).get("layout", "auto") != "auto"
+    explicit = state_settings.layout != "auto"
     if project_layout == "article":
         path = os.path.join(project_dir, _ARTICLE_PLAN)
         if path not in plan_files:
             warnings = (f"{path}: not found; no plan section (state.layout is article)",) if explicit else ()
             return _plan.PlanView("article", False, warnings=warnings)
         return _plan.article_view(plan_files[path], path)
-    detail = _choice(context_config, "gsdPendingPlans", ("outline", "full"))
+    detail = _choice(state_settings.gsd_pending_plans, "gsdPendingPlans", ("outline", "full"))
     return _gsd.gsd_view(plan_files, os.path.join(project_dir, ".planning"), project_dir, gsd_position, detail)
 
 
 @tag(stage=STAGE)
-def plan_section(plan_state: _plan.PlanView, context_config: dict) -> Section | None:
+def plan_section(plan_state: _plan.PlanView, state_settings: StateSettings) -> Section | None:
     """The "Current Plan" section (kind plan, priority ``priorities.plan``), or None."""
-    return _view_section(plan_state, "plan", "Current Plan", 80, context_config, position=plan_state.position)
+    return _view_section(plan_state, "plan", "Current Plan", state_settings, position=plan_state.position)
 
 
 @tag(stage=STAGE)
@@ -249,19 +237,19 @@ def roadmap_state(
 
 
 @tag(stage=STAGE)
-def roadmap_section(roadmap_state: _plan.PlanView, context_config: dict) -> Section | None:
+def roadmap_section(roadmap_state: _plan.PlanView, state_settings: StateSettings) -> Section | None:
     """The "Roadmap" section (kind roadmap, priority ``priorities.roadmap``: below the plan, so
     truncation cuts the roadmap before the current plan), or None."""
-    return _view_section(roadmap_state, "roadmap", "Roadmap", 55, context_config)
+    return _view_section(roadmap_state, "roadmap", "Roadmap", state_settings)
 
 
-def _view_section(view: _plan.PlanView, kind: str, title: str, default_priority: int, context_config: dict,
+def _view_section(view: _plan.PlanView, kind: str, title: str, state_settings: StateSettings,
                   **data) -> Section | None:
     """A plan view as the section of its kind (key = kind), or None when plans are off or absent."""
-    if not _on(context_config, "plan") or not view.found:
+    if not _on(state_settings, "plan") or not view.found:
         return None
     return Section(key=kind, title=title, kind=kind, content=view.content,
-                   priority=_priority(context_config, kind, default_priority), pool=POOL[kind],
+                   priority=_priority(state_settings, kind), pool=POOL[kind],
                    sources=view.sources, data={**view.data, **data})
 
 
@@ -271,29 +259,29 @@ def _view_section(view: _plan.PlanView, kind: str, title: str, default_priority:
 @tag(stage=STAGE, loader="file", target_=...)
 @cache(behavior="recompute")
 @extract_fields({"session_files": dict, "session_read_warnings": tuple})
-def session_reads(project_dir: str, context_config: dict, config_provenance: dict) -> dict:
+def session_reads(project_dir: str, state_settings: StateSettings, trust_settings: Trust) -> dict:
     """The session transcript's content (``session_files``), path -> text, and the warnings of
     reading it under the trust rules (``session_read_warnings``: a log over the 64 MiB cap
     keeps its newest part)."""
-    read = _Reader(project_dir, context_config, keep_tail=True)
-    files = _session_files(project_dir, context_config, read, config_provenance)
+    read = _Reader(project_dir, trust_settings, keep_tail=True)
+    files = _session_files(project_dir, state_settings, read)
     return {"session_files": {path: text for path, text in files.items() if text is not None},
             "session_read_warnings": tuple(read.warnings)}
 
 
-def _session_files(project_dir: str, context_config: dict, _read, provenance: dict | None = None) -> dict[str, str | None]:
+def _session_files(project_dir: str, state_settings: StateSettings, _read) -> dict[str, str | None]:
     """At most one file; {} when switched off or absent. ``state.sessionFormat``: auto prefers
     the Claude Code transcript named by ``state.claudeCode.transcript``, then
     .planning/sessions/current/session.log, then aider's .aider.chat.history.md at the project
     root, then under .planning/, then the project's newest Claude Code transcript in the user's
     Claude folder (``trust.claudeProjects``)."""
-    if not _on(context_config, "history"):
+    if not _on(state_settings, "history"):
         return {}
-    fmt = _choice(context_config, "sessionFormat", ("auto", "jsonl", "aider", "claude"))
+    fmt = _choice(state_settings.session_format, "sessionFormat", ("auto", "jsonl", "aider", "claude"))
     if fmt in ("auto", "claude"):
-        named = _claude_named(project_dir, context_config, _read, provenance or {})
+        named = _claude_named(project_dir, state_settings, _read)
         if named or fmt == "claude":  # a named transcript that cannot be read is not replaced by another
-            return named if named is not None else _claude_found(project_dir, context_config, _read)
+            return named if named is not None else _claude_found(project_dir, state_settings, _read)
     candidates = []
     if fmt in ("auto", "jsonl"):
         candidates.append(os.path.join(project_dir, _JSONL_SESSION))
@@ -304,19 +292,19 @@ def _session_files(project_dir: str, context_config: dict, _read, provenance: di
             text = _read(path)
             if text is not None:
                 return {path: text}
-    return _claude_found(project_dir, context_config, _read) if fmt == "auto" else {}
+    return _claude_found(project_dir, state_settings, _read) if fmt == "auto" else {}
 
 
-def _claude_named(project_dir: str, context_config: dict, read: _Reader, provenance: dict) -> dict | None:
+def _claude_named(project_dir: str, state_settings: StateSettings, read: _Reader) -> dict | None:
     """The transcript ``state.claudeCode.transcript`` names (a .jsonl file, or a folder: its
     newest), None when unset. Named in .planning/config.json it must resolve inside the project
     (or a trust.allowedPaths folder); named by the user (user config, --set, API) it may be
     anywhere, relative paths still taken from the project."""
-    named = str(_state(context_config).get("claudeCode", {}).get("transcript") or "").strip()
+    named = state_settings.claude_transcript.strip()
     if not named:
         return None
     config_json = os.path.join(project_dir, ".planning", "config.json")
-    from_project = str(provenance.get("state.claudeCode.transcript", "")).startswith(config_json)
+    from_project = state_settings.claude_transcript_from_project
     path = os.path.join(project_dir, named if from_project else os.path.expanduser(named))
     trust = read.trust
     if from_project and not trusted_path(path, trust):
@@ -335,10 +323,10 @@ def _claude_named(project_dir: str, context_config: dict, read: _Reader, provena
     return _claude_read(path, trust, read)
 
 
-def _claude_found(project_dir: str, context_config: dict, read: _Reader) -> dict:
+def _claude_found(project_dir: str, state_settings: StateSettings, read: _Reader) -> dict:
     """The project's newest transcript in Claude Code's own folder ($CLAUDE_CONFIG_DIR or
     ~/.claude, projects/<encoded project path>/), when the user's trust.claudeProjects allows."""
-    if not context_config.get("trust", {}).get("claudeProjects", True):
+    if not state_settings.claude_projects:
         return {}
     for folder in _claude.project_folders(project_dir):
         path = _claude.newest_transcript(folder)
@@ -354,17 +342,16 @@ def _claude_read(path: str, trust: Trust, read: _Reader) -> dict:
 
 
 @tag(stage=STAGE)
-def session_history(session_files: dict[str, str], context_config: dict) -> _session.SessionHistory:
+def session_history(session_files: dict[str, str], state_settings: StateSettings) -> _session.SessionHistory:
     """The session's rounds (a user request and everything up to the next), with a warning
     per malformed line; an empty history when there is no session file. A Claude Code
     transcript is read by its own parser (``state.claudeCode.*``)."""
     for path, text in session_files.items():
         if _claude.is_claude_code(text):
-            settings = _state(context_config).get("claudeCode", {})
             return _claude.parse_claude_code(text, path, _claude.Options(
-                sidechains=settings.get("sidechains", "fold"), compacted=settings.get("compacted", "fold"),
-                result_max_lines=int(settings.get("toolResultMaxLines", 40)),
-                result_max_chars=int(settings.get("toolResultMaxChars", 4000))))
+                sidechains=state_settings.claude_sidechains, compacted=state_settings.claude_compacted,
+                result_max_lines=state_settings.claude_result_max_lines,
+                result_max_chars=state_settings.claude_result_max_chars))
         return _session.parse_session(text, path)
     return _session.SessionHistory()
 
@@ -379,14 +366,14 @@ def round_summaries(session_history: _session.SessionHistory) -> tuple:
 
 @tag(stage=STAGE)
 def history_section(session_history: _session.SessionHistory, round_summaries: tuple,
-                    context_config: dict) -> Section | None:
+                    state_settings: StateSettings) -> Section | None:
     """The "Session History" section: the last ``state.maxHistoryRounds`` rounds verbatim, older
     rounds as their summary lines. ``data`` keeps the rounds so truncation can
     re-compact: {"rounds", "verbatim_from" (index into rounds), "format"}."""
-    if not _on(context_config, "history") or not session_history.rounds:
+    if not _on(state_settings, "history") or not session_history.rounds:
         return None
     rounds = session_history.rounds
-    keep = max(0, int(_state(context_config).get("maxHistoryRounds", 5)))
+    keep = max(0, state_settings.max_history_rounds)
     verbatim_from = max(0, len(rounds) - keep)
     path = session_history.source or ""
     head = (
@@ -406,7 +393,7 @@ def history_section(session_history: _session.SessionHistory, round_summaries: t
         title="Session History",
         kind="history",
         content=content,
-        priority=_priority(context_config, "history", 70),
+        priority=_priority(state_settings, "history"),
         pool=POOL["history"],
         sources=tuple(sources),
         data={"rounds": rounds, "verbatim_from": verbatim_from, "format": session_history.format, "source": path},
@@ -418,21 +405,20 @@ def history_section(session_history: _session.SessionHistory, round_summaries: t
 
 @tag(stage=STAGE, loader="git")
 @cache(behavior="recompute")
-def git_snapshot(project_dir: str, context_config: dict) -> _git.GitSnapshot:
+def git_snapshot(project_dir: str, state_settings: StateSettings) -> _git.GitSnapshot:
     """One look at the repository through real git: status (porcelain v2), ``diff HEAD
     --numstat`` and the patch only when under ``state.gitDiffMaxLines``, the last commits.
     Timeouts and output caps apply; problems are warnings. Nothing when switched off. Only the
     project's own repository is read (or one in ``trust.allowedPaths``), with nothing it could run."""
-    if not _on(context_config, "git"):
+    if not _on(state_settings, "git"):
         return _git.GitSnapshot(project_dir)
-    state = _state(context_config)
     return _git.take_snapshot(
         project_dir,
-        max_lines=int(state.get("gitDiffMaxLines", 200)),
-        timeout=float(state.get("gitTimeout", 10)),
-        max_bytes=int(state.get("gitMaxBytes", 2_000_000)),
-        log_count=int(state.get("gitLogCount", 3)),
-        allowed_paths=allowed_paths(context_config),
+        max_lines=state_settings.git_diff_max_lines,
+        timeout=state_settings.git_timeout,
+        max_bytes=state_settings.git_max_bytes,
+        log_count=state_settings.git_log_count,
+        allowed_paths=state_settings.allowed_paths,
     )
 
 
@@ -444,10 +430,10 @@ def git_state(git_snapshot: _git.GitSnapshot) -> _git.GitState:
 
 
 @tag(stage=STAGE)
-def git_section(git_state: _git.GitState, context_config: dict) -> Section | None:
+def git_section(git_state: _git.GitState, state_settings: StateSettings) -> Section | None:
     """The "Git Status" section (kind git): status and diff, or per-file counts without hunks
     in summary mode. ``data``: {"files": [(path, added, removed, status)], "summary_mode"}."""
-    if not _on(context_config, "git") or not git_state.available:
+    if not _on(state_settings, "git") or not git_state.available:
         return None
     root = git_state.root or ""
     sources = [Source("git", root)]
@@ -460,7 +446,7 @@ def git_section(git_state: _git.GitState, context_config: dict) -> Section | Non
         title="Git Status",
         kind="git",
         content=_git.render_git(git_state),
-        priority=_priority(context_config, "git", 60),
+        priority=_priority(state_settings, "git"),
         pool=POOL["git"],
         sources=tuple(sources),
         data={
@@ -482,22 +468,22 @@ def git_section(git_state: _git.GitState, context_config: dict) -> Section | Non
 
 @tag(stage=STAGE, loader="git")
 @cache(behavior="recompute")
-def file_listing(project_dir: str, context_config: dict) -> _filetree.FileListing:
+def file_listing(project_dir: str, state_settings: StateSettings) -> _filetree.FileListing:
     """The project's files: ``git ls-files`` in a repository (.gitignore holds), else a walk
     that skips .git, node_modules, virtualenvs, caches and build output and never follows
     symlinks. Nothing when ``state.includeFileTree`` is off (the default)."""
-    if not _on(context_config, "tree"):
+    if not _on(state_settings, "tree"):
         return _filetree.FileListing(project_dir, "off")
-    return _filetree.list_files(project_dir, timeout=float(_state(context_config).get("gitTimeout", 10)))
+    return _filetree.list_files(project_dir, timeout=state_settings.git_timeout)
 
 
 @tag(stage=STAGE)
-def file_tree_section(file_listing: _filetree.FileListing, context_config: dict) -> Section | None:
+def file_tree_section(file_listing: _filetree.FileListing, state_settings: StateSettings) -> Section | None:
     """The "File Tree" section (kind tree): at most ``state.fileTreeMaxEntries`` entries, then
     "... and N more"."""
-    if not _on(context_config, "tree") or file_listing.method == "off":
+    if not _on(state_settings, "tree") or file_listing.method == "off":
         return None
-    limit = int(_state(context_config).get("fileTreeMaxEntries", 200))
+    limit = state_settings.file_tree_max_entries
     total = len(file_listing.paths)
     how = "git ls-files" if file_listing.method == "git" else "folder walk"
     head = f"{total}{'' if file_listing.complete else '+'} files ({how})"
@@ -506,7 +492,7 @@ def file_tree_section(file_listing: _filetree.FileListing, context_config: dict)
         title="File Tree",
         kind="tree",
         content=head + "\n" + _filetree.render_tree(file_listing, limit),
-        priority=_priority(context_config, "tree", 30),
+        priority=_priority(state_settings, "tree"),
         pool=POOL["tree"],
         sources=(Source("git" if file_listing.method == "git" else "file", file_listing.root),),
         data={"total": total, "shown": min(total, limit), "method": file_listing.method},
@@ -557,9 +543,9 @@ def environment_facts() -> dict:
 
 
 @tag(stage=STAGE)
-def environment_section(environment_facts: dict, context_config: dict) -> Section | None:
+def environment_section(environment_facts: dict, state_settings: StateSettings) -> Section | None:
     """The "Environment" section (kind environment): one line per fact."""
-    if not _on(context_config, "environment"):
+    if not _on(state_settings, "environment"):
         return None
     labels = {"python": "Python", "os": "OS", "git": "git", "ctxengine": "ctxengine", "node": "node"}
     lines = []
@@ -570,7 +556,7 @@ def environment_section(environment_facts: dict, context_config: dict) -> Sectio
         title="Environment",
         kind="environment",
         content="\n".join(lines),
-        priority=_priority(context_config, "environment", 20),
+        priority=_priority(state_settings, "environment"),
         pool=POOL["environment"],
         sources=tuple(Source("environment", key) for key in environment_facts),
         data=dict(environment_facts),
@@ -588,14 +574,14 @@ def state_sections(
     git_section: Section | None,
     file_tree_section: Section | None,
     environment_section: Section | None,
-    context_config: dict,
+    state_settings: StateSettings,
     project_dir: str,
 ) -> list[Section]:
     """The state sections in order plan, roadmap, history, git, tree, environment, skipping None
     and those switched off; their file sources named relative to the project, like references."""
     out = []
     for section in (plan_section, roadmap_section, history_section, git_section, file_tree_section, environment_section):
-        if section is not None and _on(context_config, section.kind):
+        if section is not None and _on(state_settings, section.kind):
             out.append(replace(section, sources=tuple(_project_relative(s, project_dir) for s in section.sources)))
     return out
 

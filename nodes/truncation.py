@@ -39,7 +39,7 @@ from .lib import session as _session
 from .lib import truncate as _t
 from .lib.layout import POOLS as _POOLS
 from .lib.layout import render_context
-from .lib.reserve import effective_reserve
+from .lib.settings import BudgetSettings, TruncationSettings
 from .lib.summarize import as_summarizer
 from .lib.tokens import model_presets
 from .types import BudgetExceededError, BudgetReport, LedgerEntry, Section
@@ -52,15 +52,15 @@ POOLS = _POOLS  # the budget pools (nodes/lib/layout.py maps each section kind t
 
 
 @tag(stage=STAGE)
-def soft_limit_tokens(context_config: dict, available_tokens: int) -> int:
+def soft_limit_tokens(truncation_settings: TruncationSettings, available_tokens: int) -> int:
     """The soft limit in tokens: budget.softLimit times the available tokens."""
-    return int(float(context_config["budget"].get("softLimit", 0.85)) * available_tokens)
+    return int(truncation_settings.soft_limit * available_tokens)
 
 
 @tag(stage=STAGE)
 def truncation_trigger(
     budget_report: BudgetReport, rendered_context: str, exact_counter: _t.CachedCounter, available_tokens: int,
-    soft_limit_tokens: int, context_config: dict, preventive_compaction: dict,
+    soft_limit_tokens: int, truncation_settings: TruncationSettings, preventive_compaction: dict,
 ) -> _t.TruncationTrigger:
     """Whether truncation runs, why, and the token target it cuts to: hard (over the available
     tokens) and soft (over budget.softLimit) cut to the soft limit; requested
@@ -68,11 +68,10 @@ def truncation_trigger(
     Decided on an exact count unless the budget report's estimate is far over the budget (a
     context that may be returned as it is gets counted exactly once, and that count is reused)."""
     total, exact = budget_report.total_tokens, bool(getattr(budget_report, "exact", True))
-    upper = float(context_config["budget"].get("exactBand", (0.5, 1.5))[1])
+    upper = truncation_settings.exact_band[1]
     if not exact and total <= upper * available_tokens:
         total, exact = exact_counter.count(rendered_context), True
-    soft = float(context_config["budget"].get("softLimit", 0.85))
-    compact = bool(context_config["truncation"].get("compact", False))
+    soft, compact = truncation_settings.soft_limit, truncation_settings.compact
     if total > available_tokens:
         reason, target = "hard", soft_limit_tokens
     elif total > soft_limit_tokens:
@@ -99,25 +98,26 @@ def truncation_sections(preventively_compacted_sections: list) -> list:
 
 @tag(stage=STAGE)
 def template_overhead(
-    truncation_sections: list, context_template: str, mode_template: str, context_config: dict, exact_counter: _t.CachedCounter
+    truncation_sections: list, context_template: str, mode_template: str, truncation_settings: TruncationSettings,
+    exact_counter: _t.CachedCounter
 ) -> int:
     """Exact tokens of the rendered prompt outside the section contents (mode template,
     headings, titles): the prompt rendered with every content emptied."""
     empty = [s.with_content("") for s in truncation_sections]
-    return exact_counter.count(render_context(empty, context_template, mode_template, context_config["escape"]))
+    return exact_counter.count(render_context(empty, context_template, mode_template, truncation_settings.escape))
 
 
 @tag(stage=STAGE)
 def immutable_context_tokens(
-    truncation_sections: list, context_template: str, mode_template: str, context_config: dict, exact_counter: _t.CachedCounter,
-    truncation_trigger: _t.TruncationTrigger,
+    truncation_sections: list, context_template: str, mode_template: str, truncation_settings: TruncationSettings,
+    exact_counter: _t.CachedCounter, truncation_trigger: _t.TruncationTrigger,
 ) -> int:
     """Exact tokens of the smallest context truncation can reach: the prompt rendered with
     the immutable sections only (0 when truncation does not run)."""
     if not truncation_trigger.triggered:
         return 0
     immutable = [s for s in truncation_sections if s.tier == "immutable"]
-    return exact_counter.count(render_context(immutable, context_template, mode_template, context_config["escape"]))
+    return exact_counter.count(render_context(immutable, context_template, mode_template, truncation_settings.escape))
 
 
 @tag(stage=STAGE)
@@ -144,11 +144,11 @@ def section_tallies(
 
 
 @tag(stage=STAGE)
-def pool_share_tokens(context_config: dict, available_tokens: int, reserve_tokens: int) -> dict:
+def pool_share_tokens(truncation_settings: TruncationSettings, available_tokens: int, reserve_tokens: int) -> dict:
     """Each pool's share in tokens: the pools split the available tokens in proportion to their
     budget.pools weights (the buffer takes the rounding and any weight left under 1); the
     reserve is the answer reserve (reserve_tokens, budget.reserveTokens / reserveShare)."""
-    weights = dict(context_config["budget"].get("pools", {}))
+    weights = dict(truncation_settings.pools)
     weights.pop(_t.RESERVE, None)
     weights.setdefault(_t.BUFFER, max(0.0, 1.0 - sum(float(w) for w in weights.values())))
     shares = _t.pool_shares(available_tokens, weights)
@@ -172,13 +172,12 @@ def pool_accounts(pool_share_tokens: dict, section_tallies: _t.SectionTallies, t
 
 
 @tag(stage=STAGE)
-def strategy_by_kind(context_config: dict) -> dict:
+def strategy_by_kind(truncation_settings: TruncationSettings) -> dict:
     """The strategy for each content kind (truncation.strategies: history, deprecated,
     default), or the one truncation.strategy forces for all."""
-    settings = context_config["truncation"]
-    forced = settings.get("strategy", "auto")
-    by_kind = {"history": "tail", "deprecated": "head", "default": "middle", **dict(settings.get("strategies", {}))}
-    if forced and forced != "auto":
+    forced = truncation_settings.strategy
+    by_kind = dict(truncation_settings.strategies)
+    if forced != "auto":
         by_kind = {kind: forced for kind in by_kind}
     return by_kind
 
@@ -190,29 +189,28 @@ def section_strategies(truncation_sections: list, strategy_by_kind: dict) -> dic
     def pick(section: Section) -> str:
         if section.deprecated and "deprecated" in strategy_by_kind:
             return strategy_by_kind["deprecated"]
-        return strategy_by_kind.get(section.kind, strategy_by_kind.get("default", "middle"))
+        return strategy_by_kind.get(section.kind, strategy_by_kind["default"])
     return {s.key: pick(s) for s in truncation_sections}
 
 
 @tag(stage=STAGE)
-def tail_strategy(context_config: dict) -> _t.Strategy:
+def tail_strategy(truncation_settings: TruncationSettings) -> _t.Strategy:
     """Tail: keep the end. A session history keeps its recent rounds verbatim; older rounds
     keep their first and last message with a summary between, then become summary lines (with
     the sentences that carry ids, few files), then are dropped oldest first. Other text is cut
     from its beginning."""
-    settings = context_config["truncation"]
-    return _t.Strategy("tail", None, int(settings.get("keepRecentRounds", 1)), float(settings.get("recentShare", 0.75)),
+    return _t.Strategy("tail", None, truncation_settings.keep_recent_rounds, truncation_settings.recent_share,
                        _session.render_round, _t.round_summary_with_ids(_session.round_summary))
 
 
 @tag(stage=STAGE)
-def head_strategy(context_config: dict) -> _t.Strategy:
+def head_strategy() -> _t.Strategy:
     """Head: keep the beginning (documents marked deprecated); a history keeps its oldest rounds."""
     return _t.Strategy("head", None, render_round=_session.render_round, round_summary=_session.round_summary)
 
 
 @tag(stage=STAGE)
-def middle_strategy(summarizer: Any, context_config: dict) -> _t.Strategy:
+def middle_strategy(summarizer: Any) -> _t.Strategy:
     """Middle: for mixed content. Summarized by priority (lowest first) with the summarizer,
     then cut keeping both ends; a history keeps its first and newest rounds."""
     if summarizer is None or isinstance(summarizer, str):  # a method name (driver config) instead of the node
@@ -238,7 +236,7 @@ def truncation_start(
     pool_share_tokens: dict,
     section_strategies: dict,
     available_tokens: int,
-    context_config: dict,
+    budget_settings: BudgetSettings,
     immutable_context_tokens: int,
     preventive_ledger: list,
 ) -> _t.TruncationState:
@@ -253,23 +251,22 @@ def truncation_start(
                            target, available_tokens, pool_share_tokens, section_strategies)
     state = replace(state, ledger=tuple(preventive_ledger))  # the monitor's folding comes first
     if immutable_context_tokens > available_tokens:
-        _raise_immutable(truncation_sections, section_tallies.tokens, immutable_context_tokens, available_tokens, context_config)
+        _raise_immutable(truncation_sections, section_tallies.tokens, immutable_context_tokens, available_tokens, budget_settings)
     return state
 
 
-def _raise_immutable(sections, tokens, needed, available, context_config) -> None:
+def _raise_immutable(sections, tokens, needed, available, budget: BudgetSettings) -> None:
     immutable = [s for s in sections if s.tier == "immutable"]
     overhead = needed - sum(tokens[s.key] for s in immutable)
-    budget = context_config["budget"]
-    reserve = effective_reserve(budget, model_presets()[context_config["model"]])
+    reserve = budget.reserve_for(model_presets()[budget.model])
     listed = "; ".join(f"{s.title} ({s.key}): {tokens[s.key]:,} token{'s' if tokens[s.key] != 1 else ''}"
                        for s in immutable)
     fits = [name for name, p in sorted(model_presets().items(), key=lambda kv: kv[1]["window"])
-            if int(p["window"]) - effective_reserve(budget, p, int(p["window"])) >= needed]
+            if int(p["window"]) - budget.reserve_for(p, int(p["window"])) >= needed]
     models = ", ".join(fits) if fits else "none of configs/models.yaml"
     raise BudgetExceededError(
         f"the immutable sections alone do not fit: rendered alone they need {needed:,} tokens ({listed}; "
-        f"templates and headings {overhead:,} tokens) but only {available:,} are available (budget.maxTokens {int(budget['maxTokens']):,} "
+        f"templates and headings {overhead:,} tokens) but only {available:,} are available (budget.maxTokens {budget.max_tokens:,} "
         f"- budget.reserveTokens {reserve:,}), {needed - available:,} short. Models whose window minus the "
         f"reserve would fit: {models}. Raise budget.maxTokens, lower budget.reserveTokens, or shorten these sections."
     )
@@ -298,59 +295,59 @@ def discardable_dropped(state: _t.TruncationState, scope: str, step: str) -> _t.
 @parameterize(**_rows("head_cut_deprecated"))
 def deprecated_head_cut(
     state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, exact_counter: _t.CachedCounter,
-    context_config: dict,
+    truncation_settings: TruncationSettings,
 ) -> _t.TruncationState:
     """Deprecated documents (head strategy) cut to keep their beginning, with a marker."""
-    return _t.head_cut_deprecated(state, scope, step, truncation_strategies, exact_counter, _min_keep(context_config))
+    return _t.head_cut_deprecated(state, scope, step, truncation_strategies, exact_counter, _min_keep(truncation_settings))
 
 
 @tag(stage=STAGE)
 @parameterize(**_rows("compact_histories"))
 def history_compacted(
     state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, exact_counter: _t.CachedCounter,
-    context_config: dict,
+    truncation_settings: TruncationSettings,
 ) -> _t.TruncationState:
     """Session histories compacted by whole rounds (tail: recent rounds verbatim, older ones
     first-last, then summary lines, then dropped oldest first); tool calls keep their results."""
-    return _t.compact_histories(state, scope, step, truncation_strategies, exact_counter, _min_keep(context_config))
+    return _t.compact_histories(state, scope, step, truncation_strategies, exact_counter, _min_keep(truncation_settings))
 
 
 @tag(stage=STAGE)
 @parameterize(**_rows("summarize_summarizable"))
 def summarizable_summarized(
     state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, exact_counter: _t.CachedCounter,
-    context_config: dict,
+    truncation_settings: TruncationSettings,
 ) -> _t.TruncationState:
     """Summarizable sections (middle strategy) summarized, lowest priority first, each summary
     capped at what the section may keep."""
     return _t.summarize_summarizable(state, scope, step, truncation_strategies, exact_counter,
-                                     _min_keep(context_config))
+                                     _min_keep(truncation_settings))
 
 
 @tag(stage=STAGE)
 @parameterize(**_rows("cut_summarizable"))
 def summarizable_cut(
     state: _t.TruncationState, scope: str, step: str, truncation_strategies: dict, exact_counter: _t.CachedCounter,
-    context_config: dict,
+    truncation_settings: TruncationSettings,
 ) -> _t.TruncationState:
     """Summarizable sections cut at paragraph or line boundaries with a marker naming what was
     cut and where the full text is, lowest priority first; dropped when too little would stay."""
-    return _t.cut_summarizable(state, scope, step, truncation_strategies, exact_counter, _min_keep(context_config))
+    return _t.cut_summarizable(state, scope, step, truncation_strategies, exact_counter, _min_keep(truncation_settings))
 
 
 @tag(stage=STAGE)
 def slack_refilled(
     summarizable_cut: _t.TruncationState, truncation_strategies: dict, exact_counter: _t.CachedCounter,
-    context_config: dict,
+    truncation_settings: TruncationSettings,
 ) -> _t.TruncationState:
     """The tokens the steps left unused given back to the reduced sections, highest priority
     first (a dropped deprecated document comes back head-cut)."""
     return _t.refill_slack(summarizable_cut, "slack_refilled", truncation_strategies, exact_counter,
-                           _min_keep(context_config))
+                           _min_keep(truncation_settings))
 
 
-def _min_keep(context_config: dict) -> int:
-    return int(context_config["truncation"].get("minKeepTokens", 48))
+def _min_keep(truncation_settings: TruncationSettings) -> int:
+    return truncation_settings.min_keep_tokens
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -388,14 +385,15 @@ def _final_ledger(fitted, sections) -> list[LedgerEntry]:
 
 @tag(stage=STAGE)
 def truncation_summary(
-    truncation_trigger: _t.TruncationTrigger, fitted_context: _t.FittedContext, context_config: dict, budget_report: BudgetReport,
+    truncation_trigger: _t.TruncationTrigger, fitted_context: _t.FittedContext, truncation_settings: TruncationSettings,
+    budget_report: BudgetReport,
     section_strategies: dict,
 ) -> dict:
     """Whether truncation ran, why (hard | soft | requested), the strategy, the target, and
     the token counts before (with whether that count was exact) and after."""
     state = fitted_context.state
     changed = sorted({e.section_key for e in state.ledger})
-    forced = context_config["truncation"].get("strategy", "auto")
+    forced = truncation_settings.strategy
     triggered = truncation_trigger.triggered or fitted_context.late_trigger is not None
     return {
         "triggered": triggered,

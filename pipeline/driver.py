@@ -31,6 +31,7 @@ from .nodes import (  # noqa: E402
     references,
     render,
     report,
+    settings,
     state,
     summarize,
     truncation,
@@ -41,6 +42,7 @@ from . import cache as _cache  # noqa: E402
 #: The stage modules, in dataflow order.
 NODE_MODULES: tuple[ModuleType, ...] = (
     config,
+    settings,
     references,
     state,
     disclosure,
@@ -219,7 +221,7 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
         if folder is not None:
             dr.cache.forget_runs(keep=1)
     if folder is not None:
-        limit = (out["context_config"].get("cache") or {}).get("maxBytes", _cache.DEFAULT_MAX_BYTES)
+        limit = out["context_config"]["cache"]["maxBytes"]
         _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], int(limit))
     else:
         _LAST_CACHE_RUN[0] = None

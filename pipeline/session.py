@@ -93,12 +93,12 @@ class Session:
             extra["disclosure.phase"] = phase
         configured = build_overrides(extra, **options)
         self.cache = {"cache": cache, "cache_dir": cache_dir}
-        seeded = driver.execute(["context_config", "session_history"], self.project_dir, configured, **self.cache)
+        seeded = driver.execute(["state_settings", "session_history"], self.project_dir, configured, **self.cache)
         # The session manages its history itself (folding older rounds into the rolling
         # summary), so every round it holds rides verbatim: the state stage must not summarise
         # the summary round away. The configured state.maxHistoryRounds applies once, to the
         # seeded log: its older rounds start out folded, as the state stage would show them.
-        keep = int(seeded["context_config"]["state"].get("maxHistoryRounds", 5))
+        keep = seeded["state_settings"].max_history_rounds
         self.overrides = {**configured, "state.maxHistoryRounds": HISTORY_ROUNDS}
         self.seed_history = seed_history
         self.phase = phase

@@ -104,8 +104,9 @@ def test_a_new_request_and_a_config_value_rerun_their_readers_only(demo, tmp_pat
     result, what = build(demo, tmp_path / "c", request="Add a logout endpoint",
                          overrides={"truncation.keepRecentRounds": 2})
     ran = {n for n, w in what.items() if w == "run"}
-    readers = {n for n in driver.CACHED_NODES if "context_config" in _inputs(n)}
-    assert ran <= readers  # the config changed: only nodes reading it recompute ...
+    readers = {n for n in driver.CACHED_NODES if "truncation_settings" in _inputs(n)}
+    assert ran <= readers  # a truncation key changed: only nodes reading truncation_settings recompute ...
+    assert "structure_check" in set(what) - ran  # ... not those reading another stage's settings
     assert {"round_token_use", "roadmap_state"} <= set(what) - ran  # ... the rest see equal inputs
     plain = driver.execute(["build_result"], demo, {"truncation.keepRecentRounds": 2}, "Add a logout endpoint",
                            cache=False)["build_result"]

@@ -16,7 +16,7 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 from hamilton import driver  # noqa: E402
 
 from conftest import write_project  # noqa: E402
-from ctxengine.nodes import config, state  # noqa: E402
+from ctxengine.nodes import config, settings as settings_nodes, state  # noqa: E402
 from ctxengine.nodes.lib import claude_code as cc  # noqa: E402
 from ctxengine.nodes.lib.session import render_rounds, round_summaries, tool_units  # noqa: E402
 from ctxengine.nodes.types import ConfigError  # noqa: E402
@@ -231,7 +231,7 @@ def test_a_large_transcript_parses_quickly():
 
 @pytest.fixture(scope="module")
 def dr():
-    return driver.Builder().with_modules(config, state).build()
+    return driver.Builder().with_modules(config, settings_nodes, state).build()
 
 
 def run(dr, project: Path, overrides: dict | None = None) -> dict:

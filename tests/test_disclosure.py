@@ -19,6 +19,7 @@ from hamilton import driver  # noqa: E402
 from conftest import local_http_server  # noqa: E402
 
 from ctxengine.nodes import config, disclosure, references, state  # noqa: E402
+from ctxengine.nodes import settings as settings_nodes  # noqa: E402
 from ctxengine.nodes.lib import disclosure as lib  # noqa: E402
 from ctxengine.nodes.types import ConfigError, Source  # noqa: E402
 
@@ -29,7 +30,7 @@ DEMO = REPO / "examples" / "demo"
 OUTPUTS = ["disclosure_plan", "disclosed_sections", "disclosure_warnings"]
 QUIET = {"state.includeGit": False, "state.includeEnvironment": False}
 
-_DRIVER = driver.Builder().with_modules(config, references, state, disclosure).build()
+_DRIVER = driver.Builder().with_modules(config, settings_nodes, references, state, disclosure).build()
 
 
 def run(project: Path, request: str = "", **overrides) -> dict:

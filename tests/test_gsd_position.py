@@ -14,12 +14,14 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 import ctxengine  # noqa: E402
 from conftest import corpus_projects, write_project  # noqa: E402
 from ctxengine.nodes import state  # noqa: E402
+from ctxengine.nodes.config import defaults  # noqa: E402
+from ctxengine.nodes.settings import trust_settings  # noqa: E402
 from ctxengine.nodes.lib import gsd as G  # noqa: E402
 from ctxengine.nodes.types import ConfigError  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gsd"
 QUIET = {"state.includeGit": False, "state.includeEnvironment": False}
-CONFIG = {"trust": {"allowedPaths": []}}  # what gsd_planning reads of the configuration
+CONFIG = trust_settings(defaults())  # what gsd_planning reads of the configuration: the trust rules
 
 PLAN = "---\nwave: 1\n---\n\n<objective>\n{}\n</objective>\n\n<tasks>\n<task><name>Task 1: {}</name></task>\n</tasks>\n"
 SUMMARY = "# Phase {} Plan {} Summary\n\n**{}**\n"

@@ -15,6 +15,7 @@ import pytest  # noqa: E402
 from hamilton import driver  # noqa: E402
 
 from ctxengine.nodes import budget, config, disclosure, monitor, references, render, state  # noqa: E402
+from ctxengine.nodes import settings as settings_nodes  # noqa: E402
 from ctxengine.nodes.lib import session as session_lib  # noqa: E402
 from ctxengine.nodes.types import Message, Round  # noqa: E402
 
@@ -23,7 +24,7 @@ OUTPUTS = ["round_token_use", "budget_monitor", "preventive_compaction", "budget
 BASE = {"budget.maxTokens": 8000, "budget.reserveTokens": 1600, "state.includeGit": False,
         "state.includeEnvironment": False, "references.core": []}
 
-_DRIVER = driver.Builder().with_modules(config, references, state, disclosure, render, budget, monitor).build()
+_DRIVER = driver.Builder().with_modules(config, settings_nodes, references, state, disclosure, render, budget, monitor).build()
 
 
 def run(project: Path, request: str = "Next step", **overrides) -> dict:

@@ -18,6 +18,7 @@ from conftest import local_http_server  # noqa: E402
 
 import ctxengine.nodes.config as config_nodes  # noqa: E402
 import ctxengine.nodes.references as ref_nodes  # noqa: E402
+import ctxengine.nodes.settings as settings_nodes  # noqa: E402
 from ctxengine.nodes.lib import references as lib  # noqa: E402
 from ctxengine.nodes.types import ConfigError, ReferenceLoadError, Source  # noqa: E402
 
@@ -51,9 +52,11 @@ def refs(core=(), project=(), session=(), **settings) -> dict:
 def run(root: Path, overrides: dict | None = None):
     """(ReferenceSet, ordered documents, sections, warnings) by calling the nodes directly."""
     cfg = config_for(root, overrides)
-    docs = ref_nodes.reference_documents(str(root), ref_nodes.reference_specs(cfg), cfg)
+    settings = settings_nodes.reference_settings(cfg)
+    docs = ref_nodes.reference_documents(str(root), ref_nodes.reference_specs(settings), settings,
+                                         settings_nodes.trust_settings(cfg))
     ordered = ref_nodes.ordered_references(docs)
-    return docs, ordered, ref_nodes.reference_sections(ordered, cfg), ref_nodes.reference_warnings(docs)
+    return docs, ordered, ref_nodes.reference_sections(ordered), ref_nodes.reference_warnings(docs)
 
 
 def private_refs(**kwargs) -> dict:
@@ -150,7 +153,7 @@ def test_walk_is_pure_given_its_readers():
 
 def test_specs_keep_group_and_config_order(tmp_path):
     cfg = config_for(tmp_path, refs(core=["r.md"], project=["p1.md", "p2.md"], session=["s.md"]))
-    specs = ref_nodes.reference_specs(cfg)
+    specs = ref_nodes.reference_specs(settings_nodes.reference_settings(cfg))
     assert [(s.group, s.target, s.index, s.order) for s in specs] == [
         ("core", "r.md", 0, 0), ("project", "p1.md", 0, 1), ("project", "p2.md", 1, 2), ("session", "s.md", 0, 3)]
     assert specs[2].where == "references.project[1]"
@@ -159,7 +162,7 @@ def test_specs_keep_group_and_config_order(tmp_path):
 def test_a_non_string_entry_is_a_config_error(tmp_path):
     cfg = config_for(tmp_path, refs(project=["ok.md", 42]))
     with pytest.raises(ConfigError, match=r"references\.project\[1\]"):
-        ref_nodes.reference_specs(cfg)
+        ref_nodes.reference_specs(settings_nodes.reference_settings(cfg))
 
 
 # ----------------------------------------------------------------------------- files and @ lines
@@ -479,7 +482,7 @@ def test_a_url_over_the_size_cap_is_refused(tmp_path, server, path, size):
 
 
 def _driver():
-    return driver.Builder().with_modules(config_nodes, ref_nodes).build()
+    return driver.Builder().with_modules(config_nodes, settings_nodes, ref_nodes).build()
 
 
 def test_the_hamilton_driver_gives_what_the_direct_calls_give(tmp_path):
@@ -516,7 +519,7 @@ def test_every_node_is_tagged_with_the_references_stage():
 
 def test_a_cached_driver_rereads_a_changed_reference(tmp_path):
     project = write(tmp_path / "proj", {".planning/a.md": "# One\n"})
-    dr = driver.Builder().with_modules(config_nodes, ref_nodes).with_cache(path=str(tmp_path / "cache")).build()
+    dr = driver.Builder().with_modules(config_nodes, settings_nodes, ref_nodes).with_cache(path=str(tmp_path / "cache")).build()
     inputs = {"project_dir": str(project), "overrides": {"references.project": ["a.md"]}}
     assert [s.title for s in dr.execute(["reference_sections"], inputs=inputs)["reference_sections"]][1] == "One"
     (project / ".planning/a.md").write_text("# Two\n", encoding="utf-8")

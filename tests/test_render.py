@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 from hamilton import ad_hoc_utils, driver  # noqa: E402
 
 from ctxengine.nodes import config, render  # noqa: E402
+from ctxengine.nodes import settings as settings_nodes  # noqa: E402
 from ctxengine.nodes.lib.layout import context_data, render_context  # noqa: E402
 from ctxengine.nodes.types import ConfigError, Section, Source, TemplateError  # noqa: E402
 
@@ -41,7 +42,7 @@ def _dr(reference_sections_value, state_sections_value):
         return []
 
     fixtures = ad_hoc_utils.create_temporary_module(reference_sections, state_sections, disclosed_sections)
-    return driver.Builder().with_modules(config, render, fixtures).build()
+    return driver.Builder().with_modules(config, settings_nodes, render, fixtures).build()
 
 
 def _run(tmp_path, refs=(RULES, DESIGN), state=(PLAN, GIT), overrides=None, request="Add a login endpoint",

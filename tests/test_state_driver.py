@@ -17,6 +17,7 @@ from hamilton import driver  # noqa: E402
 
 from conftest import CORPUS_SESSIONS, corpus_projects, write_project  # noqa: E402
 from ctxengine.nodes import config, state  # noqa: E402
+from ctxengine.nodes import settings as settings_nodes  # noqa: E402
 from ctxengine.nodes.types import Section  # noqa: E402
 
 HAS_GIT = shutil.which("git") is not None
@@ -45,7 +46,7 @@ def _log(rounds: int) -> str:
 
 @pytest.fixture(scope="module")
 def dr():
-    return driver.Builder().with_modules(config, state).build()
+    return driver.Builder().with_modules(config, settings_nodes, state).build()
 
 
 @pytest.fixture

@@ -13,7 +13,9 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
 from conftest import corpus_projects, write_project  # noqa: E402
 from ctxengine.nodes import state  # noqa: E402
+from ctxengine.nodes import settings as settings_nodes  # noqa: E402
 from ctxengine.nodes.config import defaults  # noqa: E402
+from ctxengine.nodes.lib.settings import StateSettings  # noqa: E402
 from ctxengine.nodes.lib import gsd as G  # noqa: E402
 from ctxengine.nodes.lib import plan as P  # noqa: E402
 
@@ -40,10 +42,14 @@ PLAN = """\
 """
 
 
-def config(**state_keys) -> dict:
+def config(**state_keys) -> StateSettings:
+    """The state stage's settings: the defaults with ``state_keys`` laid over them."""
     values = defaults()
     values["state"].update(state_keys)
-    return values
+    return settings_nodes.state_settings(values)
+
+
+TRUST = settings_nodes.trust_settings(defaults())
 
 
 # ----------------------------------------------------------------------------- article layout
@@ -90,9 +96,9 @@ def _views(project: Path, **state_keys):
     """(plan view, roadmap view, position) through the state stage's own node functions."""
     cfg = config(**state_keys)
     layout = state.project_layout(str(project), cfg)
-    planning = state.gsd_planning(str(project), cfg)
+    planning = state.gsd_planning(str(project), TRUST)
     position = state.gsd_position(planning, layout, cfg)
-    files = state.plan_reads(str(project), layout, cfg, planning, position)["plan_files"]
+    files = state.plan_reads(str(project), layout, cfg, TRUST, planning, position)["plan_files"]
     return (state.plan_state(files, layout, str(project), cfg, position),
             state.roadmap_state(files, layout, str(project), position), position)
 

@@ -16,7 +16,7 @@ from hamilton import ad_hoc_utils, driver  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ctxengine.nodes import budget, config, quality, render, summarize, truncation  # noqa: E402
+from ctxengine.nodes import budget, config, quality, render, settings as settings_nodes, summarize, truncation  # noqa: E402
 from ctxengine.nodes.lib import session  # noqa: E402
 from ctxengine.nodes.lib import truncate as T  # noqa: E402
 from ctxengine.nodes.lib.layout import POOL_OF_KIND, POOLS, render_context  # noqa: E402
@@ -105,7 +105,7 @@ def _driver():
         reference_sections, state_sections, disclosed_sections, preventive_compaction,
         preventively_compacted_sections, preventive_ledger,
     )
-    return (driver.Builder().with_modules(config, render, budget, summarize, truncation, quality, fixtures)
+    return (driver.Builder().with_modules(config, settings_nodes, render, budget, summarize, truncation, quality, fixtures)
             .with_config({"summarizer_method": "extractive"}).build())
 
 

@@ -25,7 +25,6 @@ GROUPS = ("core", "project", "session")
 INLINE = "inline"
 #: Which entry of ``context_config["priorities"]`` gives each group its default priority.
 GROUP_PRIORITY_KEYS = {"core": "rules", "project": "reference", "session": "session_reference"}
-FALLBACK_PRIORITIES = {"core": 95, "project": 60, "session": 55}
 #: Link statuses whose @ line is dropped from the content (the document is a section of its own).
 RESOLVED = ("loaded", "already-loaded", "configured", "cycle")
 
@@ -106,7 +105,7 @@ def reference_specs_from(references: Mapping[str, Any]) -> list[ReferenceSpec]:
     specs: list[ReferenceSpec] = []
     for group in GROUPS:
         entries = references.get(group) or []
-        if not isinstance(entries, list):
+        if not isinstance(entries, (list, tuple)):
             raise ConfigError(f"key 'references.{group}' must be a list of paths, URLs or builtin:NAME")
         for index, entry in enumerate(entries):
             if not isinstance(entry, str) or not entry.strip():
@@ -121,7 +120,7 @@ def reference_specs_from(references: Mapping[str, Any]) -> list[ReferenceSpec]:
 def group_priorities(priorities: Mapping[str, Any]) -> dict[str, int]:
     """Default priority of each configured group, from ``context_config["priorities"]``."""
     return {
-        group: int(priorities.get(key, FALLBACK_PRIORITIES[group]))
+        group: int(priorities[key])
         for group, key in GROUP_PRIORITY_KEYS.items()
     }
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 AUTO = "auto"
-DEFAULT_SHARE = 0.2
 
 
 def is_auto(reserve: Any) -> bool:
@@ -18,13 +17,13 @@ def effective_reserve(budget: Mapping[str, Any], model: Mapping[str, Any], max_t
     "auto" (or null) is budget.reserveShare of the budget (``max_tokens``, by default
     budget.maxTokens, never more than the model's window), capped by the model's
     maxOutputTokens."""
-    explicit = budget.get("reserveTokens", AUTO)
+    explicit = budget["reserveTokens"]
     if not is_auto(explicit):
         return int(explicit)
     tokens = int(budget["maxTokens"] if max_tokens is None else max_tokens)
     window = model.get("window")
     if window:
         tokens = min(tokens, int(window))
-    reserve = int(tokens * float(budget.get("reserveShare", DEFAULT_SHARE)))
+    reserve = int(tokens * float(budget["reserveShare"]))
     cap = model.get("maxOutputTokens")
     return min(reserve, int(cap)) if cap else reserve
