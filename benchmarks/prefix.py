@@ -7,7 +7,8 @@ monitor.thresholdRounds 2; round i asks 15 + 3i words and is answered in 50 + 10
 the bundled demo project made a git repository with one uncommitted change, git and environment
 sections on (``--quiet-state`` turns both off, as the test does). Between rounds only the history
 grows (the request is new too); a round in which the session folded older rounds into its
-rolling summary is marked "fold". Per round: the context's tokens, its stable part
+rolling summary is marked "fold", one truncation cut "truncated", one whose other sections
+changed (a document the request disclosed, say) "sections". Per round: the context's tokens, its stable part
 (``stable_prefix_tokens``), the tokens shared with the previous round's context and their share.
 The minimum share over the rounds where only the history grew is the figure of issue 13 (>= 90%).
 """
@@ -65,6 +66,12 @@ def simulate(project: Path, rounds: int = 30, overrides: dict | None = None, thr
     return session, contexts
 
 
+def others(result) -> tuple:
+    """Every section but the history and the request, as (key, content): what must stay for
+    "only the history grew"."""
+    return tuple((s.key, s.content) for s in result.sections if s.kind not in ("history", "request"))
+
+
 def table(session, results) -> tuple[list[str], float | None]:
     """The per-round lines and the minimum shared share over the rounds where only the history grew."""
     lines = [f"{'round':>5} {'tokens':>7} {'stable':>7} {'shared':>7} {'share':>7}  note"]
@@ -74,10 +81,10 @@ def table(session, results) -> tuple[list[str], float | None]:
         stable = getattr(result, "stable_prefix_tokens", None)
         folded_before = i > 0 and session.records[i - 1].folded > 0
         cut = bool(result.truncation.get("triggered"))
-        note = "fold" if folded_before else ""
-        note += " truncated" if cut else ""
+        moved = i > 0 and others(results[i - 1]) != others(result)
+        note = ("fold " if folded_before else "") + ("truncated " if cut else "") + ("sections " if moved else "")
         share = None if shared is None or i == 0 else shared / max(1, record.total_tokens)
-        if share is not None and not folded_before and not cut:
+        if share is not None and not (folded_before or cut or moved):
             shares.append(share)
         lines.append(f"{record.round:>5} {record.total_tokens:>7} {'-' if stable is None else stable:>7} "
                      f"{'-' if shared is None or i == 0 else shared:>7} "

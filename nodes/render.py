@@ -61,7 +61,7 @@ def sections(
 ) -> list:
     """Every section in render order, stable first and volatile last (lib/layout.py
     ``layout_order``): rules, instructions, references (configured, then disclosed), plan,
-    roadmap, environment, tree; then history, documents disclosed for this request, git, request."""
+    roadmap, environment, tree; then documents disclosed for this request, git, history, request."""
     loaded = list(reference_sections) + list(disclosed_sections)
     assembled = loaded + list(state_sections)
     rules = [s for s in assembled if s.kind in _REFERENCE_ORDER]

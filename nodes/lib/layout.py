@@ -23,7 +23,7 @@ Contents are values, so they are never expanded again.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from ..types import Section
 from .template import compile_template
@@ -51,11 +51,11 @@ LIST_KINDS = {"rules": "system", "reference": "references"}
 TEXT_KINDS = {"request": "userRequest", "instructions": "outputInstructions"}
 
 # The prompt's order, for a provider's prompt cache: what stays the same from one round to the
-# next first, what changes last. The history only grows (appending a round leaves the text
-# before it unchanged), so it leads the volatile part; the diff and the documents this request
-# disclosed change arbitrarily; the request changes every round.
+# next first, what changes last. After the stable part: the documents this request disclosed
+# and the diff (the same while the work stays on one thing), then the history, which only grows
+# (a new round is appended, the text before it stays), then the request, new every round.
 STABLE_ORDER = ("rules", "instructions", "reference", "plan", "roadmap", "environment", "tree")
-VOLATILE_ORDER = ("history", "reference", "git", "request")
+VOLATILE_ORDER = ("reference", "git", "history", "request")
 #: Rendered where ``{{{cacheBreak}}}`` stands and cut out of the prompt (a private-use character pair).
 CACHE_BREAK = "\ue000cache-break\ue001"
 _PLAN_TRIGGER = re.compile(r" in the plan\b")
@@ -153,3 +153,16 @@ def render_parts(
         rest = rest[1:]  # the marker's own line
     stable, rest = stable.lstrip("\n"), rest.replace(CACHE_BREAK, "")
     return stable, rest if stable else rest.lstrip("\n")
+
+
+def shared_prefix_length(a: Sequence, b: Sequence) -> int:
+    """Length of the longest common prefix of two sequences (of tokens, say): a binary search
+    over slice comparisons, which run at C speed."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
