@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from ctxengine.nodes.lib import session as session_lib  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402
 from ctxengine.nodes.types import Section  # noqa: E402
 from ctxengine.session import Session  # noqa: E402
+from test_session_api import fresh_demo  # noqa: E402  (the demo's .planning copied)
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "examples" / "demo"
@@ -27,10 +27,7 @@ LOG = DEMO / ".planning" / "sessions" / "current" / "session.log"
 
 
 def demo_copy(root: Path, keep_log: bool = True) -> Path:
-    shutil.copytree(DEMO / ".planning", root / ".planning")
-    if not keep_log:
-        (root / ".planning" / "sessions" / "current" / "session.log").unlink()
-    return root
+    return fresh_demo(root, keep_log)
 
 
 def test_the_stable_part_comes_first_and_is_counted_exactly(tmp_path):

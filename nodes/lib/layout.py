@@ -114,17 +114,11 @@ def context_data(sections: Iterable[Section]) -> dict[str, Any]:
     return data
 
 
-def render_context(
-    sections: Iterable[Section],
-    context_template: str,
-    mode_template: str,
-    escape: str = "none",
-    context_name: str = "context template",
-    mode_name: str = "mode template",
-) -> str:
+def render_context(*args: Any, **kwargs: Any) -> str:
     """The full prompt: the mode template rendered with ``context`` = the context template
-    rendered over the sections' data. Template text never adds two blank lines in a row."""
-    return "".join(render_parts(sections, context_template, mode_template, escape, context_name, mode_name))
+    rendered over the sections' data (the arguments of :func:`render_parts`, whose two parts
+    it joins). Template text never adds two blank lines in a row."""
+    return "".join(render_parts(*args, **kwargs))
 
 
 def render_parts(
