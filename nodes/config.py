@@ -80,6 +80,7 @@ RANGES: dict[str, Range] = {
     "references.urlMaxBytes": Range(1, _GIB, whole=True),
     "references.maxFileBytes": Range(1, _GIB, whole=True),
     "state.maxHistoryRounds": Range(0, _COUNT, whole=True),
+    "state.summaryBlock": Range(1, _COUNT, whole=True),
     "state.gitDiffMaxLines": Range(1, 10 * _COUNT, whole=True),
     "state.fileTreeMaxEntries": Range(1, 10 * _COUNT, whole=True),
     "state.gitTimeout": Range(0, 3600.0, above=True),

@@ -126,8 +126,8 @@ def _compacted(section: Section, keep_last: int) -> Section:
     if not conversation or verbatim_now <= keep_last:
         return section
     text, folded = _mon.folded_history(rounds, keep_last, _session.render_rounds, _session.compact_history)
-    head = (f"Session history: {len(conversation)} rounds; the last {min(keep_last, len(conversation))} verbatim, "
-            f"{folded} older ones folded into summary lines by preventive compaction.")
+    trailer = (f"({len(conversation)} rounds; the last {min(keep_last, len(conversation))} verbatim, "
+               f"{folded} older ones folded into summary lines by preventive compaction)")
     first_kept = len(rounds) - min(keep_last, len(conversation))
     data = {**dict(section.data), "verbatim_from": first_kept, "preventive": True}
-    return section.with_content(head + "\n\n" + text, data=data)
+    return section.with_content(text + "\n\n" + trailer, data=data)

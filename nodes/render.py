@@ -15,7 +15,7 @@ from importlib import resources
 from hamilton.function_modifiers import cache, extract_fields, tag
 
 from .lib.quote import quoted
-from .lib.layout import render_context
+from .lib.layout import layout_order, render_context, render_parts
 from .lib.settings import RenderSettings, trust_at
 from .lib.textio import Refused, TextUnavailable, Trust, read_local_text
 from .types import ConfigError, Section, Source
@@ -60,14 +60,15 @@ def sections(
     request_section: Section,
     instructions_section: Section,
 ) -> list:
-    """Every section in render order: rules, references (configured, then disclosed), state (as
-    given), request, instructions."""
+    """Every section in render order, stable first and volatile last (lib/layout.py
+    ``layout_order``): rules, instructions, references (configured, then disclosed), plan,
+    roadmap, environment, tree; then documents disclosed for this request, git, history, request."""
     loaded = list(reference_sections) + list(disclosed_sections)
     assembled = loaded + list(state_sections)
     rules = [s for s in assembled if s.kind in _REFERENCE_ORDER]
     references = [s for s in loaded if s.kind not in _REFERENCE_ORDER]
     state = [s for s in state_sections if s.kind not in _REFERENCE_ORDER]
-    return rules + references + state + [request_section, instructions_section]
+    return layout_order(rules + references + state + [request_section, instructions_section])
 
 
 @tag(stage="render", loader="file", target_=...)
@@ -119,6 +120,19 @@ def rendered_context(sections: list, context_template: str, mode_template: str, 
         context_name=_template_name(render_settings),
         mode_name=f"configs/modes/{render_settings.template}.md",
     )
+
+
+@tag(stage="render")
+def stable_prefix(final_context: str, final_sections: list, context_template: str, mode_template: str,
+                  render_settings: RenderSettings) -> str:
+    """The stable part of the final context: its text up to the template's ``{{{cacheBreak}}}``
+    (rules, instructions, references, plan, environment, tree), the part a provider's prompt
+    cache can serve from one round to the next."""
+    stable, _ = render_parts(final_sections, context_template, mode_template, render_settings.escape)
+    if final_context.startswith(stable):
+        return stable
+    shared = os.path.commonprefix([final_context, stable])
+    return shared[: shared.rfind("\n") + 1]
 
 
 # ----------------------------------------------------------------------------- helpers

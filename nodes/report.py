@@ -30,6 +30,21 @@ class BuildResult:
     disclosure: tuple[Mapping[str, Any], ...] = ()
     monitor: Mapping[str, Any] = field(default_factory=dict)
     position: Mapping[str, Any] = field(default_factory=dict)  # the GSD position ({} outside GSD)
+    stable_prefix_tokens: int = 0  # tokens of the stable part: context[:stable_chars]
+    stable_chars: int = 0
+
+    def messages(self) -> list[dict]:
+        """The context as chat messages in the Anthropic Messages API shape: a system message
+        holding the stable part, its text block ending in a ``cache_control`` breakpoint, and a
+        user message holding the rest (the history, the diff, the request). The texts of the
+        blocks joined are the context. ``--format messages`` prints this list."""
+        stable, volatile = self.context[:self.stable_chars], self.context[self.stable_chars:]
+        out = []
+        if stable:
+            out.append({"role": "system", "content": [{"type": "text", "text": stable,
+                                                       "cache_control": {"type": "ephemeral"}}]})
+        out.append({"role": "user", "content": [{"type": "text", "text": volatile}]})
+        return out
 
     def as_json(self) -> dict:
         """The JSON document of ``--format json``."""
@@ -44,6 +59,7 @@ class BuildResult:
             "disclosure": [dict(row) for row in self.disclosure],
             "monitor": dict(self.monitor),
             "position": dict(self.position),
+            "stable_prefix_tokens": self.stable_prefix_tokens,
         }
 
     def _section_json(self, section: Section) -> dict:
@@ -100,6 +116,8 @@ def build_result(
     disclosure_plan: list,
     monitor_report: dict,
     gsd_position: Any,
+    stable_prefix: str = "",
+    stable_prefix_tokens: int = 0,
 ) -> BuildResult:
     """The whole result of one build, as the CLI prints it and the API returns it."""
     return BuildResult(
@@ -115,7 +133,15 @@ def build_result(
         disclosure=tuple(disclosure_plan),
         monitor=dict(monitor_report),
         position=gsd_position.as_dict() if gsd_position.source != "none" else {},
+        stable_prefix_tokens=stable_prefix_tokens,
+        stable_chars=len(stable_prefix),
     )
+
+
+@tag(stage="report")
+def stable_prefix_tokens(stable_prefix: str, exact_counter: Any) -> int:
+    """Exact tokens of the stable part of the final context (``stable_prefix``)."""
+    return exact_counter.count(stable_prefix)
 
 
 @tag(stage="report")

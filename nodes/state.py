@@ -368,20 +368,20 @@ def round_summaries(session_history: _session.SessionHistory) -> tuple:
 def history_section(session_history: _session.SessionHistory, round_summaries: tuple,
                     state_settings: StateSettings) -> Section | None:
     """The "Session History" section: the last ``state.maxHistoryRounds`` rounds verbatim, older
-    rounds as their summary lines. ``data`` keeps the rounds so truncation can
+    rounds as their summary lines, ``state.summaryBlock`` at a time; the counts in a trailer, so
+    a new round leaves the text before it unchanged. ``data`` keeps the rounds so truncation can
     re-compact: {"rounds", "verbatim_from" (index into rounds), "format"}."""
     if not _on(state_settings, "history") or not session_history.rounds:
         return None
     rounds = session_history.rounds
     keep = max(0, state_settings.max_history_rounds)
-    verbatim_from = max(0, len(rounds) - keep)
+    verbatim_from = _session.verbatim_start(len(rounds), keep, state_settings.summary_block)
     path = session_history.source or ""
-    head = (
-        f"Session log {os.path.basename(path)} ({session_history.format}): {len(rounds)} rounds"
-        + (f" in {session_history.sessions} sessions" if session_history.format == _session.AIDER else "")
-        + f"; the last {len(rounds) - verbatim_from} verbatim, older ones summarised."
-    )
-    content = head + "\n\n" + _session.compact_history(rounds, keep, round_summaries)
+    sessions = session_history.sessions if session_history.format == _session.AIDER else 0
+    trailer = _session.history_trailer(rounds, verbatim_from, f" in {sessions} session{'' if sessions == 1 else 's'}" if sessions else "")
+    head = f"Session log {os.path.basename(path)} ({session_history.format})." if path else "Session history."
+    content = (head + "\n\n"
+               + _session.compact_history(rounds, len(rounds) - verbatim_from, round_summaries) + "\n\n" + trailer)
     sources = []
     older, recent = rounds[:verbatim_from], rounds[verbatim_from:]
     for group in (older, recent):

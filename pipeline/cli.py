@@ -125,9 +125,11 @@ def _parser() -> argparse.ArgumentParser:
                          help="read the user request from this file ('-' for stdin)")
     _add_named(build)
     _add_set(build)
-    build.add_argument("--format", choices=("text", "json"), default="text",
+    build.add_argument("--format", choices=("text", "json", "messages"), default="text",
                        help="text: the context on stdout, the budget on stderr; json: context, budget, "
-                            "sections, ledger and more as one JSON object (default: text)")
+                            "sections, ledger and more as one JSON object; messages: a JSON list of a system "
+                            "and a user message with an Anthropic cache_control breakpoint at the end of the "
+                            "stable part (default: text)")
     build.add_argument("-o", "--output", default=None, metavar="FILE",
                        help="write the result to this file (atomically; its folder must exist) instead of stdout")
     build.add_argument("--lineage", default=None, metavar="FILE",
@@ -327,7 +329,10 @@ def _build(args: argparse.Namespace) -> int:
     if args.format == "json":
         _write(json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n", args.output)
     else:  # the output first: when it cannot be written, the error is the only line on stderr
-        _write(result.context if result.context.endswith("\n") else result.context + "\n", args.output)
+        if args.format == "messages":
+            _write(json.dumps(result.messages(), indent=2, ensure_ascii=False) + "\n", args.output)
+        else:
+            _write(result.context if result.context.endswith("\n") else result.context + "\n", args.output)
         for warning in result.warnings:
             _say(f"warning: {warning}")
         budget = result.budget

@@ -26,12 +26,13 @@ from typing import Any, Mapping
 from .nodes.lib.quote import quoted
 from . import driver
 from .api import build_overrides, bundled_example
+from .nodes.lib.layout import shared_prefix_length
 from .nodes.lib.session import rounds_of, summarize_rounds
 from .nodes.report import BuildResult
 from .nodes.types import CtxEngineError, Message, Round
 
 #: The outputs every round asks the driver for.
-ROUND_OUTPUTS = ("build_result", "budget_monitor", "preventive_compaction")
+ROUND_OUTPUTS = ("build_result", "budget_monitor", "preventive_compaction", "exact_counter")
 SUMMARY_TITLE = "Rolling summary of earlier rounds"
 #: state.maxHistoryRounds inside a session: high enough that no held round is summarised by the state stage.
 HISTORY_ROUNDS = 1_000_000
@@ -54,6 +55,8 @@ class RoundRecord:
     folded: int = 0  # rounds folded into the rolling summary after this build
     history_rounds: int = 0  # verbatim rounds the build carried
     response_tokens: int | None = None
+    stable_prefix_tokens: int = 0  # tokens of the context's stable part (BuildResult.stable_prefix_tokens)
+    shared_prefix_tokens: int | None = None  # leading tokens the context shares with the previous round's (None: first)
 
     def as_dict(self) -> dict:
         return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in dataclasses.asdict(self).items()}
@@ -110,6 +113,7 @@ class Session:
         self.monitor = None
         self.compaction = None
         self._pending = None
+        self._last_tokens = None  # the previous round's context, encoded
         self._template = seeded["session_history"]
         if seed_history:
             self.rounds = list(rounds_of(self._template))
@@ -135,6 +139,9 @@ class Session:
         self.compaction = dict(out["preventive_compaction"])
         folded = self._fold(int(self.compaction["keep_last"])) if self.compaction.get("active") else 0
         initial = result.initial_budget or result.budget
+        tokens = out["exact_counter"].encode(result.context)
+        shared = None if self._last_tokens is None else shared_prefix_length(self._last_tokens, tokens)
+        self._last_tokens = tokens
         self.records.append(RoundRecord(
             round=len(self.records) + 1,
             request=request,
@@ -148,6 +155,8 @@ class Session:
             compaction=dict(self.compaction),
             folded=folded,
             history_rounds=carried,
+            stable_prefix_tokens=result.stable_prefix_tokens,
+            shared_prefix_tokens=shared,
         ))
         self._pending = request
         return result
@@ -179,9 +188,9 @@ class Session:
         if not self.summary_lines:
             return ""
         first, last = self.folded_rounds[0], self.folded_rounds[-1]
-        count = len(self.folded_rounds)
-        return (f"{SUMMARY_TITLE} ({count} round{'' if count == 1 else 's'}, {first}-{last}):\n"
-                + "\n".join(self.summary_lines))
+        count = len(self.folded_rounds)  # in a trailer: a fold appends lines, the text before stays
+        return (f"{SUMMARY_TITLE}:\n" + "\n".join(self.summary_lines)
+                + f"\n({count} round{'' if count == 1 else 's'}, {first}-{last})")
 
     def history_value(self) -> Any:
         """The ``session_history`` node value for the next build: a summary round (index 0,

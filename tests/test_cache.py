@@ -171,7 +171,7 @@ def test_the_folder_is_pruned_to_its_cap(tmp_path):
     folder = tmp_path / "c"
     stored = 0
     for n in range(6):  # each build stores new results (another history cut)
-        overrides = {"cache.maxBytes": cap, "state.maxHistoryRounds": 2 + n}
+        overrides = {"cache.maxBytes": cap, "state.maxHistoryRounds": 2 + n, "state.summaryBlock": 1}
         driver.execute(["build_result"], project, overrides, "request", cache_dir=folder)
         stored += sum(os.path.getsize(cache.store_dir(folder) / cache.RESULTS / name)
                       for name in os.listdir(cache.store_dir(folder) / cache.RESULTS))

@@ -16,7 +16,9 @@ def test_demo_builds_with_every_stage():
     kinds = {section.kind for section in result.sections}
     assert {"rules", "reference", "plan", "history", "request", "instructions"} <= kinds
     assert result.context.index("# System Reference") < result.context.index("# User Request")
-    assert result.context.index("# User Request") < result.context.index("# Output Instructions")
+    # stable first (rules, instructions, references, plan), volatile last (history, request)
+    assert result.context.index("# Output Instructions") < result.context.index("# Current Plan")
+    assert result.context.index("# Session History") < result.context.index("# User Request")
     assert result.budget.total_tokens <= result.budget.available_tokens
     assert result.budget.available_tokens == 16000 - 3200
 

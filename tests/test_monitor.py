@@ -75,7 +75,7 @@ def test_without_usage_a_round_is_the_exact_count_of_its_rendered_text(tmp_path)
 
 def test_rounds_the_state_stage_summarises_count_as_their_summary_line(tmp_path):
     demo = Path(__file__).resolve().parents[1] / "examples" / "demo"
-    out = run(demo, state__maxHistoryRounds=1)
+    out = run(demo, state__maxHistoryRounds=1, state__summaryBlock=1)
     rounds = out["session_history"].rounds
     counter = out["token_counter"]
     uses = out["round_token_use"]
@@ -122,8 +122,9 @@ def test_preventive_compaction_folds_the_history_section_and_writes_the_ledger_e
     assert list(before) == list(after)
     assert all(after[k] is before[k] for k in before if k != "history")  # only the history changes
     history = after["history"].content
-    assert history.startswith("Session history: 4 rounds; the last 1 verbatim, 3 older ones folded")
-    assert "Earlier rounds (3, summarised; rounds 1-3):" in history and "### Round 4" in history
+    assert history.endswith("\n\n(4 rounds; the last 1 verbatim, 3 older ones folded into summary lines by "
+                            "preventive compaction)")  # the counts in a trailer
+    assert history.startswith("Earlier rounds, summarised:\n- Round 1") and "### Round 4" in history
     assert "### Round 3" not in history and after["history"].data["verbatim_from"] == 3
     [entry] = out["preventive_ledger"]
     assert (entry.section_key, entry.step, entry.action, entry.reason) == (
@@ -146,5 +147,5 @@ def test_inactive_compaction_changes_nothing_and_a_rolling_summary_round_stays_v
     text = next(s for s in out["preventively_compacted_sections"] if s.kind == "history").content
     assert "[session] Rolling summary of earlier rounds (9 rounds, 1-9): ALPHA" in text
     # no kept count lifts a projection over 10**6, so the least (1) is kept
-    assert "Earlier rounds (3, summarised; rounds 1-3):" in text and "(no user request)" not in text
+    assert "Earlier rounds, summarised:\n- Round 1" in text and "- Round 3" in text and "(no user request)" not in text
     assert text.index("ALPHA") < text.index("Earlier rounds") < text.index("### Round 4")

@@ -62,10 +62,10 @@ def test_default_dev_mode_and_structure(tmp_path):
     out = _run(tmp_path)
     assert out.startswith("You are a coding agent")
     assert "minimal" in out.lower() or "smallest diff" in out
-    assert _level1(out) == ["System Reference", "Reference Documents", "Design", "Current Plan",
-                            "Git Status", "User Request", "Output Instructions"]
-    assert "## GSD Rules\n\nAlways run the tests.\n\n# Reference Documents" in out
-    assert "# User Request\n\nAdd a login endpoint\n\n# Output Instructions\n\nAnswer the user request" in out
+    assert _level1(out) == ["System Reference", "Output Instructions", "Reference Documents", "Design",
+                            "Current Plan", "Git Status", "User Request"]  # stable first, volatile last
+    assert "## GSD Rules\n\nAlways run the tests.\n\n# Output Instructions\n\nAnswer the user request" in out
+    assert "# User Request\n\nAdd a login endpoint\n\nBefore you answer" in out
     assert "\n\n\n" not in out
 
 
@@ -116,7 +116,7 @@ def test_conditional_headings_absent_without_state(tmp_path):
 
 def test_required_headings_even_with_nothing_loaded(tmp_path):
     out = _run(tmp_path, refs=(), state=(), request="")
-    assert _level1(out) == ["System Reference", "User Request", "Output Instructions"]
+    assert _level1(out) == ["System Reference", "Output Instructions", "User Request"]
     assert "\n\n\n" not in out
 
 
@@ -126,7 +126,7 @@ def test_all_state_kinds_render_in_their_place(tmp_path):
     odd = Section("dream", "Dreams", "dreams", "long-term idea", 40, "state")
     out = _run(tmp_path, state=(env, TREE, GIT, hist, PLAN, odd))
     assert [h for h in _level1(out) if h in {c[2:] for c in CONDITIONAL} | {"Dreams"}] == [
-        "Current Plan", "Session History", "Git Status", "File Tree", "Environment", "Dreams"]
+        "Current Plan", "Environment", "File Tree", "Dreams", "Git Status", "Session History"]
     assert "# Environment\n\npython 3.11\n" in out
 
 
@@ -134,7 +134,7 @@ def test_sections_order_and_request_sections(tmp_path):
     result = _run(tmp_path, refs=(DESIGN, RULES, API), state=(GIT, PLAN),
                   outputs=("sections", "request_section", "instructions_section"))
     assert [s.key for s in result["sections"]] == [
-        "builtin:gsd-rules", "docs/design.md", "docs/api.md", "git", "plan", "request", "instructions"]
+        "builtin:gsd-rules", "instructions", "docs/design.md", "docs/api.md", "plan", "git", "request"]
     request = result["request_section"]
     assert (request.kind, request.pool, request.priority, request.tier) == ("request", "request", 100, "immutable")
     assert request.sources == (Source("request", "user_request"),)
@@ -184,7 +184,7 @@ def test_render_context_after_dropping_sections():
     kept = [RULES, PLAN, Section("request", "User Request", "request", "go", 100, "request")]
     out = render_context(kept, template, "{{{context}}}")
     assert "# Current Plan" in out and "# Git Status" not in out and "# Reference Documents" not in out
-    assert re.search(r"# Output Instructions\n\n?$", out)
+    assert re.search(r"# User Request\n\ngo\n$", out)
 
 
 def test_context_data_model():

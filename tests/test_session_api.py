@@ -53,8 +53,9 @@ def test_a_session_is_seeded_from_the_log_and_grows_by_recorded_rounds(tmp_path)
     session = Session(fresh_demo(tmp_path, keep_log=True), overrides=QUIET)
     # the demo's config keeps 3 rounds verbatim (state.maxHistoryRounds): round 1 of its log starts folded
     assert [r.index for r in session.rounds] == [2, 3, 4] and session.folded_rounds == (1,)
-    assert session.summary.startswith("Rolling summary of earlier rounds (1 round, 1-1):\n"
+    assert session.summary.startswith("Rolling summary of earlier rounds:\n"
                                       "- Round 1 (lines 1-4): Create the users table with a unique email index.")
+    assert session.summary.endswith("\n(1 round, 1-1)")  # the counts after the lines: a fold only appends
     first = session.next_context("Fix the 404 on a bad password")
     assert "# User Request\n\nFix the 404 on a bad password" in first.context
     assert "Run the tests." in first.context  # round 4 of the log, in the history
@@ -96,9 +97,9 @@ def test_the_rolling_summary_carries_over(tmp_path):
         session.record(20, f"Edited src/module_{number}.py as asked. Detail ZETA{number} stays verbatim only.")
     # round 1's build had no history, round 2's one round (nothing older to fold); round 3's folded round 1
     assert session.folded_rounds == (1,) and [r.index for r in session.rounds] == [2, 3]
-    assert session.summary.startswith("Rolling summary of earlier rounds (1 round, 1-1):\n- Round 1: Request number 1")
+    assert session.summary.startswith("Rolling summary of earlier rounds:\n- Round 1: Request number 1")
     result = session.next_context("Request number 4")
-    assert "Rolling summary of earlier rounds (1 round, 1-1)" in result.context
+    assert "Rolling summary of earlier rounds:\n- Round 1" in result.context and "\n(1 round, 1-1)" in result.context
     assert "ZETA1" not in result.context  # round 1 is its summary line: the first sentence only
     assert "Edited src/module_1.py as asked" in result.context
     # the pipeline folds now what the projection calls for: round 2 becomes a summary line in
@@ -111,7 +112,7 @@ def test_the_rolling_summary_carries_over(tmp_path):
     assert session.folded_rounds == (1, 2) and [r.index for r in session.rounds] == [3]
     session.record(5, "done")
     after = session.next_context("Request number 5")
-    assert "Rolling summary of earlier rounds (2 rounds, 1-2):" in after.context
+    assert "Rolling summary of earlier rounds:\n- Round 1" in after.context and "\n(2 rounds, 1-2)" in after.context
     assert "- Round 2: Request number 2: edit src/module_2.py" in after.context
     assert "ZETA2" not in after.context
     assert "ZETA3" not in after.context and "Edited src/module_3.py as asked" in after.context  # folded this build

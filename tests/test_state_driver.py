@@ -87,7 +87,7 @@ def test_nodes_are_tagged_and_named(dr):
 
 @pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
 def test_article_project_gives_every_section_in_order(dr, article: Path):
-    result = run(dr, article, {"state.includeFileTree": True})
+    result = run(dr, article, {"state.includeFileTree": True, "state.summaryBlock": 1})
     sections = result["state_sections"]
     assert [s.kind for s in sections] == ["plan", "history", "git", "tree", "environment"]
     assert all(isinstance(s, Section) for s in sections)
@@ -138,8 +138,13 @@ def test_switches_turn_parts_off_without_running_them(dr, tmp_path: Path):
 def test_max_history_rounds_and_layout_override(dr, article: Path):
     result = run(dr, article, {"state.maxHistoryRounds": 2, "state.includeGit": False},
                  outputs=("history_section", "project_layout"))
-    assert result["history_section"].data["verbatim_from"] == 6
-    assert result["history_section"].content.count("### Round ") == 2
+    # 8 rounds: the last 2 verbatim at least, the older ones summarised 4 at a time (state.summaryBlock)
+    assert result["history_section"].data["verbatim_from"] == 4
+    assert result["history_section"].content.count("### Round ") == 4
+    assert result["history_section"].content.endswith("\n\n(8 rounds: 1-4 summarised, 5-8 verbatim)")
+    one = run(dr, article, {"state.maxHistoryRounds": 2, "state.summaryBlock": 1, "state.includeGit": False},
+              outputs=("history_section",))
+    assert one["history_section"].data["verbatim_from"] == 6 and one["history_section"].content.count("### Round ") == 2
     gsd = run(dr, article, {"state.layout": "gsd"}, outputs=("plan_section", "state_warnings", "project_layout"))
     assert gsd["project_layout"] == "gsd"
     assert gsd["plan_section"] is None
@@ -163,7 +168,8 @@ def test_aider_transcript_at_the_project_root(dr, tmp_path: Path):
     result = run(dr, project, {"state.includeGit": False}, outputs=("history_section", "session_history"))
     section = result["history_section"]
     assert section.data["format"] == "aider" and len(section.data["rounds"]) == 12
-    assert section.content.startswith("Session log .aider.chat.history.md (aider): 12 rounds in 1 sessions")
+    assert section.content.startswith("Session log .aider.chat.history.md (aider).\n\nEarlier rounds, summarised:\n")
+    assert section.content.endswith("\n\n(12 rounds in 1 session: 1-4 summarised, 5-12 verbatim)")  # counts last
     assert "done: commit 1b2614a feat: create .aidar.json file" in section.content
     # also accepted under .planning/
     (project / ".planning").mkdir()

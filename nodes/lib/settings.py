@@ -191,6 +191,7 @@ class StateSettings:
     switches: FrozenMap  # section kind -> included
     priorities: FrozenMap  # section kind -> priority
     max_history_rounds: int = key("state.maxHistoryRounds")
+    summary_block: int = key("state.summaryBlock")
     git_diff_max_lines: int = key("state.gitDiffMaxLines")
     file_tree_max_entries: int = key("state.fileTreeMaxEntries")
     session_format: str = key("state.sessionFormat")
