@@ -77,7 +77,7 @@ def report_html(result: BuildResult, lineage: Any = None, *, title: str = "ctxen
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         _summary(result),
