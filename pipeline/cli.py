@@ -1,4 +1,4 @@
-"""The ``ctxengine`` command: build, config --explain, batch, dag.
+"""The ``ctxengine`` command: build, report, config --explain, batch, dag.
 
 Exit codes: 0 success; 1 the output could not be written (stdout closed or full, disk full),
 a batch row failed, or an internal error; 2 bad usage or bad configuration (the message names
