@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from hamilton.function_modifiers import tag
 
+from .lib.lineage import section_fate
 from .types import BudgetReport, LedgerEntry, Section
 
 
@@ -163,35 +164,53 @@ def run_record(build_result: BuildResult, project_dir: str) -> dict:
 
 @tag(stage="report")
 def context_lineage(sections: list, truncation_ledger: list, final_sections: list) -> Any:
-    """Which sources fed which sections, what each truncation step did to them, and which
-    reached the final context: a networkx DiGraph source -> section -> step -> output."""
+    """Which sources fed which sections, what each ledger entry did to them (one node per entry,
+    mended cross-references included), and which reached the final context: a networkx DiGraph
+    source -> section -> entry -> ... -> output. Sections carry their fate (kept, compacted,
+    summarized, cut, dropped); a mend links to the section whose reference it mended."""
     import networkx as nx  # here, not at the top: it costs ~0.4 s of every CLI start
 
     graph = nx.DiGraph()
     graph.add_node("output:final_context", kind="output", label="final context")
     graph.add_node("output:dropped", kind="output", label="dropped")
     final = {s.key for s in final_sections}
-    steps_of: dict[str, list[LedgerEntry]] = {}
-    for entry in truncation_ledger:
-        steps_of.setdefault(entry.section_key, []).append(entry)
+    entries_of: dict[str, list[tuple[int, LedgerEntry]]] = {}
+    for index, entry in enumerate(truncation_ledger):
+        entries_of.setdefault(entry.section_key, []).append((index, entry))
     for section in sections:
         node = f"section:{section.key}"
-        graph.add_node(node, kind="section", label=section.title, tier=section.tier, priority=section.priority)
+        entries = entries_of.get(section.key, [])
+        graph.add_node(node, kind="section", label=section.title, tier=section.tier, priority=section.priority,
+                       fate=section_fate((e.action for _, e in entries), section.key in final),
+                       section_kind=section.kind)
         for source in section.sources:
             source_node = f"source:{source.location}"
             graph.add_node(source_node, kind="source", label=_source_label(source))
             graph.add_edge(source_node, node)
         previous = node
-        for entry in steps_of.get(section.key, []):
-            if entry.action == "kept":
-                continue
-            step_node = f"step:{entry.step}:{section.key}"
-            graph.add_node(step_node, kind="step", label=f"{entry.step}\n{entry.action} "
-                           f"{entry.tokens_before}->{entry.tokens_after}", reason=entry.reason)
+        for index, entry in entries:
+            step_node = f"entry:{index}"  # one node per ledger entry: a step acting twice is two nodes
+            graph.add_node(step_node, kind="mend" if entry.action == "mended" else "step", action=entry.action,
+                           label=f"{entry.step}\n{entry.action} {entry.tokens_before}->{entry.tokens_after}",
+                           reason=entry.reason, section=section.key)
             graph.add_edge(previous, step_node)
             previous = step_node
         graph.add_edge(previous, "output:final_context" if section.key in final else "output:dropped")
+    _link_mends(graph, sections)
     return graph
+
+
+def _link_mends(graph, sections: list) -> None:
+    """A "refers to" edge from each reduced section to the mends that point at its full text."""
+    reduced = [s for s in sections if graph.nodes[f"section:{s.key}"]["fate"] != "kept"]
+    for node, attrs in list(graph.nodes(data=True)):
+        if attrs.get("kind") != "mend":
+            continue
+        for section in reduced:
+            names = [section.title] + [source.location for source in section.sources]
+            if section.key != attrs["section"] and any(f"'{n}'" in attrs["reason"] or f" {n})" in attrs["reason"]
+                                                       or attrs["reason"].endswith(f" {n}") for n in names if n):
+                graph.add_edge(f"section:{section.key}", node, kind="refers")
 
 
 def _source_label(source) -> str:

@@ -35,6 +35,7 @@ from typing import Any
 
 from hamilton.function_modifiers import parameterize, source, tag, value
 
+from .lib import crossref as _crossref
 from .lib import session as _session
 from .lib import truncate as _t
 from .lib.layout import POOLS as _POOLS
@@ -355,9 +356,10 @@ def _min_keep(truncation_settings: TruncationSettings) -> int:
 
 @tag(stage=STAGE)
 def truncation_ledger(fitted_context: _t.FittedContext, truncation_sections: list) -> list[LedgerEntry]:
-    """For every section, what each step did (tokens before and after, action, step, reason);
-    a section no step touched has one "kept" entry. Each section's last entry ends at its final
-    tokens, so the ledger adds up to the final context's sections."""
+    """For every section, what each step did (tokens before and after, action, step, reason),
+    then one "mended" entry per cross-reference mended in it; a section no step touched has one
+    "kept" entry. Each section's last entry ends at its final tokens, so the ledger adds up to
+    the final context's sections."""
     return _final_ledger(fitted_context, truncation_sections)
 
 
@@ -367,6 +369,7 @@ def _final_ledger(fitted, sections) -> list[LedgerEntry]:
     for entry in state.ledger:
         by_key.setdefault(entry.section_key, []).append(entry)
     final = fitted.section_tokens
+    mends = _crossref.mends_by_section(fitted.notes, [s.key for s in sections])
     out: list[LedgerEntry] = []
     for section in sections:
         entries = by_key.get(section.key, [])
@@ -374,8 +377,13 @@ def _final_ledger(fitted, sections) -> list[LedgerEntry]:
             before = state.initial[section.key]
             why = "immutable: never changed" if section.tier == "immutable" else (
                 "fits: no cut needed" if fitted.changed else "the context fits: nothing to cut")
-            entries = [LedgerEntry(section.key, "truncation_start", "kept", before, final.get(section.key, before), why)]
+            entries = [LedgerEntry(section.key, "truncation_start", "kept", before, before, why)]  # ends at final below
         last = entries[-1]
+        if last.action != "dropped":  # one entry per mended cross-reference (nodes/quality.py crossref_mending)
+            entries = entries + [LedgerEntry(section.key, _crossref.MEND_STEP, _crossref.MEND_ACTION, last.tokens_after,
+                                             last.tokens_after, f"cross-reference mended: {note}")
+                                 for note in mends.get(section.key, ())]
+            last = entries[-1]
         after = 0 if last.action == "dropped" else final.get(section.key, last.tokens_after)
         if after != last.tokens_after:
             entries[-1] = LedgerEntry(last.section_key, last.step, last.action, last.tokens_before, after, last.reason)

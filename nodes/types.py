@@ -15,7 +15,7 @@ SUMMARIZABLE = "summarizable"
 DISCARDABLE = "discardable"
 
 #: Ledger actions, in increasing order of loss.
-ACTIONS = ("kept", "summarized", "compacted", "cut", "dropped")
+ACTIONS = ("kept", "summarized", "compacted", "cut", "dropped", "mended")
 
 
 class CtxEngineError(Exception):

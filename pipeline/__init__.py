@@ -19,6 +19,8 @@ _EXPORTS = {
     "bundled_example": ".api",
     "explain_config": ".api",
     "run_nodes": ".api",
+    "report_html": ".viz.report",
+    "build_report": ".viz.report",
     "BuildResult": ".nodes.report",
     "Session": ".session",
     "BudgetExceededError": ".nodes.types",
@@ -33,6 +35,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .api import build_context, bundled_example, explain_config, run_nodes
     from .nodes.report import BuildResult
+    from .viz.report import build_report, report_html
     from .nodes.types import BudgetExceededError, ConfigError, CtxEngineError, ReferenceLoadError, TemplateError
     from .session import Session
 

@@ -1,4 +1,4 @@
-"""The ``ctxengine`` command: build, config --explain, batch, dag.
+"""The ``ctxengine`` command: build, report, config --explain, batch, dag.
 
 Exit codes: 0 success; 1 the output could not be written (stdout closed or full, disk full),
 a batch row failed, or an internal error; 2 bad usage or bad configuration (the message names
@@ -115,16 +115,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                help="build | config | batch | dag | cache (ctxengine COMMAND -h for its options)")
+                                help="build | report | config | batch | dag | cache (ctxengine COMMAND -h for its options)")
 
     build = sub.add_parser("build", parents=[common], help="assemble the context for a request")
-    _add_project(build)
-    request = build.add_mutually_exclusive_group()
-    request.add_argument("--request", default=None, metavar="TEXT", help="the user request text")
-    request.add_argument("--request-file", default=None, metavar="FILE",
-                         help="read the user request from this file ('-' for stdin)")
-    _add_named(build)
-    _add_set(build)
+    _add_build_inputs(build)
     build.add_argument("--format", choices=("text", "json", "messages"), default="text",
                        help="text: the context on stdout, the budget on stderr; json: context, budget, "
                             "sections, ledger and more as one JSON object; messages: a JSON list of a system "
@@ -134,8 +128,17 @@ def _parser() -> argparse.ArgumentParser:
                        help="write the result to this file (atomically; its folder must exist) instead of stdout")
     build.add_argument("--lineage", default=None, metavar="FILE",
                        help="also draw which sources fed which sections and what truncation did (.svg, .png, .dot)")
+    build.add_argument("--report", default=None, metavar="FILE",
+                       help="also write the run report: one self-contained HTML page (budget, sections, lineage)")
     _add_cache(build)
     build.set_defaults(handler=_build)
+
+    report = sub.add_parser("report", parents=[common], help="build and write the run report as one HTML page")
+    _add_build_inputs(report)
+    report.add_argument("-o", "--output", default="report.html", metavar="FILE",
+                        help="the HTML file (atomically; its folder must exist; default: report.html)")
+    _add_cache(report)
+    report.set_defaults(handler=_report)
 
     config = sub.add_parser("config", parents=[common], help="show the effective configuration")
     _add_project(config)
@@ -159,6 +162,8 @@ def _parser() -> argparse.ArgumentParser:
     dag = sub.add_parser("dag", parents=[common], help="draw the dataflow graph")
     dag.add_argument("-o", "--output", default="dag.svg", metavar="FILE",
                      help="output file (.svg, .png, .pdf or .dot; its folder must exist; default: dag.svg)")
+    dag.add_argument("--stage", default=None, metavar="STAGE",
+                     help="draw one stage (e.g. truncation), with the nodes of other stages it reads greyed")
     dag.set_defaults(handler=_dag)
 
     cache = sub.add_parser("cache", parents=[common], help="inspect or clear the cache between runs")
@@ -175,6 +180,17 @@ def _parser() -> argparse.ArgumentParser:
     clear.add_argument("--cache-dir", default=None, metavar="DIR", help="the cache folder given to build --cache-dir")
     clear.set_defaults(handler=_cache_clear)
     return parser
+
+
+def _add_build_inputs(parser: argparse.ArgumentParser) -> None:
+    """What build and report share: the project, the request and the configuration options."""
+    _add_project(parser)
+    request = parser.add_mutually_exclusive_group()
+    request.add_argument("--request", default=None, metavar="TEXT", help="the user request text")
+    request.add_argument("--request-file", default=None, metavar="FILE",
+                         help="read the user request from this file ('-' for stdin)")
+    _add_named(parser)
+    _add_set(parser)
 
 
 def _add_cache(parser: argparse.ArgumentParser) -> None:
@@ -314,17 +330,15 @@ def _warn_if_empty(request: str, how: str) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .api import run_nodes
     from .viz.output import check_output_path
 
     if args.output is not None:  # a wrong folder fails now, not after the build
         check_output_path(args.output, "-o")
     if args.lineage:
         check_output_path(args.lineage, "--lineage")
-    request = _request_text(args)
-    _warn_if_empty(request, "use --request TEXT or --request-file FILE")
-    outputs = ["build_result"] + (["context_lineage"] if args.lineage else [])
-    out = run_nodes(outputs, _project(args), request, overrides=_overrides(args), **_named(args))
+    if args.report:
+        check_output_path(args.report, "--report")
+    out = _run_build(args, lineage=bool(args.lineage or args.report))
     result = out["build_result"]
     if args.format == "json":
         _write(json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n", args.output)
@@ -343,7 +357,38 @@ def _build(args: argparse.Namespace) -> int:
 
         written, note = write_lineage(out["context_lineage"], args.lineage)
         _say(f"wrote {written}" + (f" ({note})" if note else ""))
+    if args.report:
+        _write_report(out, args.report, "--report")
     return 0
+
+
+def _run_build(args: argparse.Namespace, lineage: bool) -> dict[str, Any]:
+    """The build of build and report: the result, and the lineage graph when asked."""
+    from .api import run_nodes
+
+    request = _request_text(args)
+    _warn_if_empty(request, "use --request TEXT or --request-file FILE")
+    outputs = ["build_result"] + (["context_lineage"] if lineage else [])
+    return run_nodes(outputs, _project(args), request, overrides=_overrides(args), **_named(args))
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .viz.output import check_output_path
+
+    check_output_path(args.output, "-o")  # a wrong folder fails now, not after the build
+    out = _run_build(args, lineage=True)
+    for warning in out["build_result"].warnings:
+        _say(f"warning: {warning}")
+    _write_report(out, args.output, "-o")
+    return 0
+
+
+def _write_report(out: dict[str, Any], output: str, option: str) -> None:
+    from .viz.output import write_atomic
+    from .viz.report import report_html
+
+    written = write_atomic(output, report_html(out["build_result"], out["context_lineage"]), option)
+    _say(f"wrote {written}")
 
 
 def _config(args: argparse.Namespace) -> int:
@@ -421,7 +466,7 @@ def _dag(args: argparse.Namespace) -> int:
     from .viz.output import check_output_path
 
     check_output_path(args.output, "-o")
-    written, note = write_dag(default_driver(), args.output)
+    written, note = write_dag(default_driver(), args.output, stage=args.stage)
     _say(f"wrote {written}" + (f" ({note})" if note else ""))
     return 0
 

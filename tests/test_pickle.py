@@ -102,5 +102,5 @@ def test_the_step_nodes_are_the_rows_of_the_table_in_order():
 def test_every_ledger_step_is_a_row_of_the_table(tmp_path):
     result = ctxengine.build_context(None, "Fix the login endpoint", max_tokens=1700, reserve_tokens=400)
     steps = {e.step for e in result.ledger}
-    assert steps - {"truncation_start"} <= {row.name for row in T.STEPS} | {"monitor_fold", "preventive_compaction"}
+    assert steps - {"truncation_start"} <= {row.name for row in T.STEPS} | {"monitor_fold", "preventive_compaction", "crossref_mending"}
     assert {"slack_refilled", "exact_fit"} == {T.step_named("slack_refilled").name, T.step_named("exact_fit").name}

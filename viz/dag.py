@@ -1,13 +1,20 @@
-"""The dataflow diagram: every node, coloured by its stage tag.
+"""The dataflow diagram: every node, laid out by stage left to right, one cluster per stage.
 
-Draws what it is handed (a Hamilton driver); renders with graphviz's ``dot`` when it is
-installed and writes the DOT text otherwise.
+Draws what it is handed (a Hamilton driver): the nodes' ``stage`` tags give the clusters, in
+the order of the pipeline (``STAGES``); inside a stage the nodes stand in columns of at most
+``COLUMN_DEPTH`` steps of its own chain (top to bottom), so the picture grows in height with
+long chains instead of in width. ``stage=`` draws one stage, with the nodes of other stages it
+reads greyed on its left. Renders with graphviz's ``dot`` when it is installed and writes the
+DOT text otherwise.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import graphviz
+
+from ..nodes.types import CtxEngineError
 from .output import write_digraph
 
 STAGE_COLOURS = {
@@ -23,6 +30,12 @@ STAGE_COLOURS = {
     "quality": "#e8f5c8",
     "report": "#eeeeee",
 }
+#: The stages in pipeline order: the clusters from left to right (the driver's inputs first).
+INPUTS = "inputs"
+STAGES = (INPUTS, *STAGE_COLOURS)
+#: The most steps of a stage's own chain stacked in one column (a deeper chain wraps to the next).
+COLUMN_DEPTH = 6
+GREY = "#e6e6e6"
 
 
 def stage_style(*, node, node_class):
@@ -33,11 +46,111 @@ def stage_style(*, node, node_class):
     return {"fillcolor": STAGE_COLOURS[stage], "style": "filled"}, node_class, f"stage: {stage}"
 
 
-def dag_digraph(dr):
-    """The graphviz Digraph of every node of ``dr``."""
-    return dr.display_all_functions(custom_style_function=stage_style, show_legend=True)
+def dag_digraph(dr, stage: str | None = None) -> graphviz.Digraph:
+    """The graphviz Digraph of every node of ``dr`` clustered by stage (or of one ``stage``,
+    with the nodes of other stages it reads greyed). An unknown stage is a CtxEngineError
+    naming the stages there are."""
+    nodes = {n.name: n for n in dr.list_available_variables()}
+    stage_of = {name: _stage(n) for name, n in nodes.items()}
+    deps = {name: sorted(set(n.required_dependencies) | set(n.optional_dependencies)) for name, n in nodes.items()}
+    if stage is not None and stage not in set(stage_of.values()):
+        known = [s for s in STAGES if s in set(stage_of.values())]
+        raise CtxEngineError(f"dag --stage {stage!r}: no node has this stage; choose one of: {', '.join(known)}")
+    shown = set(nodes) if stage is None else {name for name, s in stage_of.items() if s == stage}
+    greyed = set() if stage is None else {d for name in shown for d in deps[name] if d in nodes} - shown
+    dot = graphviz.Digraph(
+        "dag" if stage is None else f"dag_{stage}",
+        graph_attr={"rankdir": "LR", "newrank": "true", "nodesep": "0.12", "ranksep": "0.35", "fontsize": "12",
+                    "fontname": "Helvetica", "compound": "true"},
+        node_attr={"shape": "box", "style": "rounded,filled", "fontsize": "9", "fontname": "Helvetica",
+                   "margin": "0.06,0.03", "height": "0.3"},
+        edge_attr={"arrowsize": "0.5", "color": "#00000066"},
+    )
+    columns = _columns(shown, stage_of, deps)
+    for name in sorted(greyed):
+        dot.node(name, label=_label(name), tooltip=graphviz.nohtml(f"{stage_of[name]}: {_first_line(nodes[name])}"),
+                 fillcolor=GREY, color="#999999", fontcolor="#666666", style="rounded,filled,dashed")
+    for group in STAGES:
+        members = sorted(n for n in shown if stage_of[n] == group)
+        if not members:
+            continue
+        with dot.subgraph(name=f"cluster_{group}") as cluster:
+            cluster.attr(label=group, style="rounded,filled", fillcolor=_tint(group), color="#bbbbbb", labeljust="l")
+            by_column: dict[int, list[str]] = {}
+            for name in members:
+                fill = STAGE_COLOURS.get(group, "#ffffff")
+                shape = "ellipse" if nodes[name].is_external_input else "box"
+                cluster.node(name, label=_label(name), tooltip=graphviz.nohtml(_first_line(nodes[name])),
+                             fillcolor=fill, shape=shape)
+                by_column.setdefault(columns[name], []).append(name)
+            for column, names in sorted(by_column.items()):
+                with cluster.subgraph(name=f"{group}_col{column}") as same:
+                    same.attr(rank="same")
+                    for name in names:
+                        same.node(name)
+    order = [names[0] for _, names in sorted(_column_heads(shown, stage_of, columns).items())]
+    for tail, head in zip(order, order[1:]):  # stage by stage, column by column, left to right
+        dot.edge(tail, head, style="invis", weight="0")
+    for head in sorted(shown):
+        for tail in deps[head]:
+            if tail in shown or tail in greyed:
+                dot.edge(tail, head)
+    return dot
 
 
-def write_dag(dr, output: str | Path) -> tuple[Path, str | None]:
-    """Write the diagram of ``dr`` to ``output`` (format from its suffix), atomically; (path written, note)."""
-    return write_digraph(dag_digraph(dr), output)
+def write_dag(dr, output: str | Path, stage: str | None = None) -> tuple[Path, str | None]:
+    """Write the diagram of ``dr`` (or of one ``stage``) to ``output`` (format from its suffix),
+    atomically; (path written, note)."""
+    return write_digraph(dag_digraph(dr, stage), output)
+
+
+def _stage(node) -> str:
+    if node.is_external_input:
+        return INPUTS
+    return node.tags.get("stage") if node.tags.get("stage") in STAGE_COLOURS else INPUTS
+
+
+def _column_heads(shown, stage_of, columns) -> dict[tuple[int, int], list[str]]:
+    """(stage's place, column) -> the names in that column, sorted."""
+    out: dict[tuple[int, int], list[str]] = {}
+    for name in sorted(shown):
+        out.setdefault((STAGES.index(stage_of[name]), columns[name]), []).append(name)
+    return out
+
+
+def _columns(shown: set[str], stage_of: dict[str, str], deps: dict[str, list[str]]) -> dict[str, int]:
+    """Each node's column: its stage's place times the widest stage, plus its depth in its
+    stage's own chain divided by COLUMN_DEPTH (so a stage is at most a few columns wide)."""
+    depth: dict[str, int] = {}
+
+    def local(name: str) -> int:
+        if name not in depth:
+            depth[name] = 0  # a cycle cannot occur (Hamilton refuses one); this guards the recursion
+            inside = [d for d in deps[name] if d in shown and stage_of[d] == stage_of[name]]
+            depth[name] = 1 + max((local(d) for d in inside), default=-1)
+        return depth[name]
+
+    return {name: local(name) // COLUMN_DEPTH for name in shown}
+
+
+def _label(name: str) -> str:
+    """The node name wrapped at its underscores, about 18 characters a line."""
+    lines = [""]
+    for part in name.split("_"):
+        piece = part if not lines[-1] else f"_{part}"
+        if lines[-1] and len(lines[-1]) + len(piece) > 18:
+            lines.append(piece)
+        else:
+            lines[-1] += piece
+    return "\\n".join(lines)
+
+
+def _first_line(node) -> str:
+    return (node.documentation or node.name).strip().split("\n")[0]
+
+
+def _tint(stage: str) -> str:
+    """A pale version of the stage's colour for its cluster's background."""
+    colour = STAGE_COLOURS.get(stage, "#f4f4f4").lstrip("#")
+    rgb = [int(colour[i:i + 2], 16) for i in (0, 2, 4)]
+    return "#" + "".join(f"{(c + 3 * 255) // 4:02x}" for c in rgb)

@@ -16,26 +16,46 @@ KIND_STYLE = {
     "source": {"shape": "note", "fillcolor": "#d5f0dd"},
     "section": {"shape": "box", "fillcolor": "#e4e0fb"},
     "step": {"shape": "cds", "fillcolor": "#f9d6c4"},
+    "mend": {"shape": "component", "fillcolor": "#fff3b0"},
     "output": {"shape": "doubleoctagon", "fillcolor": "#eeeeee"},
 }
 TIER_COLOUR = {"immutable": "#b4d8e4", "summarizable": "#e4e0fb", "discardable": "#f3dcf5"}
+#: How a section's fate shows: dropped greyed and dashed, reduced ones with a heavy border.
+FATE_STYLE = {
+    "dropped": {"style": "filled,dashed", "fillcolor": "#dddddd", "fontcolor": "#555555"},
+    "summarized": {"penwidth": "2.5", "color": "#7a4fb0"},
+    "cut": {"penwidth": "2.5", "color": "#c0392b"},
+    "compacted": {"penwidth": "2.5", "color": "#b9770e"},
+}
+STEP_COLOUR = {"kept": "#eeeeee", "dropped": "#dddddd", "mended": "#fff3b0"}
 
 
 def lineage_digraph(graph) -> graphviz.Digraph:
-    """A graphviz Digraph of a lineage graph (left to right, one style per kind of node)."""
+    """A graphviz Digraph of a lineage graph (left to right, one style per kind of node, one
+    node per ledger entry, a section's fate in its label and border, mends linked dashed)."""
     dot = graphviz.Digraph("lineage", graph_attr={"rankdir": "LR", "fontsize": "10"},
                            node_attr={"style": "filled", "fontsize": "10"})
     ids = {name: f"n{i}" for i, name in enumerate(graph.nodes)}  # DOT ids: no ports, no quoting traps
     for name, attrs in graph.nodes(data=True):
-        style = dict(KIND_STYLE.get(attrs.get("kind"), {}))
-        if attrs.get("kind") == "section":
-            style["fillcolor"] = TIER_COLOUR.get(attrs.get("tier"), style["fillcolor"])
+        kind = attrs.get("kind")
+        style = dict(KIND_STYLE.get(kind, {}))
         label = attrs.get("label", name)
-        if attrs.get("kind") == "section":
-            label = f"{label}\n{attrs.get('tier')} ({attrs.get('priority')})"
-        dot.node(ids[name], label=label.replace("\n", "\\n"), tooltip=attrs.get("reason", name), **style)
-    for tail, head in graph.edges():
-        dot.edge(ids[tail], ids[head])
+        if kind == "section":
+            style["fillcolor"] = TIER_COLOUR.get(attrs.get("tier"), style["fillcolor"])
+            style.update(FATE_STYLE.get(attrs.get("fate"), {}))
+            fate = attrs.get("fate", "kept")
+            label = f"{label}\n{attrs.get('tier')} ({attrs.get('priority')})" + ("" if fate == "kept" else f"\n[{fate}]")
+        elif kind == "step":
+            style["fillcolor"] = STEP_COLOUR.get(attrs.get("action"), style["fillcolor"])
+        # nohtml: a title like "<b>x</b>" is text, never a graphviz HTML label
+        dot.node(ids[name], label=graphviz.nohtml(label.replace("\n", "\\n")),
+                 tooltip=graphviz.nohtml(attrs.get("reason", name)), **style)
+    for tail, head, attrs in graph.edges(data=True):
+        if attrs.get("kind") == "refers":
+            dot.edge(ids[tail], ids[head], style="dashed", color="#b9770e", label="refers to", fontsize="8",
+                     constraint="false")
+        else:
+            dot.edge(ids[tail], ids[head])
     return dot
 
 

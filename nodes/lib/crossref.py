@@ -37,10 +37,13 @@ from .markdown import headings as md_headings
 from .markdown import slugify
 from .regex import lazy_regex
 
-__all__ = ["mend_cross_references", "ACTIONS"]
+__all__ = ["mend_cross_references", "mends_by_section", "ACTIONS", "MEND_STEP"]
 
 #: The actions a removed entry may have.
 ACTIONS = ("dropped", "summarized", "cut")
+#: The ledger's step and action of a mended reference (the node that mends them is crossref_mending).
+MEND_STEP, MEND_ACTION = "crossref_mending", "mended"
+_UNCHANGED = "immutable section left unchanged"
 
 _VERBS_EN = (
     r"see(?:\s+also)?|refer\s+to"
@@ -248,7 +251,7 @@ def mend_cross_references(
         if section.tier == IMMUTABLE:
             for _, _, _, quoted, target in edits:
                 notes.append(
-                    f"{section.key}: immutable section left unchanged; it refers to {target.action} "
+                    f"{section.key}: {_UNCHANGED}; it refers to {target.action} "
                     f"'{target.title}' ('{quoted}')"
                 )
             out.append(section)
@@ -260,6 +263,18 @@ def mend_cross_references(
             notes.append(f"{section.key}: {_describe(target, quoted)}")
         out.append(section.with_content(text))
     return out, notes
+
+
+def mends_by_section(notes: Sequence[str], keys: Sequence[str]) -> dict[str, list[str]]:
+    """The notes of :func:`mend_cross_references` that changed a section, by section key (of
+    ``keys``, the longest key a note starts with), without the key prefix. The notes about an
+    immutable section (reported, never changed) are left out."""
+    out: dict[str, list[str]] = {}
+    for note in notes:
+        owner = max((k for k in keys if note.startswith(f"{k}: ")), key=len, default=None)
+        if owner is not None and not note.startswith(f"{owner}: {_UNCHANGED}"):
+            out.setdefault(owner, []).append(note[len(owner) + 2:])
+    return out
 
 
 def _above_target(section, index, sections, by_key, position, own) -> _Target | None:
