@@ -201,14 +201,14 @@ def tail_strategy(context_config: dict) -> _t.Strategy:
     the sentences that carry ids, few files), then are dropped oldest first. Other text is cut
     from its beginning."""
     settings = context_config["truncation"]
-    return _t.Strategy("tail", None, int(settings.get("keepRecentRounds", 1)), float(settings.get("recentShare", 0.75)),
+    return _t.BuiltinStrategy("tail", None, int(settings.get("keepRecentRounds", 1)), float(settings.get("recentShare", 0.75)),
                        _session.render_round, _t.round_summary_with_ids(_session.round_summary))
 
 
 @tag(stage=STAGE)
 def head_strategy(context_config: dict) -> _t.Strategy:
     """Head: keep the beginning (documents marked deprecated); a history keeps its oldest rounds."""
-    return _t.Strategy("head", None, render_round=_session.render_round, round_summary=_session.round_summary)
+    return _t.BuiltinStrategy("head", None, render_round=_session.render_round, round_summary=_session.round_summary)
 
 
 @tag(stage=STAGE)
@@ -217,7 +217,7 @@ def middle_strategy(summarizer: Any, context_config: dict) -> _t.Strategy:
     then cut keeping both ends; a history keeps its first and newest rounds."""
     if summarizer is None or isinstance(summarizer, str):  # a method name (driver config) instead of the node
         summarizer = as_summarizer(summarizer)
-    return _t.Strategy("middle", summarizer, render_round=_session.render_round, round_summary=_session.round_summary)
+    return _t.BuiltinStrategy("middle", summarizer, render_round=_session.render_round, round_summary=_session.round_summary)
 
 
 @tag(stage=STAGE)
