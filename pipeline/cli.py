@@ -132,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="write the result to this file (atomically; its folder must exist) instead of stdout")
     build.add_argument("--lineage", default=None, metavar="FILE",
                        help="also draw which sources fed which sections and what truncation did (.svg, .png, .dot)")
+    _add_module(build)
     _add_cache(build)
     build.set_defaults(handler=_build)
 
@@ -182,6 +183,12 @@ def _add_cache(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="compute everything (the default; wins over --cache)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
                         help="keep the cache between runs in this folder (implies --cache)")
+
+
+def _add_module(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--module", dest="modules", action="append", default=[], metavar="FILE.py",
+                        help="a Python file whose functions replace the nodes of the same name, e.g. a summarizer "
+                             "of your own (repeatable; checked against each replaced node's type)")
 
 
 def _add_project(parser: argparse.ArgumentParser) -> None:
@@ -322,7 +329,7 @@ def _build(args: argparse.Namespace) -> int:
     request = _request_text(args)
     _warn_if_empty(request, "use --request TEXT or --request-file FILE")
     outputs = ["build_result"] + (["context_lineage"] if args.lineage else [])
-    out = run_nodes(outputs, _project(args), request, overrides=_overrides(args), **_named(args))
+    out = run_nodes(outputs, _project(args), request, overrides=_overrides(args), nodes=args.modules, **_named(args))
     result = out["build_result"]
     if args.format == "json":
         _write(json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n", args.output)

@@ -416,4 +416,7 @@ def _function_label(n: h_node.Node) -> str:
 
 
 def _module_label(module: ModuleType) -> str:
-    return quoted(getattr(module, "__file__", None) or module.__name__)
+    if getattr(module, "__file__", None):
+        return quoted(module.__file__)
+    functions = [name for name, value in vars(module).items() if inspect.isfunction(value)]
+    return f"of the function{'s' if len(functions) > 1 else ''} {', '.join(functions)}" if functions else quoted(module.__name__)
