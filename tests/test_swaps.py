@@ -243,5 +243,11 @@ def test_build_takes_module_files(tmp_path):
                    "--set", "state.includeGit=false", "--module", path, "--format", "json")
     assert done.returncode == 0, done.stderr
     assert "FIRST-LINES" in json.loads(done.stdout)["context"]
-    bad = run_cli("build", "--module", write(tmp_path, "bad.py", "def sumarizer() -> str:\n    return ''\n"))
-    assert bad.returncode == 2 and "closest: summarizer" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_module_that_does_not_fit_is_exit_2_with_one_line(tmp_path, capsys):
+    from ctxengine.cli import main
+
+    code = main(["build", "--request", "x", "--module", write(tmp_path, "bad.py", "def sumarizer() -> str:\n    return ''\n")])
+    err = capsys.readouterr().err
+    assert code == 2 and "closest: summarizer" in err and len(err.splitlines()) == 1
