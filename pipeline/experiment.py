@@ -169,20 +169,21 @@ def draw_chart(frame, output: str | os.PathLike) -> Path:
     last = ("facts_kept_pct", "facts kept (%)") if "facts_kept_pct" in table else ("time_s", "build time (s)")
     panels = [("tokens_after", "tokens after truncation"), ("utilisation", "utilisation of the budget"),
               (("sections_summarized", "sections_dropped"), "sections summarized / dropped"), last]
-    figure, axes = plt.subplots(2, 2, figsize=(11, 7.5), constrained_layout=True)
-    positions = list(range(len(labels)))
+    height = 2 * (1.2 + 0.32 * len(labels))
+    figure, axes = plt.subplots(2, 2, figsize=(12, height), constrained_layout=True, sharey=True)
+    positions = list(range(len(labels)))[::-1]  # the first variant on top
     for ax, (column, title) in zip(axes.flat, panels):
         if isinstance(column, tuple):
             width = 0.4
-            for shift, name, colour in ((-width / 2, column[0], "#4c72b0"), (width / 2, column[1], "#dd8452")):
+            for shift, name, colour in ((width / 2, column[0], "#4c72b0"), (-width / 2, column[1], "#dd8452")):
                 values = table[name] if name in table else [0] * len(labels)
-                ax.bar([p + shift for p in positions], values, width, label=name.split("_")[1], color=colour)
-            ax.legend(fontsize=8)
+                ax.barh([p + shift for p in positions], values, width, label=name.split("_")[1], color=colour)
+            ax.legend(fontsize=8, loc="lower right")
         else:
-            ax.bar(positions, table[column] if column in table else [0] * len(labels), color="#55a868")
+            ax.barh(positions, table[column] if column in table else [0] * len(labels), color="#55a868")
         ax.set_title(title, fontsize=10)
-        ax.set_xticks(positions, labels, rotation=20, ha="right", fontsize=8)
-        ax.grid(axis="y", alpha=0.3)
+        ax.set_yticks(positions, labels, fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
     projects = frame["project"].nunique()
     figure.suptitle(f"ctxengine experiment: {len(labels)} variants x {projects} project{'s' if projects != 1 else ''}"
                     " (means over the projects)", fontsize=11)
