@@ -221,13 +221,14 @@ def execute(
 def _driver_with_cache(variants: tuple, folder: str | None, swaps: tuple = ()) -> tuple[h_driver.Driver, str | None]:
     """The driver for ``folder``; an uncached one when that folder cannot be created or opened
     (a read-only home, a full disk): the cache never fails a build."""
+    extra = (swaps,) if swaps else ()  # lru_cache keys on the call's shape: driver_for(v, f) as callers write it
     if folder is None:
-        return driver_for(variants, None, swaps), None
+        return driver_for(variants, None, *extra), None
     try:
-        return driver_for(variants, folder, swaps), folder
+        return driver_for(variants, folder, *extra), folder
     except (OSError, sqlite3.Error) as exc:
         logging.getLogger(__name__).debug("cache folder %s unusable (%s): building without the cache", folder, exc)
-        return driver_for(variants, None, swaps), None
+        return driver_for(variants, None, *extra), None
 
 
 def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, folder: str | None) -> dict:
