@@ -1,34 +1,25 @@
-"""Summarizers without a model: the ``summarizer`` node and its variants.
+"""Summarizers without a model: the ``summarizer`` node.
 
-The driver config key ``summarizer_method`` (from ``truncation.summarizer``, see
-pipeline/driver.py VARIANT_KEYS) picks the variant. It cannot be called ``summarizer``:
-Hamilton replaces a node by the config value of the same name (graph.py skips any node whose
-name is a config key), so the node would be the string "extractive". Each returns a :class:`Summarizer` whose
-``summarize(section, max_tokens, counter) -> str`` is deterministic, calls no model and fits
-``max_tokens`` by exact count. Whatever the variant, plan, git, history, tree and
-environment sections get their own kind-specific summary (nodes/lib/summarize/).
+``truncation.summarizer`` (extractive | headings) picks the built-in summarizer at run time, so
+every build runs the graph once whatever the project sets. The node returns a
+:class:`~ctxengine.nodes.lib.summarize.Summarizer` (a protocol: ``summarize(section,
+max_tokens, counter) -> str``, deterministic, no model call, fits ``max_tokens`` by exact
+count). Whatever the method, plan, git, history, tree and environment sections get their own
+kind-specific summary (nodes/lib/summarize/). Swap in a summarizer of your own by replacing
+this node (``nodes=`` in the API, ``--module`` on the CLI; see the README).
 """
 
 from __future__ import annotations
 
-from hamilton.function_modifiers import config, tag
+from hamilton.function_modifiers import tag
 
-from .lib.summarize import Summarizer
-
-
-@tag(stage="summarize")
-@config.when(summarizer_method="extractive")
-def summarizer__extractive() -> Summarizer:
-    """The extractive summarizer: YAML frontmatter (compact), headings and the first paragraph
-    under each heading, then key sentences scored on position, term weight, identifiers, paths
-    and numbers, in their original order; it degrades to headings with first sentences, then
-    headings only, then the first lines when the budget is tight."""
-    return Summarizer("extractive")
+from .lib.settings import TruncationSettings
+from .lib.summarize import Summarizer, as_summarizer
 
 
 @tag(stage="summarize")
-@config.when(summarizer_method="headings")
-def summarizer__headings() -> Summarizer:
-    """The headings-outline summarizer: YAML frontmatter (compact), every heading and the first
-    sentence under each, nothing else."""
-    return Summarizer("headings")
+def summarizer(truncation_settings: TruncationSettings) -> Summarizer:
+    """The summarizer truncation.summarizer names: extractive (frontmatter, headings, first
+    paragraphs, then key sentences by score, degrading to an outline when tight) or headings
+    (frontmatter, every heading and the first sentence under it)."""
+    return as_summarizer(truncation_settings.summarizer)

@@ -200,14 +200,14 @@ def tail_strategy(truncation_settings: TruncationSettings) -> _t.Strategy:
     keep their first and last message with a summary between, then become summary lines (with
     the sentences that carry ids, few files), then are dropped oldest first. Other text is cut
     from its beginning."""
-    return _t.Strategy("tail", None, truncation_settings.keep_recent_rounds, truncation_settings.recent_share,
+    return _t.BuiltinStrategy("tail", None, truncation_settings.keep_recent_rounds, truncation_settings.recent_share,
                        _session.render_round, _t.round_summary_with_ids(_session.round_summary))
 
 
 @tag(stage=STAGE)
 def head_strategy() -> _t.Strategy:
     """Head: keep the beginning (documents marked deprecated); a history keeps its oldest rounds."""
-    return _t.Strategy("head", None, render_round=_session.render_round, round_summary=_session.round_summary)
+    return _t.BuiltinStrategy("head", None, render_round=_session.render_round, round_summary=_session.round_summary)
 
 
 @tag(stage=STAGE)
@@ -216,7 +216,7 @@ def middle_strategy(summarizer: Any) -> _t.Strategy:
     then cut keeping both ends; a history keeps its first and newest rounds."""
     if summarizer is None or isinstance(summarizer, str):  # a method name (driver config) instead of the node
         summarizer = as_summarizer(summarizer)
-    return _t.Strategy("middle", summarizer, render_round=_session.render_round, round_summary=_session.round_summary)
+    return _t.BuiltinStrategy("middle", summarizer, render_round=_session.render_round, round_summary=_session.round_summary)
 
 
 @tag(stage=STAGE)

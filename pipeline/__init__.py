@@ -18,6 +18,7 @@ _EXPORTS = {
     "build_context": ".api",
     "bundled_example": ".api",
     "explain_config": ".api",
+    "experiment": ".experiment",  # the module is callable: ctxengine.experiment(projects, vary=...)
     "run_nodes": ".api",
     "report_html": ".viz.report",
     "build_report": ".viz.report",

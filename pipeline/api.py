@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .nodes.lib.quote import quoted
 from . import driver
@@ -72,6 +72,7 @@ def build_context(
     overrides: Mapping[str, Any] | None = None,
     cache: bool | None = None,
     cache_dir: str | os.PathLike | None = None,
+    nodes: Sequence[driver.NodeSwap] = (),
     **options: Any,
 ) -> BuildResult:
     """Assemble the context for ``request`` against ``project_dir`` and make it fit.
@@ -80,10 +81,12 @@ def build_context(
     reserve_tokens, reserve_share, compact, strategy, layout, phase); ``overrides`` takes dotted keys
     (``{"budget.maxTokens": 32000}``). ``cache=True`` builds with Hamilton's cache between
     runs (off by default; ``cache=True`` keeps it in the project's folder under the user cache, or ``cache_dir``).
-    Raises a CtxEngineError subclass on bad input.
+    ``nodes`` replaces nodes by one's own functions of the same name: modules, functions or
+    paths to .py files (``nodes=[my_nodes]``; see the README on swaps).
+    Raises a CtxEngineError subclass on bad input (a swap that does not fit the graph too).
     """
     return run_nodes(["build_result"], project_dir, request, overrides=overrides, cache=cache, cache_dir=cache_dir,
-                     **options)["build_result"]
+                     nodes=nodes, **options)["build_result"]
 
 
 def run_nodes(
@@ -94,15 +97,17 @@ def run_nodes(
     overrides: Mapping[str, Any] | None = None,
     cache: bool | None = None,
     cache_dir: str | os.PathLike | None = None,
+    nodes: Sequence[driver.NodeSwap] = (),
     **options: Any,
 ) -> dict[str, Any]:
     """Any nodes of the dataflow by name (a partial run computes only what they need), e.g.
-    ``run_nodes(["budget_report"], project)`` or ``run_nodes(["build_result", "context_lineage"], ...)``."""
+    ``run_nodes(["budget_report"], project)`` or ``run_nodes(["build_result", "context_lineage"], ...)``;
+    ``nodes`` swaps nodes as in :func:`build_context`."""
     _check_types(project_dir=(project_dir, (str, os.PathLike, type(None))), request=(request, (str,)),
                  overrides=(overrides, (Mapping, type(None))))
     project = project_dir if project_dir is not None else bundled_example()
     return driver.execute(list(outputs), project, build_overrides(overrides, **options), request,
-                          cache=cache, cache_dir=cache_dir)
+                          cache=cache, cache_dir=cache_dir, nodes=nodes)
 
 
 def explain_config(

@@ -75,3 +75,86 @@ def write_records(records: Iterable[dict], out: IO[str]) -> tuple[int, int]:
 
 def _error_row(project_dir: str | os.PathLike, message: str) -> dict:
     return {"project_dir": os.path.abspath(os.fspath(project_dir)), "error": message}
+
+
+# interim: the batch branch replaces this at merge
+# (the interface ``ctxengine experiment`` runs on: Job, run_jobs and their row columns; sequential here)
+
+import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+#: The columns of a job row, in order (a job's labels follow).
+JOB_COLUMNS = (
+    "project", "status", "error", "tokens_before", "tokens_after", "utilisation", "truncated", "sections_kept",
+    "sections_summarized", "sections_dropped", "position", "time_s", "cache_hits", "facts_kept", "facts_total",
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One build of a batch: a project, its request, dotted-key overrides, node swaps (paths of
+    .py files, so a job pickles to process workers), labels copied into its row, and fact
+    strings counted in the final context."""
+
+    project: str
+    request: str = ""
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    nodes: tuple[str, ...] = ()
+    labels: Mapping[str, Any] = field(default_factory=dict)
+    facts: tuple[str, ...] = ()
+
+
+def run_jobs(jobs: Iterable[Job], *, executor: str = "local", workers: int | None = None, scheduler: Any = None,
+             progress: Any = None) -> Iterator[dict]:
+    """One row per job (columns :data:`JOB_COLUMNS`, then the job's labels), in order, each
+    yielded when built; a failed build is a row with status "error" and its message.
+    ``progress``: called with each row."""
+    if executor != "local":
+        raise CtxEngineError(f"executor {executor!r} is not available in this build; use executor='local'")
+    for job in jobs:
+        row = run_job(job)
+        if progress is not None:
+            progress(row)
+        yield row
+
+
+def run_job(job: Job) -> dict:
+    """The row of one job (see :func:`run_jobs`)."""
+    row: dict[str, Any] = dict.fromkeys(JOB_COLUMNS)
+    row.update(project=os.path.abspath(os.fspath(job.project)), status="ok")
+    start = time.perf_counter()
+    try:
+        with driver.quiet_failures():
+            result = driver.execute(["build_result"], job.project, job.overrides, job.request,
+                                    nodes=job.nodes)["build_result"]
+    except Exception as exc:  # noqa: BLE001 - every failure is a row
+        kind = "" if isinstance(exc, CtxEngineError) else "internal error "
+        row.update(status="error", error=f"{kind}{type(exc).__name__}: {exc}")
+    else:
+        row.update(_result_columns(result, job.facts))
+        summary = driver.last_cache_run()
+        row["cache_hits"] = len(summary.hits) if summary is not None else None
+    row["time_s"] = round(time.perf_counter() - start, 4)
+    row.update(job.labels)
+    return row
+
+
+def _result_columns(result, facts: tuple[str, ...]) -> dict:
+    """The figures of one build: kept = untouched by truncation, summarized = in the context
+    but shortened (summarized, compacted or cut), dropped = left out of the context."""
+    final = {s.key for s in result.sections}
+    touched = {e.section_key for e in result.ledger if e.action != "kept"}
+    everyone = final | {e.section_key for e in result.ledger}
+    position = result.position
+    return {
+        "tokens_before": (result.initial_budget or result.budget).total_tokens,
+        "tokens_after": result.budget.total_tokens,
+        "utilisation": result.budget.utilization_rate,
+        "truncated": bool(result.truncation.get("triggered", False)),
+        "sections_kept": len(final - touched),
+        "sections_summarized": len(final & touched),
+        "sections_dropped": len(everyone - final),
+        "position": f"phase {position['phase']}, plan {position.get('plan') or '-'}" if position.get("phase") else "",
+        "facts_kept": sum(fact in result.context for fact in facts) if facts else None,
+        "facts_total": len(facts) if facts else None,
+    }

@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                help="build | report | config | batch | dag | cache (ctxengine COMMAND -h for its options)")
+                                help="build | report | config | batch | experiment | dag | cache (ctxengine COMMAND -h for its options)")
 
     build = sub.add_parser("build", parents=[common], help="assemble the context for a request")
     _add_build_inputs(build)
@@ -159,6 +159,25 @@ def _parser() -> argparse.ArgumentParser:
     _add_cache(batch)
     batch.set_defaults(handler=_batch)
 
+    experiment = sub.add_parser("experiment", parents=[common],
+                                help="every combination of settings on every project: a results file, a table, a chart")
+    experiment.add_argument("projects", nargs="+", metavar="PROJECT_DIR", help="project folders")
+    experiment.add_argument("--vary", dest="vary", action="append", required=True, metavar="KEY=A,B",
+                            help="a configuration key and its values, e.g. truncation.summarizer=extractive,headings "
+                                 "(repeatable: every combination runs); nodes=none,my_nodes.py varies node swaps")
+    _add_module(experiment)
+    experiment.add_argument("--request", default="", metavar="TEXT", help="the user request for every run")
+    experiment.add_argument("--facts", default=None, metavar="FILE",
+                            help="strings to look for in each final context, one a line (the facts_kept column)")
+    _add_set(experiment)
+    experiment.add_argument("--executor", default="local", metavar="NAME", help="how the runs execute, as in batch "
+                            "(default: local)")
+    experiment.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers of the executor")
+    experiment.add_argument("-o", "--output", required=True, metavar="FILE",
+                            help="the results, one row per project and variant (.csv or .parquet)")
+    experiment.add_argument("--chart", default=None, metavar="FILE.png", help="also draw the main figures per variant")
+    experiment.set_defaults(handler=_experiment)
+
     dag = sub.add_parser("dag", parents=[common], help="draw the dataflow graph")
     dag.add_argument("-o", "--output", default="dag.svg", metavar="FILE",
                      help="output file (.svg, .png, .pdf or .dot; its folder must exist; default: dag.svg)")
@@ -191,6 +210,7 @@ def _add_build_inputs(parser: argparse.ArgumentParser) -> None:
                          help="read the user request from this file ('-' for stdin)")
     _add_named(parser)
     _add_set(parser)
+    _add_module(parser)
 
 
 def _add_cache(parser: argparse.ArgumentParser) -> None:
@@ -200,6 +220,12 @@ def _add_cache(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="compute everything (the default; wins over --cache)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
                         help="keep the cache between runs in this folder (implies --cache)")
+
+
+def _add_module(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--module", dest="modules", action="append", default=[], metavar="FILE.py",
+                        help="a Python file whose functions replace the nodes of the same name, e.g. a summarizer "
+                             "of your own (repeatable; checked against each replaced node's type)")
 
 
 def _add_project(parser: argparse.ArgumentParser) -> None:
@@ -369,7 +395,7 @@ def _run_build(args: argparse.Namespace, lineage: bool) -> dict[str, Any]:
     request = _request_text(args)
     _warn_if_empty(request, "use --request TEXT or --request-file FILE")
     outputs = ["build_result"] + (["context_lineage"] if lineage else [])
-    return run_nodes(outputs, _project(args), request, overrides=_overrides(args), **_named(args))
+    return run_nodes(outputs, _project(args), request, overrides=_overrides(args), nodes=args.modules, **_named(args))
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -457,6 +483,31 @@ def _batch(args: argparse.Namespace) -> int:
         _say(f"{failed} of {rows} projects failed (the error column says why)")
         return 1
     _say(f"{rows} projects built" + (f"; wrote {args.output}" if args.output else ""))
+    return 0
+
+
+def _experiment(args: argparse.Namespace) -> int:
+    from . import experiment as ex
+    from .viz.output import check_output_path
+
+    for path, option in ((args.output, "-o"), (args.chart, "--chart")):
+        if path is not None:
+            check_output_path(path, option)
+    vary = dict(ex.parse_vary(text) for text in args.vary)
+    facts = ex.read_facts(args.facts) if args.facts else None
+    frame = ex.run_experiment(args.projects, vary, nodes=args.modules, request=args.request, overrides=_overrides(args),
+                              facts=facts, executor=args.executor, workers=args.workers)
+    ex.write_results(frame, args.output)
+    _emit(ex.format_summary(ex.experiment_summary(frame)) + "\n")
+    _say(f"{len(frame)} run{'' if len(frame) == 1 else 's'}; wrote {args.output}")
+    if args.chart:
+        _say(f"wrote {ex.draw_chart(frame, args.chart)}")
+    failed = int((frame["status"] != "ok").sum())
+    if failed:
+        for error in frame.loc[frame["status"] != "ok", "error"].drop_duplicates().head(3):
+            _say(f"error: {error}")
+        _say(f"{failed} of {len(frame)} runs failed (the error column says why)")
+        return 1
     return 0
 
 

@@ -1,8 +1,9 @@
 """The one Hamilton driver: built once per process and per variant set, reused by everything.
 
 The CLI, the Python API, batch runs and experiments all execute through :func:`execute`.
-Node modules are listed in :data:`NODE_MODULES`; an experiment swaps one by building a
-driver with :func:`build_driver` and its own module list.
+Node modules are listed in :data:`NODE_MODULES`; ``execute(..., nodes=[...])`` replaces nodes
+of the same name by one's own functions (modules, functions or paths to .py files), checked
+against the replaced node's type, with one driver per swap set (see "Node swaps" below).
 """
 
 from __future__ import annotations
@@ -13,12 +14,19 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")  # before hamilton is
 
 import contextlib  # noqa: E402
 import contextvars  # noqa: E402
+import difflib  # noqa: E402
+import hashlib  # noqa: E402
+import importlib.util  # noqa: E402
+import inspect  # noqa: E402
 import logging  # noqa: E402
 import sqlite3  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
 from functools import lru_cache  # noqa: E402
 from types import ModuleType  # noqa: E402
-from typing import Any, Iterable, Mapping  # noqa: E402
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union  # noqa: E402
 
+from hamilton import ad_hoc_utils, graph as h_graph, htypes, node as h_node  # noqa: E402
 from hamilton import driver as h_driver  # noqa: E402
 
 from .nodes.lib.quote import quoted
@@ -86,8 +94,10 @@ def quiet_failures():
 for _name in ("hamilton.execution.graph_functions", "hamilton.driver"):
     logging.getLogger(_name).addFilter(_UserErrorFilter())
 
-#: Driver-level config: the keys that pick `@config.when` variants, with their defaults.
-VARIANT_KEYS = {"summarizer_method": ("truncation", "summarizer")}
+#: Driver-level config: the keys that would pick `@config.when` variants. None left: a variant
+#: (the summarizer) is chosen at run time by a node reading the settings, so every build runs
+#: the graph once whatever the project sets.
+VARIANT_KEYS: dict[str, tuple[str, str]] = {}
 
 
 #: The nodes Hamilton's cache stores and serves while their inputs are unchanged; every other
@@ -116,21 +126,32 @@ CACHED_NODES: frozenset[str] = frozenset({
 
 
 def build_driver(variants: Mapping[str, str] | None = None, modules: Iterable[ModuleType] = NODE_MODULES,
-                 cache_dir: str | os.PathLike | None = None, cached: Iterable[str] | None = None):
+                 cache_dir: str | os.PathLike | None = None, cached: Iterable[str] | None = None,
+                 swaps: Sequence[ModuleType] = (), adapters: Iterable[Any] = ()):
     """A new Hamilton driver over ``modules`` with the given variant choices; with
     ``cache_dir``, Hamilton's cache in that folder (see :mod:`ctxengine.cache`) holding the
-    ``cached`` nodes (default :data:`CACHED_NODES`)."""
+    ``cached`` nodes (default :data:`CACHED_NODES`). ``swaps``: modules whose functions replace
+    the nodes of the same name (checked first, see :func:`check_swaps`); ``adapters``: more
+    Hamilton lifecycle adapters."""
+    modules = tuple(modules)
     builder = h_driver.Builder().with_modules(*modules).with_config(dict(variants or {}))
+    if swaps:
+        check_swaps(swaps, modules, variants)
+        builder = builder.with_modules(*swaps).allow_module_overrides()  # later modules win
+    extra = list(adapters)
     if cache_dir is not None:
-        builder = builder.with_adapters(_cache.new_adapter(cache_dir, CACHED_NODES if cached is None else cached))
+        extra.append(_cache.new_adapter(cache_dir, CACHED_NODES if cached is None else cached))
+    if extra:
+        builder = builder.with_adapters(*extra)
     return builder.build()
 
 
 @lru_cache(maxsize=16)
-def driver_for(variant_items: tuple[tuple[str, str], ...] = (), cache_dir: str | None = None) -> h_driver.Driver:
-    """The shared driver for one set of variant choices and one cache folder (None: no
-    cache), built on first use, then reused."""
-    return build_driver(dict(variant_items), cache_dir=cache_dir)
+def driver_for(variant_items: tuple[tuple[str, str], ...] = (), cache_dir: str | None = None,
+               swaps: tuple[ModuleType, ...] = ()) -> h_driver.Driver:
+    """The shared driver for one set of variant choices, one cache folder (None: no cache) and
+    one swap set (:func:`swap_modules`), built on first use, then reused."""
+    return build_driver(dict(variant_items), cache_dir=cache_dir, swaps=swaps)
 
 
 _LAST_CACHE_RUN: list = [None]
@@ -169,11 +190,14 @@ def execute(
     *,
     cache: bool | None = None,
     cache_dir: str | os.PathLike | None = None,
+    nodes: Sequence["NodeSwap"] = (),
 ) -> dict[str, Any]:
     """Run the shared driver for ``outputs`` on one project; only what they need is computed.
 
     ``node_overrides`` replaces node values (Hamilton overrides), e.g. an in-memory
-    ``session_history`` from :class:`ctxengine.Session`. ``cache``: Hamilton's cache between
+    ``session_history`` from :class:`ctxengine.Session`. ``nodes`` replaces nodes by one's own
+    functions of the same name: modules, functions, or paths to .py files (loaded under a
+    unique module name; paths keep a job picklable for process workers). ``cache``: Hamilton's cache between
     runs, in ``cache_dir`` (default: the project's folder under the user cache, see
     :mod:`ctxengine.cache`); None for both: the process default (:func:`set_cache_defaults`,
     uncached unless the CLI's --cache or --cache-dir set it).
@@ -191,26 +215,22 @@ def execute(
     if cache_dir is None:
         cache_dir = _CACHE_DEFAULTS["cache_dir"]
     folder = cache_dir_for(inputs["project_dir"], cache_dir) if cache else None
-    first, folder = _driver_with_cache(_default_variants(), folder)
-    out = _run(first, wanted, inputs, dict(node_overrides or {}), folder)
-    variants = _variants_of(out["context_config"])
-    if variants != _default_variants():  # the project picks another variant: run again with its driver
-        overrides = {"context_config": out["context_config"], **(node_overrides or {})}
-        second, folder = _driver_with_cache(variants, folder)
-        out = _run(second, wanted, inputs, overrides, folder)
+    dr, folder = _driver_with_cache(_default_variants(), folder, swap_modules(nodes))
+    out = _run(dr, wanted, inputs, dict(node_overrides or {}), folder)  # one run, whatever the project sets
     return {name: out[name] for name in outputs}
 
 
-def _driver_with_cache(variants: tuple, folder: str | None) -> tuple[h_driver.Driver, str | None]:
+def _driver_with_cache(variants: tuple, folder: str | None, swaps: tuple = ()) -> tuple[h_driver.Driver, str | None]:
     """The driver for ``folder``; an uncached one when that folder cannot be created or opened
     (a read-only home, a full disk): the cache never fails a build."""
+    extra = (swaps,) if swaps else ()  # lru_cache keys on the call's shape: driver_for(v, f) as callers write it
     if folder is None:
-        return driver_for(variants, None), None
+        return driver_for(variants, None, *extra), None
     try:
-        return driver_for(variants, folder), folder
+        return driver_for(variants, folder, *extra), folder
     except (OSError, sqlite3.Error) as exc:
         logging.getLogger(__name__).debug("cache folder %s unusable (%s): building without the cache", folder, exc)
-        return driver_for(variants, None), None
+        return driver_for(variants, None, *extra), None
 
 
 def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, folder: str | None) -> dict:
@@ -238,3 +258,168 @@ def _variants_of(context_config: Mapping[str, Any]) -> tuple[tuple[str, str], ..
 @lru_cache(maxsize=1)
 def _default_variants() -> tuple[tuple[str, str], ...]:
     return _variants_of(config.defaults())
+
+
+# ----------------------------------------------------------------------------- node swaps
+
+#: What replaces nodes: a module (its public functions), a function, or a path to a .py file.
+NodeSwap = Union[ModuleType, Callable, str, os.PathLike]
+#: The driver inputs (no node may replace one).
+DRIVER_INPUTS = ("project_dir", "overrides", "user_request")
+_LOADED: dict[tuple, ModuleType] = {}  # (real path, mtime, size) -> the module loaded from that file
+
+
+def swap_modules(nodes: Sequence[NodeSwap] = ()) -> tuple[ModuleType, ...]:
+    """The modules of a swap set, in order: a module as it is, a .py path loaded (once per
+    version of the file), loose functions gathered into one temporary module (the same
+    functions give the same module, so the driver built for them is reused)."""
+    if isinstance(nodes, (str, os.PathLike, ModuleType)) or callable(nodes):
+        nodes = [nodes]  # one swap given bare
+    modules: list[ModuleType] = []
+    functions: list[Callable] = []
+    for item in nodes:
+        if isinstance(item, ModuleType):
+            modules.append(item)
+        elif isinstance(item, (str, os.PathLike)):
+            modules.append(load_swap_file(item))
+        elif inspect.isfunction(item):
+            functions.append(item)
+        else:
+            raise CtxEngineError(f"nodes: {quoted(item)} is not a module, a function or a path to a .py file; "
+                                 "pass e.g. nodes=[my_nodes] or nodes=['my_nodes.py']")
+    if functions:
+        modules.append(_functions_module(tuple(functions)))
+    return tuple(modules)
+
+
+def load_swap_file(path: str | os.PathLike) -> ModuleType:
+    """The module of a .py file of nodes, under a unique module name; loaded again when the
+    file changes. A missing file, or one that fails to import, is a CtxEngineError naming it
+    (and the line of a syntax error or of the failing statement)."""
+    shown = quoted(os.fspath(path))
+    real = os.path.realpath(os.fspath(path))
+    if not real.endswith(".py"):
+        raise CtxEngineError(f"node file {shown}: not a .py file; give the path to a Python file of node functions")
+    try:
+        stat = os.stat(real)
+    except OSError as exc:
+        raise CtxEngineError(f"node file {shown}: {exc.strerror or exc}; give the path to a Python file of node "
+                             "functions") from None
+    key = (real, stat.st_mtime_ns, stat.st_size)
+    if key in _LOADED:
+        return _LOADED[key]
+    digest = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
+    name = f"ctxengine_swap_{os.path.basename(real)[:-3].replace('-', '_')}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, real)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and Hamilton look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's file is reported as its error
+        del sys.modules[name]
+        line = exc.lineno if isinstance(exc, SyntaxError) else next(
+            (f.lineno for f in reversed(traceback.extract_tb(exc.__traceback__)) if f.filename == real), None)
+        where = f"{os.fspath(path)}:{line}" if line else os.fspath(path)
+        raise CtxEngineError(f"node file {quoted(where)}: importing it failed: {type(exc).__name__}: {exc}") from None
+    _LOADED[key] = module
+    return module
+
+
+@lru_cache(maxsize=16)
+def _functions_module(functions: tuple[Callable, ...]) -> ModuleType:
+    return ad_hoc_utils.create_temporary_module(*functions, module_name=f"ctxengine_swap_functions_{id(functions):x}")
+
+
+def check_swaps(swaps: Sequence[ModuleType], modules: Iterable[ModuleType] = NODE_MODULES,
+                variants: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Check that every public function of ``swaps`` replaces a node of ``modules``: one that
+    exists (else the closest names), returns what the replaced node returns (what its users
+    expect), and takes only parameters the graph has, of matching types. Returns node name ->
+    the replacing function's name; raises a CtxEngineError naming the function otherwise."""
+    config = dict(variants or {})
+    base = h_graph.create_function_graph(*modules, config=config)
+    known = sorted(name for name, n in base.items() if n.user_defined is False)
+    replaced: dict[str, h_node.Node] = {}
+    for module in swaps:
+        try:
+            own = h_graph.create_function_graph(module, config=config, allow_module_overrides=True)
+        except Exception as exc:  # noqa: BLE001 - Hamilton's reason, with the module named
+            raise CtxEngineError(f"node swap {_module_label(module)}: {exc}") from None
+        for name, new in own.items():
+            if new.user_defined:
+                continue  # a parameter of the module's functions
+            old = base.get(name)
+            where = _function_label(new)
+            if old is None or old.user_defined or name in DRIVER_INPUTS:
+                close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+                hint = f"; closest: {', '.join(close)}" if close else ""
+                raise CtxEngineError(f"node swap {where}: there is no node {quoted(name)} to replace{hint} "
+                                     "(a helper that is not a node must start with _)")
+            if not _fits(new.type, old.type):
+                raise CtxEngineError(f"node swap {where}: it returns {_type_label(new.type)}, but node {quoted(name)} "
+                                     f"returns {_type_label(old.type)} (what the nodes using it expect); "
+                                     f"return a {_type_label(old.type)} and annotate it so{_missing(new.type, old.type)}")
+            replaced[name] = new
+    graph = {**{n: v for n, v in base.items() if not v.user_defined}, **replaced}
+    for name, new in replaced.items():
+        for param, (wanted, dependency) in new.input_types.items():
+            giver = graph.get(param) or (base[param] if param in DRIVER_INPUTS else None)
+            if giver is None:
+                if dependency == h_node.DependencyType.OPTIONAL:
+                    continue
+                close = difflib.get_close_matches(param, known, n=3, cutoff=0.6)
+                hint = f"; closest: {', '.join(close)}" if close else ""
+                raise CtxEngineError(f"node swap {_function_label(new)}: parameter {quoted(param)} names no node "
+                                     f"of the dataflow{hint}; name a parameter after the node whose value it takes")
+            if not _fits(giver.type, wanted):
+                raise CtxEngineError(f"node swap {_function_label(new)}: parameter {quoted(param)} is annotated "
+                                     f"{_type_label(wanted)}, but node {quoted(param)} returns {_type_label(giver.type)}")
+    return {name: new.originating_functions[0].__name__ for name, new in replaced.items()}
+
+
+def _fits(given: Any, expected: Any) -> bool:
+    """Whether a value of type ``given`` may go where ``expected`` is wanted (Hamilton's own
+    check: the graph is built with it), Any given only where Any is expected."""
+    if given is Any and expected is not Any:
+        return False
+    try:
+        return htypes.types_match(expected, given)
+    except TypeError:  # issubclass() refused (a protocol Python cannot check)
+        return False
+
+
+def _missing(given: Any, expected: Any) -> str:
+    """`` (missing: a, b)`` when ``expected`` is a protocol and ``given`` a class lacking its members."""
+    if not (getattr(expected, "_is_protocol", False) and inspect.isclass(given)):
+        return ""
+    members = [m for b in expected.__mro__ if getattr(b, "_is_protocol", False) and b.__module__ != "typing"
+               for m in (*vars(b).get("__annotations__", {}), *vars(b)) if not m.startswith("_")]
+    absent = [m for m in dict.fromkeys(members)
+              if not any(m in vars(b) or m in vars(b).get("__annotations__", {}) for b in given.__mro__)]
+    return f" ({given.__name__} lacks: {', '.join(absent)})" if absent else ""
+
+
+def _type_label(kind: Any) -> str:
+    if kind is Any:
+        return "Any (no return annotation?)"
+    if inspect.isclass(kind):
+        return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__name__} ({kind.__module__})"
+    return str(kind).replace("typing.", "")
+
+
+def _function_label(n: h_node.Node) -> str:
+    fn = n.originating_functions[0] if n.originating_functions else None
+    if fn is None:
+        return quoted(n.name)
+    try:
+        where = f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
+    except (OSError, TypeError):
+        where = getattr(fn, "__module__", "?")
+    return f"{quoted(fn.__name__)} ({where})"
+
+
+def _module_label(module: ModuleType) -> str:
+    if getattr(module, "__file__", None):
+        return quoted(module.__file__)
+    functions = [name for name, value in vars(module).items() if inspect.isfunction(value)]
+    return f"of the function{'s' if len(functions) > 1 else ''} {', '.join(functions)}" if functions else quoted(module.__name__)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .nodes.lib.quote import quoted
 from . import driver
@@ -72,6 +72,7 @@ class Session:
     25,600 tokens for the context (budget.reserveShare 0.2, within gpt-4o's maxOutputTokens). ``seed_history=False`` starts from an empty history
     even when the project has a session log. ``cache=True`` builds every round with
     Hamilton's cache between runs (off by default: ``cache=True``; ``cache_dir`` picks its folder).
+    ``nodes`` swaps nodes for every round, as in :func:`ctxengine.build_context`.
 
     Attributes: ``rounds`` (the verbatim rounds, oldest first), ``summary`` (the rolling
     summary of the folded rounds), ``folded_rounds`` (their indexes), ``monitor`` and
@@ -88,6 +89,7 @@ class Session:
         phase: str | None = None,
         cache: bool | None = None,
         cache_dir: str | os.PathLike | None = None,
+        nodes: Sequence[driver.NodeSwap] = (),
         **options: Any,
     ) -> None:
         self.project_dir = os.path.abspath(os.fspath(project_dir if project_dir is not None else bundled_example()))
@@ -96,7 +98,9 @@ class Session:
             extra["disclosure.phase"] = phase
         configured = build_overrides(extra, **options)
         self.cache = {"cache": cache, "cache_dir": cache_dir}
-        seeded = driver.execute(["state_settings", "session_history"], self.project_dir, configured, **self.cache)
+        self.nodes = driver.swap_modules(nodes)  # loaded and checked once, for every round
+        seeded = driver.execute(["state_settings", "session_history"], self.project_dir, configured, **self.cache,
+                                nodes=self.nodes)
         # The session manages its history itself (folding older rounds into the rolling
         # summary), so every round it holds rides verbatim: the state stage must not summarise
         # the summary round away. The configured state.maxHistoryRounds applies once, to the
@@ -131,7 +135,7 @@ class Session:
         history = self.history_value()
         out = driver.execute(
             list(ROUND_OUTPUTS), self.project_dir, self.overrides, request,
-            node_overrides={"session_history": history}, **self.cache,
+            node_overrides={"session_history": history}, **self.cache, nodes=self.nodes,
         )
         result: BuildResult = out["build_result"]
         carried = len(self.rounds)

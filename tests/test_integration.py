@@ -78,13 +78,10 @@ def test_build_draws_the_lineage_on_request(tmp_path):
 
 
 def test_the_summarizer_variant_follows_the_configuration():
-    from ctxengine import driver
-
     args = dict(max_tokens=1700, reserve_tokens=400)  # the priority-70 architecture document is summarized
     extractive = ctxengine.build_context(DEMO, "Fix the login endpoint", **args)
     headings = ctxengine.build_context(DEMO, "Fix the login endpoint", overrides={"truncation.summarizer": "headings"},
                                        **args)
-    assert driver.driver_for((("summarizer_method", "headings"),)) is not driver.default_driver()
     summarized = [e.section_key for e in extractive.ledger if e.action == "summarized"]
     assert summarized, "the budget is tight enough that something is summarized"
     assert extractive.context != headings.context

@@ -242,9 +242,9 @@ def _state(sections, available, target=None, shares=None):
     return t.start_state(sections, tokens, tokens, 0, target or available, available, shares, strategies)
 
 
-STRATEGIES = {"tail": t.Strategy("tail", render_round=session.render_round, round_summary=session.round_summary),
-              "head": t.Strategy("head", render_round=session.render_round, round_summary=session.round_summary),
-              "middle": t.Strategy("middle", render_round=session.render_round, round_summary=session.round_summary)}
+STRATEGIES = {"tail": t.BuiltinStrategy("tail", render_round=session.render_round, round_summary=session.round_summary),
+              "head": t.BuiltinStrategy("head", render_round=session.render_round, round_summary=session.round_summary),
+              "middle": t.BuiltinStrategy("middle", render_round=session.render_round, round_summary=session.round_summary)}
 
 
 def _run_steps(state):
@@ -417,7 +417,7 @@ def test_regression_summary_has_its_own_cap():
     _regression("summary_grows_unbounded")
     section = Section("doc", "Doc", "reference", _text(400, "doc"), 60, "references",
                       (Source("file", "docs/doc.md", (1, 400)),))
-    reduced = t.Strategy("middle", _WordySummarizer()).summarize(section, 200, COUNTER)
+    reduced = t.BuiltinStrategy("middle", _WordySummarizer()).summarize(section, 200, COUNTER)
     assert reduced.tokens == COUNTER.count(reduced.content) <= 200 and "tokens cut" in reduced.content
 
 
@@ -427,7 +427,7 @@ def test_regression_compression_rate_reported_and_fallback(tmp_path):
                       (Source("file", "docs/doc.md", (1, 400)),))
     state = t.start_state([section], {"doc": COUNTER.count(section.content)}, {"doc"}, 0, 500, 500,
                           {"references": 500}, {"doc": "middle"})
-    strategies = {**STRATEGIES, "middle": t.Strategy("middle", _WordySummarizer())}
+    strategies = {**STRATEGIES, "middle": t.BuiltinStrategy("middle", _WordySummarizer())}
     state = t.summarize_summarizable(state, "all", "summarize", strategies, COUNTER, 48)
     entry = state.ledger[-1]
     assert entry.action == "summarized" and entry.tokens_after <= 500 < entry.tokens_before

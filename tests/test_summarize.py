@@ -235,7 +235,7 @@ def test_summaries_are_deterministic():
     for budget in (20, 60, 150):
         for fn in (S.extractive_summary, S.headings_summary):
             assert fn(DOC, budget, COUNTER) == fn(DOC, budget, COUNTER)
-    summarizer = S.Summarizer("extractive")
+    summarizer = S.BuiltinSummarizer("extractive")
     assert summarizer.summarize(section(DOC), 80, COUNTER) == summarizer.summarize(section(DOC), 80, COUNTER)
 
 
@@ -372,7 +372,7 @@ def test_plan_summary_adds_pending_tasks_when_there_is_room():
 
 def test_plan_summary_reuses_the_plan_sections_count_line():
     content = PLAN.replace("# Plan: Auth rewrite\n", "# Plan: Auth rewrite\n\nTasks: 2 done / 1 in progress / 2 pending / 1 cancelled\n")
-    out = S.Summarizer().summarize(section(content, kind="plan", layout="article"), 80, COUNTER)
+    out = S.BuiltinSummarizer().summarize(section(content, kind="plan", layout="article"), 80, COUNTER)
     assert count(out) <= 80
     assert out.count("Tasks: 2 done") == 1
     assert "T2 Implement the login endpoint" in out
@@ -417,7 +417,7 @@ def test_diff_summary_of_a_real_git_diff_lists_files_with_counts(tmp_path):
 def test_diff_summary_uses_section_data_files_and_keeps_the_branch_line():
     content = "Branch: main at abc1234\nRecent commits:\n  abc1234 fix\n" + "diff --git a/x b/x\n+" * 200
     files = (("src/a.py", 10, 2, "modified"), ("docs/b.md", 3, 0, "added"), ("img.png", None, None, "modified"), ("tmp.txt", None, None, "untracked"))
-    out = S.Summarizer("headings").summarize(section(content, kind="git", files=files), 60, COUNTER)
+    out = S.BuiltinSummarizer("headings").summarize(section(content, kind="git", files=files), 60, COUNTER)
     assert count(out) <= 60
     assert out.startswith("Branch: main at abc1234")
     assert "M src/a.py +10/-2" in out
@@ -437,7 +437,7 @@ def test_diff_summary_reports_files_it_could_not_list():
 
 def test_history_fallback_keeps_the_last_lines():
     log = "\n".join(f"round {i}: user asked for change {i}" for i in range(300))
-    out = S.Summarizer().summarize(section(log, kind="history"), 50, COUNTER)
+    out = S.BuiltinSummarizer().summarize(section(log, kind="history"), 50, COUNTER)
     assert count(out) <= 50
     assert out.endswith("round 299: user asked for change 299")
     assert "earlier lines not shown" in out.split("\n")[0]
@@ -452,40 +452,44 @@ def test_fit_tokens_cuts_to_the_exact_budget():
         assert text.startswith(out)
 
 
-# ----------------------------------------------------------------------------- Hamilton variants
+# ----------------------------------------------------------------------------- the summarizer node
 
 
-def _driver(config: dict):
-    return driver.Builder().with_modules(summarize_nodes).with_config(config).build()
+def _summarizer(method: str):
+    """The summarizer node's value for a configuration naming ``method`` (a run-time choice)."""
+    from ctxengine.api import bundled_example
+    from ctxengine.nodes import config as config_nodes, settings as settings_nodes
+
+    dr = driver.Builder().with_modules(config_nodes, settings_nodes, summarize_nodes).build()
+    inputs = {"project_dir": str(bundled_example()), "overrides": {"truncation.summarizer": method}}
+    return dr.execute(["summarizer"], inputs=inputs)["summarizer"]
 
 
 @pytest.mark.parametrize("method", ["extractive", "headings"])
-def test_driver_config_selects_the_variant(method):
-    summarizer = _driver({"summarizer_method": method}).execute(["summarizer"])["summarizer"]
-    assert summarizer.method == method
+def test_the_configuration_selects_the_summarizer(method):
+    summarizer = _summarizer(method)
+    assert summarizer.method == method and isinstance(summarizer, S.Summarizer)
     expected = S.summarize_text(DOC, 60, COUNTER, method)
     assert summarizer.summarize(section(DOC), 60, COUNTER) == expected
 
 
-def test_the_two_variants_differ_on_the_same_section():
-    extractive = _driver({"summarizer_method": "extractive"}).execute(["summarizer"])["summarizer"]
-    outline_only = _driver({"summarizer_method": "headings"}).execute(["summarizer"])["summarizer"]
+def test_the_two_summarizers_differ_on_the_same_section():
+    extractive, outline_only = _summarizer("extractive"), _summarizer("headings")
     budget = count(DOC) - 5
     assert "CacheStore" in extractive.summarize(section(DOC), budget, COUNTER)
     assert "CacheStore" not in outline_only.summarize(section(DOC), budget, COUNTER)
 
 
 def test_summarize_nodes_are_tagged():
-    dr = _driver({"summarizer_method": "extractive"})
+    dr = driver.Builder().with_modules(summarize_nodes).build()
     tags = {v.name: v.tags for v in dr.list_available_variables()}
     assert tags["summarizer"]["stage"] == "summarize"
 
 
 def test_project_driver_gives_a_summarizer_object():
-    """A driver config key named like a node would replace that node (Hamilton): keep them apart."""
-    from ctxengine.driver import VARIANT_KEYS, build_driver
+    from ctxengine.driver import build_driver
 
-    assert "summarizer" not in VARIANT_KEYS
-    dr = build_driver({"summarizer_method": "headings"})
-    value = dr.execute(["summarizer"], inputs={"project_dir": "/", "overrides": {}, "user_request": ""})["summarizer"]
-    assert isinstance(value, S.Summarizer) and value.method == "headings"
+    overrides = {"truncation.summarizer": "headings"}
+    value = build_driver().execute(["summarizer"], inputs={"project_dir": "/", "overrides": overrides,
+                                                           "user_request": ""})["summarizer"]
+    assert isinstance(value, S.BuiltinSummarizer) and value.method == "headings"

@@ -93,9 +93,9 @@ PLAN = st.builds(
 @given(PLAN, BUDGET)
 def test_plan_summaries_fit_and_are_deterministic(text, budget):
     section = Section("plan", "Current Plan", "plan", text, 80, "state")
-    out = S.Summarizer().summarize(section, budget, COUNTER)
+    out = S.BuiltinSummarizer().summarize(section, budget, COUNTER)
     assert COUNTER.count(out) <= budget
-    assert S.Summarizer().summarize(section, budget, COUNTER) == out
+    assert S.BuiltinSummarizer().summarize(section, budget, COUNTER) == out
     in_progress = [line for line in text.split("\n") if line.startswith("- [>] ")]
     if in_progress and budget >= COUNTER.count(text):
         assert in_progress[0] in out
@@ -126,9 +126,9 @@ def test_diff_summaries_fit_and_count_lines(diff, budget):
 @given(st.lists(st.one_of(SENTENCE, st.just("")), max_size=80).map("\n".join), BUDGET, st.sampled_from(["history", "tree", "environment"]))
 def test_line_summaries_fit(text, budget, kind):
     section = Section(kind, kind, kind, text, 60, "state")
-    out = S.Summarizer("headings").summarize(section, budget, COUNTER)
+    out = S.BuiltinSummarizer("headings").summarize(section, budget, COUNTER)
     assert COUNTER.count(out) <= budget
-    assert S.Summarizer("headings").summarize(section, budget, COUNTER) == out
+    assert S.BuiltinSummarizer("headings").summarize(section, budget, COUNTER) == out
 
 
 @SETTINGS

@@ -5,13 +5,13 @@ sections by size and priority, and the tokens the steps leave unused given back.
 from __future__ import annotations
 
 from ctxengine.nodes.lib import truncate as t
-from ctxengine.nodes.lib.summarize import Summarizer
+from ctxengine.nodes.lib.summarize import BuiltinSummarizer
 from ctxengine.nodes.lib.tokens import token_counter_for
 from ctxengine.nodes.types import Section, Source
 
 COUNTER = t.CachedCounter(token_counter_for("cl100k_base"))
-STRATEGIES = {"head": t.Strategy("head"), "middle": t.Strategy("middle", Summarizer("extractive")),
-              "tail": t.Strategy("tail")}
+STRATEGIES = {"head": t.BuiltinStrategy("head"), "middle": t.BuiltinStrategy("middle", BuiltinSummarizer("extractive")),
+              "tail": t.BuiltinStrategy("tail")}
 
 
 def _doc(title: str, paragraphs: int, tag: str) -> str:

@@ -132,6 +132,7 @@ class TruncationSettings:
     min_keep_tokens: int = key("truncation.minKeepTokens")
     keep_recent_rounds: int = key("truncation.keepRecentRounds")
     recent_share: float = key("truncation.recentShare")
+    summarizer: str = key("truncation.summarizer")  # extractive | headings
     escape: str = key("escape")
 
 

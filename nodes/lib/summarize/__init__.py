@@ -36,18 +36,20 @@ Priority orders:
 from __future__ import annotations
 
 from .diff import diff_file_stats, diff_summary
-from .dispatch import METHODS, Summarizer, as_summarizer, summarize_section
+from .dispatch import METHODS, BuiltinSummarizer, as_summarizer, summarize_section
 from .fit import fit_tokens
 from .frontmatter import compact_frontmatter
 from .headtail import head_summary, tail_summary
 from .lines import closing_fence, open_fence, prose_cut, safe_prefix, safe_suffix, whole_line_only
 from .markdown import extractive_summary, headings_summary, summarize_text
 from .plan import plan_summary
+from .protocol import Summarizer
 from .scoring import fact_ids, fact_tokens, sentence_scores
 
 __all__ = [
     "METHODS",
     "Summarizer",
+    "BuiltinSummarizer",
     "as_summarizer",
     "summarize_section",
     "summarize_text",

@@ -11,11 +11,12 @@ from .diff import diff_summary
 from .headtail import head_summary, tail_summary
 from .markdown import METHODS, summarize_text
 from .plan import plan_summary
+from .protocol import Summarizer
 
 
 @dataclass(frozen=True)
-class Summarizer:
-    """A deterministic summarizer without a model; ``method`` is one of :data:`METHODS`.
+class BuiltinSummarizer:
+    """The built-in :class:`Summarizer`: deterministic, no model; ``method`` is one of :data:`METHODS`.
 
     ``summarize`` dispatches on the section kind first (plan, git, history, tree,
     environment have their own summaries) and uses ``method`` for everything else.
@@ -31,14 +32,14 @@ class Summarizer:
 def as_summarizer(value: "Summarizer | str | None") -> Summarizer:
     """A :class:`Summarizer` from a summarizer or a method name (None -> extractive); an unknown
     name raises ConfigError naming the config key ``truncation.summarizer``."""
-    if isinstance(value, Summarizer):
+    if value is not None and not isinstance(value, str):
         return value
     name = value or "extractive"
     if name not in METHODS:
         raise ConfigError(
             f"truncation.summarizer: unknown summarizer {quoted(name)}; set it to one of: {', '.join(METHODS)}"
         )
-    return Summarizer(name)
+    return BuiltinSummarizer(name)
 
 
 def summarize_section(section: Section, max_tokens: int, counter: TokenCounter, method: str = "extractive") -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 from ...types import Round
 from .history_fit import DROPPED, LEVELS, VERBATIM, HistoryFit, fit_history, keep_first_rounds
@@ -22,9 +22,68 @@ class Reduced:
     note: str = ""
 
 
+@runtime_checkable
+class Strategy(Protocol):
+    """How a section gives up tokens: what the ``tail_strategy``, ``head_strategy`` and
+    ``middle_strategy`` nodes return (:class:`BuiltinStrategy`, or your own by swapping a node).
+
+    ``name``: tail | head | middle. ``summarizer``: a Summarizer or None; when set, a section is
+    summarized (``summarize``) before anything is cut. The truncation steps call:
+
+    * ``summarize(section, keep, counter)``: a :class:`Reduced` summary within ``keep`` tokens,
+      or None (no summarizer, or nothing saved).
+    * ``cut(section, keep, counter, tokens, estimated, pristine)``: ``section`` cut to at most
+      ``keep`` tokens. ``counter`` counts exactly (``counter.count(text)``); ``tokens`` is the
+      section's size now; ``estimated``: that size is the chars/4 estimate, not an exact count;
+      ``pristine``: the section is still its original text, so a marker may name its file lines.
+      A history section (``section.data["rounds"]``) must be cut by whole rounds.
+    * ``reduce_history(section, keep, counter, keep_all=False)``: a history within ``keep``
+      tokens by whole rounds (``keep_all``: fold older rounds, drop none; the tail strategy).
+
+    Return ``Reduced(content, tokens, action, data=None, note="")`` with the exact token count
+    and the ledger action (cut | summarized | compacted). Wrap the built-in to change one part::
+
+        from dataclasses import dataclass
+        from ctxengine.nodes.lib.summarize import Summarizer
+        from ctxengine.nodes.lib.truncate import BuiltinStrategy, Reduced, Strategy, is_history
+
+        @dataclass(frozen=True)
+        class FirstParagraph(BuiltinStrategy):
+            def cut(self, section, keep, counter, tokens, estimated, pristine):
+                if is_history(section):
+                    return super().cut(section, keep, counter, tokens, estimated, pristine)
+                text = section.content.split("\n\n")[0]
+                if counter.count(text) > keep:
+                    return super().cut(section, keep, counter, tokens, estimated, pristine)
+                return Reduced(text, counter.count(text), "cut", note="first paragraph kept")
+
+        def middle_strategy(summarizer: Summarizer) -> Strategy:   # in my_nodes.py
+            return FirstParagraph("middle", summarizer)
+    """
+
+    name: str
+    summarizer: Any
+
+    @classmethod
+    def __subclasshook__(cls, other: type) -> bool:
+        """A class is a Strategy when it has every member (structural, like isinstance): Python
+        refuses issubclass() on a protocol with data members, and Hamilton checks types with it."""
+        if cls is not Strategy:
+            return NotImplemented
+        members = ("name", "summarizer", "summarize", "cut", "reduce_history")
+        return all(any(m in vars(b) or m in vars(b).get("__annotations__", {}) for b in other.__mro__)
+                   for m in members) or NotImplemented
+
+    def summarize(self, section, keep: int, counter) -> Reduced | None: ...
+
+    def cut(self, section, keep: int, counter, tokens: int, estimated: bool, pristine: bool) -> Reduced: ...
+
+    def reduce_history(self, section, keep: int, counter, keep_all: bool = False) -> Reduced: ...
+
+
 @dataclass(frozen=True)
-class Strategy:
-    """How content gives up tokens. ``tail`` keeps the end (a history: its recent rounds
+class BuiltinStrategy:
+    """How content gives up tokens (the built-in :class:`Strategy`). ``tail`` keeps the end (a history: its recent rounds
     verbatim, older ones graded), ``head`` the beginning (a history: its oldest rounds),
     ``middle`` both ends and summarizes between (a history: its first and newest rounds).
     ``summarizer`` (middle) summarizes a section before anything is cut."""
