@@ -345,8 +345,9 @@ def test_the_whole_build_shows_the_transcript(tmp_path: Path, claude_home: Path)
     project = write_project(tmp_path / "proj", {"a.txt": "a\n"})
     folder = _planted(claude_home, project)
     result = ctxengine.build_context(str(project), request="Continue with the docs", cache=False,
-                                     overrides={"state.maxHistoryRounds": 1, "state.includeGit": False})
-    assert "Session log 5e551011-0000-4000-8000-000000000001.jsonl (claude-code): 3 rounds" in result.context
+                                     overrides={"state.maxHistoryRounds": 1, "state.summaryBlock": 1, "state.includeGit": False})
+    assert "Session log 5e551011-0000-4000-8000-000000000001.jsonl (claude-code)." in result.context
+    assert "(3 rounds: 1-2 summarised, 3 verbatim)" in result.context
     assert "[tool result t5]\n    error: Permission denied: docs/login.md" in result.context
     assert "- Round 2 (lines 28-29): /review src/routes.py — done: The routes look fine." in result.context
     assert "SECRET-THINKING" not in result.context and "ABANDONED-ANSWER" not in result.context
