@@ -46,7 +46,7 @@ def config(**state_keys) -> StateSettings:
     """The state stage's settings: the defaults with ``state_keys`` laid over them."""
     values = defaults()
     values["state"].update(state_keys)
-    return settings_nodes.state_settings(values)
+    return settings_nodes.state_settings(values, {}, "/nonexistent-project")
 
 
 TRUST = settings_nodes.trust_settings(defaults())
