@@ -100,10 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - one line for anything unexpected
         if debug:
             traceback.print_exc()
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        first = first if len(first) <= QUOTE_LIMIT else f"{first[:QUOTE_LIMIT]}... ({len(first):,} characters in all)"
-        _say(f"internal error: {type(exc).__name__}: {first} (run with --debug for the traceback)")
+        _say(f"{internal_error(exc)} (run with --debug for the traceback)")
         return 1
+
+
+def internal_error(exc: BaseException) -> str:
+    """One line for an unexpected exception: its type and the first line of its message, capped."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    first = first if len(first) <= QUOTE_LIMIT else f"{first[:QUOTE_LIMIT]}... ({len(first):,} characters in all)"
+    return f"internal error: {type(exc).__name__}: {first}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                help="build | config | batch | dag | cache (ctxengine COMMAND -h for its options)")
+                                help="build | config | batch | serve | dag | cache (ctxengine COMMAND -h for its options)")
 
     build = sub.add_parser("build", parents=[common], help="assemble the context for a request")
     _add_project(build)
@@ -153,6 +158,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="write the CSV here instead of stdout (row by row; Ctrl-C keeps the finished rows)")
     _add_cache(batch)
     batch.set_defaults(handler=_batch)
+
+    serve = sub.add_parser("serve", parents=[common],
+                           help="a Model Context Protocol server on stdio (tools build_context, explain_config)")
+    _add_cache(serve)
+    serve.set_defaults(handler=_serve)
 
     dag = sub.add_parser("dag", parents=[common], help="draw the dataflow graph")
     dag.add_argument("-o", "--output", default="dag.svg", metavar="FILE",
@@ -407,6 +417,13 @@ def _batch(args: argparse.Namespace) -> int:
         _say(f"{failed} of {rows} projects failed (the error column says why)")
         return 1
     _say(f"{rows} projects built" + (f"; wrote {args.output}" if args.output else ""))
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import serve  # a CtxEngineError (exit 2) saying how to install mcp when it is missing
+
+    serve(debug=bool(getattr(args, "debug", False)))
     return 0
 
 
