@@ -13,10 +13,14 @@ command line; the project folder itself stays untrusted input (see README).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import stat
+import sys
 import threading
+from asyncio.streams import FlowControlMixin
 from typing import Annotated, Any, Callable, Literal, TypeVar
 
 from .cli import MODES, PHASES, internal_error
@@ -26,7 +30,9 @@ from .nodes.types import CtxEngineError
 INSTALL_HINT = 'pip install "ctxengine[serve]"'
 
 try:
+    import anyio
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.stdio import stdio_server
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent
     from pydantic import Field
@@ -36,9 +42,12 @@ except ImportError as _exc:  # the optional extra is not installed (or mcp 1.x i
                          f"install it with: {INSTALL_HINT}") from None
 
 _log = logging.getLogger("ctxengine.serve")
-#: One build at a time: the shared driver and the cache bookkeeping are not made for threads
-#: (the SDK runs each tool call in a worker thread).
+#: One build at a time: the shared driver and the cache bookkeeping are not made for threads.
+#: The tools run on the event loop (a worker thread per call costs a few ms on a loaded machine),
+#: so the client's calls queue; the lock holds them while the warm-up thread builds.
 _BUILD_LOCK = threading.Lock()
+#: The longest JSON-RPC message read (one line); a longer one is answered as a parse error.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _T = TypeVar("_T")
 
 Project = Annotated[str, Field(description="the project folder, as an absolute path (a relative one is read "
@@ -79,7 +88,7 @@ class ConfigExplanation(TypedDict):
     warnings: list[str]
 
 
-def build_context(project: Project, request: Request = "", mode: Mode = None, phase: Phase = None,
+async def build_context(project: Project, request: Request = "", mode: Mode = None, phase: Phase = None,
                   max_tokens: MaxTokens = None, overrides: Overrides = None) -> Annotated[CallToolResult, BuildSummary]:
     """Assemble the context an LLM should see for one request against one project, cut to fit
     the token budget by priority. Returns the context text, then a JSON summary (tokens,
@@ -94,7 +103,7 @@ def build_context(project: Project, request: Request = "", mode: Mode = None, ph
                           structured_content=summary)
 
 
-def explain_config(project: Project, mode: Mode = None, phase: Phase = None, max_tokens: MaxTokens = None,
+async def explain_config(project: Project, mode: Mode = None, phase: Phase = None, max_tokens: MaxTokens = None,
                    overrides: Overrides = None) -> ConfigExplanation:
     """Every effective configuration value of a project with its origin (defaults, user config,
     the project's .planning/config.json, or the override), and the configuration warnings."""
@@ -139,7 +148,91 @@ def serve(debug: bool = False) -> None:
     """Serve over stdin/stdout until the client closes stdin; the driver warms up meanwhile."""
     server = make_server(debug)
     threading.Thread(target=_warm_up, name="ctxengine-warm-up", daemon=True).start()
-    server.run("stdio")
+    anyio.run(_serve_stdio, server)
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    """The SDK's stdio transport over asyncio pipes: no worker thread per line read or written
+    (the SDK's file wrappers hop to one for each, 3-8 ms a call on a loaded machine). Falls back to
+    the SDK's own when stdin or stdout is not a pipe (a file, a terminal) or the SDK changed."""
+    lowlevel = getattr(server, "_lowlevel_server", None)  # the SDK's own in-memory transport uses it too
+    pipes = await _open_pipes() if lowlevel is not None else None
+    if pipes is None:
+        await server.run_stdio_async()
+        return
+    reader, writer, restore = pipes
+    try:
+        async with stdio_server(reader, writer) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    finally:
+        restore()
+
+
+async def _open_pipes():
+    """(line reader of stdin, writer of stdout, restore) with fd 0 at /dev/null and fd 1 at stderr
+    meanwhile, as the SDK does, so children read nothing and stray output misses the wire; None
+    when stdin or stdout is not a pipe."""
+    if sys.platform == "win32" or not all(_is_pipe(fd) for fd in (0, 1)):
+        return None
+    import fcntl
+
+    loop = asyncio.get_running_loop()
+    wire_in, wire_out = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (0, 1))
+    stream = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(wire_in, "rb"))
+    transport, protocol = await loop.connect_write_pipe(FlowControlMixin, os.fdopen(wire_out, "wb"))
+    saved = [os.dup(0), os.dup(1)]
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+
+    def restore() -> None:
+        for fd, copy in enumerate(saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+    return _LineReader(stream), _PipeWriter(asyncio.StreamWriter(transport, protocol, None, loop)), restore
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _LineReader:
+    """stdin's lines as text (what ``stdio_server`` iterates over)."""
+
+    def __init__(self, stream: asyncio.StreamReader):
+        self._stream = stream
+
+    def __aiter__(self) -> "_LineReader":
+        return self
+
+    async def __anext__(self) -> str:
+        try:
+            line = await self._stream.readline()
+        except ValueError:  # longer than MAX_MESSAGE_BYTES: dropped by the stream; a parse error for the client
+            return "{}"
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _PipeWriter:
+    """stdout as ``stdio_server`` writes it: text, then a flush that waits for the pipe."""
+
+    def __init__(self, writer: asyncio.StreamWriter):
+        self._writer = writer
+
+    async def write(self, text: str) -> None:
+        self._writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self._writer.drain()
 
 
 def _warm_up() -> None:
