@@ -155,3 +155,4 @@ def test_serve_without_mcp_says_how_to_install(monkeypatch, capsys):
     assert cli.main(["serve"]) == 2
     err = capsys.readouterr().err
     assert "ctxengine serve needs the mcp package" in err and 'pip install "ctxengine[serve]"' in err
+
