@@ -46,7 +46,7 @@ _log = logging.getLogger("ctxengine.serve")
 #: The tools run on the event loop (a worker thread per call costs a few ms on a loaded machine),
 #: so the client's calls queue; the lock holds them while the warm-up thread builds.
 _BUILD_LOCK = threading.Lock()
-#: The longest JSON-RPC message read (one line); a longer one is answered as a parse error.
+#: The longest JSON-RPC message read (one line); a longer one is dropped with a warning.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _T = TypeVar("_T")
 
@@ -89,7 +89,8 @@ class ConfigExplanation(TypedDict):
 
 
 async def build_context(project: Project, request: Request = "", mode: Mode = None, phase: Phase = None,
-                  max_tokens: MaxTokens = None, overrides: Overrides = None) -> Annotated[CallToolResult, BuildSummary]:
+                        max_tokens: MaxTokens = None,
+                        overrides: Overrides = None) -> Annotated[CallToolResult, BuildSummary]:
     """Assemble the context an LLM should see for one request against one project, cut to fit
     the token budget by priority. Returns the context text, then a JSON summary (tokens,
     utilization, truncation, warnings, GSD position)."""
@@ -104,7 +105,7 @@ async def build_context(project: Project, request: Request = "", mode: Mode = No
 
 
 async def explain_config(project: Project, mode: Mode = None, phase: Phase = None, max_tokens: MaxTokens = None,
-                   overrides: Overrides = None) -> ConfigExplanation:
+                         overrides: Overrides = None) -> ConfigExplanation:
     """Every effective configuration value of a project with its origin (defaults, user config,
     the project's .planning/config.json, or the override), and the configuration warnings."""
     from . import api
@@ -213,13 +214,15 @@ class _LineReader:
         return self
 
     async def __anext__(self) -> str:
-        try:
-            line = await self._stream.readline()
-        except ValueError:  # longer than MAX_MESSAGE_BYTES: dropped by the stream; a parse error for the client
-            return "{}"
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        while True:
+            try:
+                line = await self._stream.readline()
+            except ValueError:  # the stream dropped it; the client's request times out
+                _log.warning("a message longer than %d bytes was dropped", MAX_MESSAGE_BYTES)
+                continue
+            if not line:
+                raise StopAsyncIteration
+            return line.decode("utf-8", errors="replace")
 
 
 class _PipeWriter:

@@ -156,3 +156,18 @@ def test_serve_without_mcp_says_how_to_install(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "ctxengine serve needs the mcp package" in err and 'pip install "ctxengine[serve]"' in err
 
+
+
+def test_an_oversized_message_is_dropped_and_reading_goes_on(caplog):
+    import asyncio
+
+    from ctxengine import serve
+
+    async def lines():
+        stream = asyncio.StreamReader(limit=16)
+        stream.feed_data(b"x" * 40 + b"\n" + b'{"id": 1}\n')
+        stream.feed_eof()
+        return [line async for line in serve._LineReader(stream)]
+
+    assert asyncio.run(lines()) == ['{"id": 1}\n']
+    assert "was dropped" in caplog.text
