@@ -100,10 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - one line for anything unexpected
         if debug:
             traceback.print_exc()
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        first = first if len(first) <= QUOTE_LIMIT else f"{first[:QUOTE_LIMIT]}... ({len(first):,} characters in all)"
-        _say(f"internal error: {type(exc).__name__}: {first} (run with --debug for the traceback)")
+        _say(f"{internal_error(exc)} (run with --debug for the traceback)")
         return 1
+
+
+def internal_error(exc: BaseException) -> str:
+    """One line for an unexpected exception: its type and the first line of its message, capped."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    first = first if len(first) <= QUOTE_LIMIT else f"{first[:QUOTE_LIMIT]}... ({len(first):,} characters in all)"
+    return f"internal error: {type(exc).__name__}: {first}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                help="build | report | config | batch | experiment | dag | cache (ctxengine COMMAND -h for its options)")
+                                help="build | report | config | batch | experiment | serve | dag | cache (ctxengine COMMAND -h for its options)")
 
     build = sub.add_parser("build", parents=[common], help="assemble the context for a request")
     _add_build_inputs(build)
@@ -177,6 +182,10 @@ def _parser() -> argparse.ArgumentParser:
                             help="the results, one row per project and variant (.csv or .parquet)")
     experiment.add_argument("--chart", default=None, metavar="FILE.png", help="also draw the main figures per variant")
     experiment.set_defaults(handler=_experiment)
+    serve = sub.add_parser("serve", parents=[common],
+                           help="a Model Context Protocol server on stdio (tools build_context, explain_config)")
+    _add_cache(serve)
+    serve.set_defaults(handler=_serve)
 
     dag = sub.add_parser("dag", parents=[common], help="draw the dataflow graph")
     dag.add_argument("-o", "--output", default="dag.svg", metavar="FILE",
@@ -508,6 +517,13 @@ def _experiment(args: argparse.Namespace) -> int:
             _say(f"error: {error}")
         _say(f"{failed} of {len(frame)} runs failed (the error column says why)")
         return 1
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import serve  # a CtxEngineError (exit 2) saying how to install mcp when it is missing
+
+    serve(debug=bool(getattr(args, "debug", False)))
     return 0
 
 
