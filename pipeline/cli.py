@@ -36,9 +36,6 @@ from typing import Any, Sequence  # noqa: E402
 from .nodes.lib.quote import QUOTE_LIMIT, quoted  # noqa: E402
 from .nodes.types import ConfigError, CtxEngineError  # noqa: E402
 
-if _SIGINT_BEFORE is not None:
-    signal.signal(signal.SIGINT, _SIGINT_BEFORE)
-
 MODES = ("dev", "research", "review")
 PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
 #: Named options shared by build and config: argparse dest -> flag (build_overrides takes the dest).
@@ -668,6 +665,11 @@ def run() -> None:
         pass
     os._exit(code)
 
+
+# The start-up Ctrl-C guard holds until the whole module is defined (a signal while the
+# definitions above run would otherwise escape as a traceback from the console script's import).
+if _SIGINT_BEFORE is not None:
+    signal.signal(signal.SIGINT, _SIGINT_BEFORE)
 
 if __name__ == "__main__":  # pragma: no cover
     run()
