@@ -41,7 +41,7 @@ from hamilton.caching.adapter import CachingBehavior, CachingEventType, Hamilton
 from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
-from .nodes.types import CtxEngineError
+from .nodes.types import CtxEngineError, Message, Round
 
 #: The cap of one project's cache folder when the config has no ``cache.maxBytes``.
 DEFAULT_MAX_BYTES = 256 << 20
@@ -149,25 +149,23 @@ class Lazy:
         return self._value
 
 
-#: A tuple this long inside a stored value is stored once on its own, by its fingerprint, and
-#: referred to by every value holding it (the transcript's rounds sit in some twenty values).
+#: A tuple this long inside a stored value is stored once, in chunks of this many items, each
+#: by its fingerprint, and referred to by every value holding it (the transcript's rounds sit
+#: in some twenty values): a transcript that grew by one round stores one new chunk.
 SHARED_MIN_ITEMS = 128
 _SHARED = "shared-"
 
 
 class _SharingPickler(pickle.Pickler):
-    """Pickles a value with each long tuple in it replaced by a reference to its fingerprint."""
+    """Pickles a value with each long tuple in it replaced by the keys of its chunks."""
 
-    def __init__(self, file, memo: dict) -> None:
+    def __init__(self, file, store: "SQLiteResultStore") -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.fp_memo, self.shared = memo, []
+        self.store = store
 
-    def persistent_id(self, obj: Any) -> str | None:
+    def persistent_id(self, obj: Any) -> tuple | None:
         if type(obj) is tuple and len(obj) >= SHARED_MIN_ITEMS:
-            fp = fingerprint(obj, self.fp_memo)
-            if fp is not None:
-                self.shared.append((_SHARED + fp, obj))
-                return _SHARED + fp
+            return self.store.chunk_keys(obj)
         return None
 
 
@@ -176,8 +174,8 @@ class _SharingUnpickler(pickle.Unpickler):
         super().__init__(file)
         self.store = store
 
-    def persistent_load(self, pid: str) -> Any:
-        return self.store.shared(pid)
+    def persistent_load(self, pid: tuple) -> Any:
+        return self.store.joined(pid)
 
 
 def materialize(value: Any) -> Any:
@@ -253,12 +251,24 @@ class SQLiteResultStore(ResultStore):
         self.written = 0  # bytes stored by this process since the last prune
         self._pending: dict[str, bytes] = {}
         self._touched: set[str] = set()
-        self.memo: dict = {}  # the run's fingerprints by identity (set by the adapter)
+        self._memo: dict = {}
+        self._chunked: dict[int, tuple] = {}  # long tuple (by identity) -> its chunk keys, this run
+        self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
         with _suppress(sqlite3.Error):
             metadata.connection.execute(
                 "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
                 "payload BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL)")
             metadata.connection.commit()
+
+    @property
+    def memo(self) -> dict:
+        """The run's fingerprints by identity (set by the adapter before it stores a value)."""
+        return self._memo
+
+    @memo.setter
+    def memo(self, memo: dict) -> None:
+        if memo is not self._memo:
+            self._memo, self._chunked = memo, {}
 
     def _row(self, data_version: str, columns: str):
         try:
@@ -282,20 +292,33 @@ class SQLiteResultStore(ResultStore):
         try:
             result = materialize(result)
             buffer = io.BytesIO()
-            pickler = _SharingPickler(buffer, self.memo)
-            pickler.dump(result)
+            _SharingPickler(buffer, self).dump(result)
             payload = buffer.getvalue()
-            for key, part in pickler.shared:
-                self._keep_shared(key, part)
         except Exception as exc:  # noqa: BLE001 - an unpicklable value never fails a build
             _LOGGER.debug("result %s not cached: %s", data_version, exc)
             return
         MEMORY.put(data_version, result, len(payload))
         self._pending[data_version] = payload
 
+    def chunk_keys(self, items: tuple) -> tuple[str, ...] | None:
+        """The keys of the chunks of a long tuple, each stored once in this folder (and kept as
+        recent as the values that refer to it); None when part of it cannot be fingerprinted."""
+        known = self._chunked.get(id(items))
+        if known is not None and known[0] is items:
+            return known[1]
+        keys = []
+        for start in range(0, len(items), SHARED_MIN_ITEMS):
+            part = items[start:start + SHARED_MIN_ITEMS]
+            fp = fingerprint(part, self.memo)
+            if fp is None:
+                return None
+            keys.append(_SHARED + fp)
+            self._keep_shared(keys[-1], part)
+        self._chunked[id(items)] = (items, tuple(keys))
+        return tuple(keys)
+
     def _keep_shared(self, key: str, part: tuple) -> None:
-        """Store a shared tuple once (and keep it as recent as the values that refer to it)."""
-        if key in self._pending:
+        if key in self._pending or key in self._shared_here:
             return
         row = self._row(key, "used")
         if row is None:
@@ -304,20 +327,24 @@ class SQLiteResultStore(ResultStore):
             MEMORY.put(key, part, len(data))
         elif row[0] < _now() - self.TOUCH_AFTER:
             self._touched.add(key)
+        self._shared_here.add(key)
 
-    def shared(self, key: str) -> Any:
-        """A shared tuple, by its key (from memory, else unpickled from its row once)."""
-        value = MEMORY.get(key)
-        if value is _UNSET:
-            payload = self._pending.get(key)
-            if payload is None:
-                row = self._row(key, "digest, payload")
-                if row is None or _blake(row[1]) != row[0]:
-                    raise ResultRetrievalError(f"shared part {key} is gone or torn")
-                payload = row[1]
-            value = pickle.loads(payload)
-            MEMORY.put(key, value, len(payload))
-        return value
+    def joined(self, keys: tuple[str, ...]) -> tuple:
+        """A long tuple from its chunks (from memory, else each unpickled from its row once)."""
+        parts = []
+        for key in keys:
+            value = MEMORY.get(key)
+            if value is _UNSET:
+                payload = self._pending.get(key)
+                if payload is None:
+                    row = self._row(key, "digest, payload")
+                    if row is None or _blake(row[1]) != row[0]:
+                        raise ResultRetrievalError(f"shared part {key} is gone or torn")
+                    payload = row[1]
+                value = pickle.loads(payload)
+                MEMORY.put(key, value, len(payload))
+            parts.append(value)
+        return tuple(item for part in parts for item in part)
 
     def loads(self, payload: bytes) -> Any:
         return _SharingUnpickler(io.BytesIO(payload), self).load()
@@ -356,6 +383,7 @@ class SQLiteResultStore(ResultStore):
         (a failure, such as a full disk or a lock held past the timeout, forgets them)."""
         pending, touched = self._pending, self._touched
         self._pending, self._touched = {}, set()
+        self._shared_here = set()  # within one build only: another process may prune the folder
         rows = self.metadata.take_pending()
         if not (pending or touched or rows):
             return
@@ -496,11 +524,17 @@ def _fp(value: Any, memo: dict) -> str:
     known = memo.get(id(value))
     if known is not None and known[0] is value:
         return known[1]
-    if isinstance(value, types.FunctionType):
+    if kind in _LASTING_TYPES:  # the same Round object serves every build of a growing transcript
+        known = _LASTING.get(id(value))
+        if known is not None and known[0] is value:
+            memo[id(value)] = known
+            return known[1]
+        result = _pickled(value)  # plain data: its pickle (C speed) is stable
+    elif isinstance(value, types.FunctionType):
         cells = tuple(cell.cell_contents for cell in (value.__closure__ or ()))
         result = _digest(b"fn", value.__module__.encode(), value.__qualname__.encode(),
                          _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
-    elif kind in (list, tuple) and len(value) <= _WIDE:
+    elif kind is tuple or (kind is list and len(value) <= _WIDE):  # a tuple never changes: walked at any length
         result = _digest(kind.__name__.encode(), *[_part(item, memo) for item in value])
     elif kind in (set, frozenset):  # the pickle of a set follows the per-process string hash order
         result = _digest(kind.__name__.encode(), *sorted(_part(item, memo) for item in value))
@@ -516,7 +550,18 @@ def _fp(value: Any, memo: dict) -> str:
     else:
         result = _pickled(value)
     memo[id(value)] = (value, result)
+    if kind in _LASTING_TYPES:
+        _LASTING[id(value)] = (value, result)
+        if len(_LASTING) > 200_000:
+            _LASTING.pop(next(iter(_LASTING)))
     return result
+
+
+#: Frozen values of these types are fingerprinted once per process (remembered by identity,
+#: holding them): a session's rounds and messages, made once per round by the round memo and
+#: never changed afterwards.
+_LASTING_TYPES = frozenset({Round, Message})
+_LASTING: dict[int, tuple[Any, str]] = {}
 
 
 #: Dataclass types met -> (qualified name, field names).
@@ -830,9 +875,9 @@ def run_summary(adapter: CacheAdapter, run_id: str | None = None) -> RunSummary:
 
 
 def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: str, max_bytes: int) -> RunSummary:
-    """Record the run's hits, prune the folder to ``max_bytes`` (on a process's first build, then
-    after every :data:`PRUNE_EVERY` builds or an eighth of the cap written), forget older runs
-    in memory."""
+    """Record the run's hits, prune the folder to ``max_bytes`` (when it is over, and on a
+    process's first build, then after every :data:`PRUNE_EVERY` builds or an eighth of the cap
+    written), forget older runs in memory."""
     summary = run_summary(adapter)
     folder, stores = Path(cache_dir), stores_for(cache_dir)
     for name, text in ((PROJECT_FILE, os.path.realpath(project_dir) + "\n"),
@@ -842,8 +887,9 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
                 _write_text(folder / name, text)
                 stores.written_files[name] = text
     runs = stores.runs_since_prune
-    if runs is None or runs >= PRUNE_EVERY or stores.results.written > max_bytes // 8:
-        prune(folder, max_bytes, stores.metadata)  # a look at the folder's size: not on every build
+    if (runs is None or runs >= PRUNE_EVERY or stores.results.written > max_bytes // 8
+            or _tree_size(folder) > max_bytes):  # a few files: their sizes are cheap to read
+        prune(folder, max_bytes, stores.metadata)
         runs, stores.results.written = 0, 0
     stores.runs_since_prune = runs + 1
     adapter.forget_runs()
@@ -863,26 +909,29 @@ def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore |
             shutil.rmtree(child, ignore_errors=True)
     if metadata_store is None:
         return removed
-    root = cache_dir / current
-    dropped: list[str] = []
     with _suppress(sqlite3.Error):
         connection = metadata_store.connection
-        if _tree_size(root) > max_bytes:
+        over = _tree_size(cache_dir) > max_bytes
+        if over:
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # the write-ahead log first
-        total = _tree_size(root)
-        if total > max_bytes:
-            for data_version, size in connection.execute("SELECT data_version, size FROM results ORDER BY used").fetchall():
-                if total <= max_bytes * 0.8:
-                    break
-                dropped.append(data_version)
-                removed += size
-                total -= size
-        _trim_metadata(connection, dropped)
-        if dropped:
+        for _ in range(3):  # a page holds more than its rows: measure again after giving space back
+            total = _tree_size(cache_dir)
+            dropped: list[str] = []
+            if total > max_bytes * (0.8 if over else 1.0):  # once over: down to 80%, room for some builds
+                rows = connection.execute("SELECT data_version, size FROM results ORDER BY used").fetchall()
+                for data_version, size in rows:
+                    if total <= max_bytes * 0.8:
+                        break
+                    dropped.append(data_version)
+                    removed += size
+                    total -= size
+            _trim_metadata(connection, dropped)
+            for data_version in dropped:
+                MEMORY.discard(data_version)
+            if not dropped:
+                break
             connection.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    for data_version in dropped:
-        MEMORY.discard(data_version)
     return removed
 
 

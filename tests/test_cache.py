@@ -288,7 +288,8 @@ def test_long_tuples_are_stored_once_and_an_unchanged_rebuild_does_not_unpickle_
     shared = {k: v for k, v in rows.items() if k.startswith("shared-")}
     history = next(s for s in first.sections if s.key == "history")
     rounds = len(pickle.dumps(history.data["rounds"], protocol=pickle.HIGHEST_PROTOCOL))
-    assert len(history.data["rounds"]) == 150 and max(shared.values()) >= rounds  # stored once, on its own
+    assert len(history.data["rounds"]) == 150  # in two chunks (128 + 22 rounds), each stored once, on its own
+    assert len(shared) >= 2 and rounds * 0.9 <= sum(shared.values()) < 2 * rounds
     holders = {"session_history", "history_section", "state_sections", "sections", "final_sections", "build_result"}
     assert holders <= driver.cached_nodes()
     for node in holders:  # each holder's row refers to it
