@@ -79,8 +79,8 @@ def build_context(
 
     ``options`` are the named overrides of :func:`build_overrides` (mode, max_tokens,
     reserve_tokens, reserve_share, compact, strategy, layout, phase); ``overrides`` takes dotted keys
-    (``{"budget.maxTokens": 32000}``). ``cache=True`` builds with Hamilton's cache between
-    runs (off by default; ``cache=True`` keeps it in the project's folder under the user cache, or ``cache_dir``).
+    (``{"budget.maxTokens": 32000}``). Builds use Hamilton's cache between runs, in the
+    project's folder under the user cache or ``cache_dir``; ``cache=False`` computes everything.
     ``nodes`` replaces nodes by one's own functions of the same name: modules, functions or
     paths to .py files (``nodes=[my_nodes]``; see the README on swaps).
     Raises a CtxEngineError subclass on bad input (a swap that does not fit the graph too).

@@ -1,4 +1,4 @@
-"""Hamilton's cache between runs: where it lives, how it stays safe and bounded, what it holds.
+"""Hamilton's cache between runs: where it lives, how it stays safe, bounded and fast.
 
 One folder per project: ``<root>/graph/<sha256 of the project's real path>[:16]`` with root
 ``$CTXENGINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ctxengine``, else ``~/.cache/ctxengine``
@@ -6,17 +6,20 @@ One folder per project: ``<root>/graph/<sha256 of the project's real path>[:16]`
 
     project.txt           the project's real path (for `ctxengine cache stats`)
     last_run.json         hits and misses of the last build
-    <code version>/       Hamilton's metadata_store.db and results/ (pickles)
+    <code version>/       metadata_store.db: Hamilton's metadata and the results (pickles)
 
 The code version hashes ctxengine's version with the source of its node modules and bundled
 configs, so a new version (or an edited helper, which Hamilton's per-node key misses) starts a
-fresh folder; the old ones are removed by :func:`prune`. Results are written atomically and a
-torn or vanished result is recomputed, SQLite waits for a concurrent writer, so two processes
-can share one folder. The folder is private to the user (results are pickles).
+fresh folder; the old ones are removed by :func:`prune`. A build's results and metadata are
+written in one SQLite transaction after it (WAL; a concurrent writer is waited for), a torn
+result is recomputed, so two processes can share one folder. Hits come from a memory layer in
+a warm process and are unpickled only when needed. The folder is private to the user.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import io
@@ -27,27 +30,29 @@ import pickle
 import shutil
 import sqlite3
 import tempfile
+import threading
 import types
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
 from hamilton.caching.adapter import CachingBehavior, CachingEventType, HamiltonCacheAdapter
-from hamilton.caching.stores.base import ResultRetrievalError, StoredResult
-from hamilton.caching.stores.file import FileResultStore
+from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
-from .nodes.types import CtxEngineError
+from .nodes.types import CtxEngineError, Message, Round
 
 #: The cap of one project's cache folder when the config has no ``cache.maxBytes``.
 DEFAULT_MAX_BYTES = 256 << 20
 #: Runs whose history rows stay in the metadata store.
 KEEP_RUNS = 20
+#: Builds of one process between two prunings of a folder it has not written much to.
+PRUNE_EVERY = 50
 #: Seconds a process waits for another one writing the metadata store.
 SQLITE_TIMEOUT = 60.0
 PROJECT_FILE = "project.txt"
 LAST_RUN_FILE = "last_run.json"
-RESULTS = "results"
 #: The data version of a recomputed value no cached node reads (never part of a cache key).
 NOT_VERSIONED = "<not versioned>"
 
@@ -108,46 +113,303 @@ def ensure_private(folder: Path) -> None:
 # ----------------------------------------------------------------------------- stores
 
 
-class AtomicResultStore(FileResultStore):
-    """Hamilton's file result store, made safe for concurrent processes: each result is
-    written to a temporary file and renamed into place; a result that vanished (pruned by
-    another process) or does not unpickle is a retrieval error, so the node recomputes.
-    A hit refreshes the file's time: pruning removes the least recently used first."""
+#: The first bytes of a stored result: the format, then a digest of the pickle that follows.
+_MAGIC = b"ctxengine-result-1\n"
+#: Pickled bytes of results the memory layer of one process keeps (least recently used out).
+MEMORY_MAX_BYTES = 64 << 20
+_UNSET = object()
 
-    @staticmethod
-    def _write_result(file_path: Path, stored_result) -> None:
-        handle, temp = tempfile.mkstemp(dir=file_path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(handle, "wb") as fh:
-                fh.write(stored_result.save())
-            os.replace(temp, file_path)
-        except BaseException:
-            with _suppress():
-                os.unlink(temp)
-            raise
 
-    def exists(self, data_version: str) -> bool:
-        try:
-            return super().exists(data_version)
-        except OSError:
-            return False
+class StaleResult(Exception):
+    """A stored result whose pickle no longer loads (found only when a node needed its value)."""
 
-    def set(self, data_version: str, result: Any, saver_cls=None, loader_cls=None) -> None:
-        """Store a result; one that cannot be written or pickled is simply not cached."""
-        try:
-            super().set(data_version, result, saver_cls, loader_cls)
-        except Exception as exc:  # noqa: BLE001 - a full disk or an unpicklable value never fails a build
-            _LOGGER.debug("result %s not cached: %s", data_version, exc)
+    def __init__(self, data_version: str, reason: str) -> None:
+        super().__init__(f"cached result {data_version} does not load: {reason}")
+        self.data_version = data_version
+
+
+class Lazy:
+    """A stored result read from disk but not unpickled yet. A hit whose dependents are all hits
+    too is never unpickled (the 4 MB parsed transcript of an unchanged rebuild); a node that
+    runs gets the value (:func:`materialize`), as does the caller of the driver."""
+
+    __slots__ = ("data_version", "_payload", "_value", "_store")
+
+    def __init__(self, data_version: str, payload: bytes, store: "SQLiteResultStore") -> None:
+        self.data_version, self._payload, self._value, self._store = data_version, payload, _UNSET, store
+
+    def load(self) -> Any:
+        if self._value is _UNSET:
+            try:
+                self._value = self._store.loads(self._payload)
+            except Exception as exc:  # noqa: BLE001 - a shared part pruned, a class changed outside the nodes
+                raise StaleResult(self.data_version, f"{type(exc).__name__}: {exc}") from None
+            MEMORY.put(self.data_version, self._value, len(self._payload))
+            self._payload = b""
+        return self._value
+
+
+#: A tuple this long inside a stored value is stored once, in chunks of this many items, each
+#: by its fingerprint, and referred to by every value holding it (the transcript's rounds sit
+#: in some twenty values): a transcript that grew by one round stores one new chunk.
+SHARED_MIN_ITEMS = 128
+_SHARED = "shared-"
+
+
+class _SharingPickler(pickle.Pickler):
+    """Pickles a value with each long tuple in it replaced by the keys of its chunks."""
+
+    def __init__(self, file, store: "SQLiteResultStore") -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.store = store
+
+    def persistent_id(self, obj: Any) -> tuple | None:
+        if type(obj) is tuple and len(obj) >= SHARED_MIN_ITEMS:
+            return self.store.chunk_keys(obj)
+        return None
+
+
+class _SharingUnpickler(pickle.Unpickler):
+    def __init__(self, file, store: "SQLiteResultStore") -> None:
+        super().__init__(file)
+        self.store = store
+
+    def persistent_load(self, pid: tuple) -> Any:
+        return self.store.joined(pid)
+
+
+def materialize(value: Any) -> Any:
+    """``value``, unpickled first when it is a :class:`Lazy` stored result."""
+    return value.load() if type(value) is Lazy else value
+
+
+class MemoryLayer:
+    """Results by data version in this process, in front of the folders (a data version is a
+    fingerprint of the value, so it names the same value in any folder): a warm process (the
+    API, a Session, a server) serves a hit without reading or unpickling a file. Bounded by the
+    pickled size of what it holds; nodes never mutate their inputs, so values are shared."""
+
+    def __init__(self, max_bytes: int = MEMORY_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, data_version: str) -> bool:
+        return data_version in self._items
 
     def get(self, data_version: str) -> Any:
-        path = self._path_from_data_version(data_version)
+        """The value, or :data:`_UNSET`."""
+        with self._lock:
+            item = self._items.get(data_version)
+            if item is None:
+                return _UNSET
+            self._items.move_to_end(data_version)
+            return item[0]
+
+    def put(self, data_version: str, value: Any, size: int) -> None:
+        if size > self.max_bytes // 4:
+            return  # one value never pushes out everything else
+        with self._lock:
+            old = self._items.pop(data_version, None)
+            self.bytes += size - (old[1] if old else 0)
+            self._items[data_version] = (value, size)
+            while self.bytes > self.max_bytes and self._items:
+                _, (_, gone) = self._items.popitem(last=False)
+                self.bytes -= gone
+
+    def discard(self, data_version: str) -> None:
+        with self._lock:
+            item = self._items.pop(data_version, None)
+            if item is not None:
+                self.bytes -= item[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.bytes = 0
+
+
+#: The memory layer of this process (``MEMORY.clear()`` empties it).
+MEMORY = MemoryLayer()
+
+
+class SQLiteResultStore(ResultStore):
+    """Results as rows of the folder's SQLite file, beside Hamilton's metadata: a build's new
+    results and their metadata are written in one transaction after it (one file per result
+    and a commit per node cost more than the build), so two processes sharing the folder see
+    either all of a build's results or none. Each row keeps a digest of its pickle: a torn or
+    foreign row is a retrieval error, so the node recomputes. A hit comes from :data:`MEMORY`,
+    else its row is read and checked but unpickled only when a value is needed
+    (:class:`Lazy`); its time of last use (for pruning, least recently used first) is
+    refreshed at most once an hour, so an unchanged rebuild writes almost nothing."""
+
+    TOUCH_AFTER = 3600.0
+
+    def __init__(self, metadata: "_MetadataStore") -> None:
+        self.metadata = metadata
+        self.written = 0  # bytes stored by this process since the last prune
+        self._pending: dict[str, bytes] = {}
+        self._touched: set[str] = set()
+        self._memo: dict = {}
+        self._chunked: dict[int, tuple] = {}  # long tuple (by identity) -> its chunk keys, this run
+        self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
+        with _suppress(sqlite3.Error):
+            metadata.connection.execute(
+                "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
+                "payload BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL)")
+            metadata.connection.commit()
+
+    @property
+    def memo(self) -> dict:
+        """The run's fingerprints by identity (set by the adapter before it stores a value)."""
+        return self._memo
+
+    @memo.setter
+    def memo(self, memo: dict) -> None:
+        if memo is not self._memo:
+            self._memo, self._chunked = memo, {}
+
+    def _row(self, data_version: str, columns: str):
         try:
-            value = StoredResult.load(path.read_bytes()).value
-        except Exception as exc:  # missing, torn or from an incompatible build
-            raise ResultRetrievalError(f"{path}: {exc}") from None
-        with _suppress():
-            os.utime(path)
-        return value
+            return self.metadata.connection.execute(
+                f"SELECT {columns} FROM results WHERE data_version = ?", (data_version,)).fetchone()
+        except sqlite3.Error:
+            return None
+
+    def exists(self, data_version: str) -> bool:
+        """Whether a hit can be served (from memory, which holds values by content, or this folder)."""
+        return data_version in MEMORY or self.stored(data_version)
+
+    def stored(self, data_version: str) -> bool:
+        """Whether this folder holds the result (or will, after the flush)."""
+        return data_version in self._pending or self._row(data_version, "1") is not None
+
+    def set(self, data_version: str, result: Any, saver_cls=None, loader_cls=None, **kwargs) -> None:
+        """Keep a result for the flush after the build; one that does not pickle is not cached."""
+        if saver_cls is not None:
+            return  # @cache(format=...) materializers: not used by ctxengine's nodes
+        try:
+            result = materialize(result)
+            buffer = io.BytesIO()
+            _SharingPickler(buffer, self).dump(result)
+            payload = buffer.getvalue()
+        except Exception as exc:  # noqa: BLE001 - an unpicklable value never fails a build
+            _LOGGER.debug("result %s not cached: %s", data_version, exc)
+            return
+        MEMORY.put(data_version, result, len(payload))
+        self._pending[data_version] = payload
+
+    def chunk_keys(self, items: tuple) -> tuple[str, ...] | None:
+        """The keys of the chunks of a long tuple, each stored once in this folder (and kept as
+        recent as the values that refer to it); None when part of it cannot be fingerprinted."""
+        known = self._chunked.get(id(items))
+        if known is not None and known[0] is items:
+            return known[1]
+        keys = []
+        for start in range(0, len(items), SHARED_MIN_ITEMS):
+            part = items[start:start + SHARED_MIN_ITEMS]
+            fp = fingerprint(part, self.memo)
+            if fp is None:
+                return None
+            keys.append(_SHARED + fp)
+            self._keep_shared(keys[-1], part)
+        self._chunked[id(items)] = (items, tuple(keys))
+        return tuple(keys)
+
+    def _keep_shared(self, key: str, part: tuple) -> None:
+        if key in self._pending or key in self._shared_here:
+            return
+        row = self._row(key, "used")
+        if row is None:
+            data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
+            self._pending[key] = data
+            MEMORY.put(key, part, len(data))
+        elif row[0] < _now() - self.TOUCH_AFTER:
+            self._touched.add(key)
+        self._shared_here.add(key)
+
+    def joined(self, keys: tuple[str, ...]) -> tuple:
+        """A long tuple from its chunks (from memory, else each unpickled from its row once)."""
+        parts = []
+        for key in keys:
+            value = MEMORY.get(key)
+            if value is _UNSET:
+                payload = self._pending.get(key)
+                if payload is None:
+                    row = self._row(key, "digest, payload")
+                    if row is None or _blake(row[1]) != row[0]:
+                        raise ResultRetrievalError(f"shared part {key} is gone or torn")
+                    payload = row[1]
+                value = pickle.loads(payload)
+                MEMORY.put(key, value, len(payload))
+            parts.append(value)
+        return tuple(item for part in parts for item in part)
+
+    def loads(self, payload: bytes) -> Any:
+        return _SharingUnpickler(io.BytesIO(payload), self).load()
+
+    def get(self, data_version: str, **kwargs) -> Any:
+        value = MEMORY.get(data_version)
+        if value is not _UNSET:
+            return value
+        payload = self._pending.get(data_version)
+        if payload is None:
+            row = self._row(data_version, "digest, payload, used")
+            if row is None:
+                raise ResultRetrievalError(f"result {data_version} is gone")
+            digest, payload, used = row
+            if _blake(payload) != digest:
+                raise ResultRetrievalError(f"result {data_version} is torn")
+            if used < _now() - self.TOUCH_AFTER:
+                self._touched.add(data_version)
+        return Lazy(data_version, payload, self)
+
+    def delete(self, data_version: str) -> None:
+        MEMORY.discard(data_version)
+        self._pending.pop(data_version, None)
+        with _suppress(sqlite3.Error):
+            self.metadata.connection.execute("DELETE FROM results WHERE data_version = ?", (data_version,))
+            self.metadata.connection.commit()
+
+    def delete_all(self) -> None:
+        self._pending.clear()
+        with _suppress(sqlite3.Error):
+            self.metadata.connection.execute("DELETE FROM results")
+            self.metadata.connection.commit()
+
+    def flush(self) -> None:
+        """Write the results kept since the last flush, with their metadata, in one transaction
+        (a failure, such as a full disk or a lock held past the timeout, forgets them)."""
+        pending, touched = self._pending, self._touched
+        self._pending, self._touched = {}, set()
+        self._shared_here = set()  # within one build only: another process may prune the folder
+        rows = self.metadata.take_pending()
+        if not (pending or touched or rows):
+            return
+        now = _now()
+        try:
+            cur = self.metadata.connection.cursor()
+            cur.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
+                            [(dv, _blake(data), data, len(data), now) for dv, data in pending.items()])
+            cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
+            self.metadata.write_rows(cur, rows)
+            self.metadata.connection.commit()
+            self.written += sum(map(len, pending.values()))
+        except sqlite3.Error as exc:
+            _LOGGER.debug("cache results not written: %s", exc)
+            with _suppress(sqlite3.Error):
+                self.metadata.connection.rollback()
+
+
+def _blake(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
 
 
 class _MetadataStore(SQLiteMetadataStore):
@@ -155,23 +417,46 @@ class _MetadataStore(SQLiteMetadataStore):
 
     def __init__(self, path: str) -> None:
         super().__init__(path, connection_kwargs={"timeout": SQLITE_TIMEOUT})
+        self._known: OrderedDict[str, str] = OrderedDict()  # cache key -> data version, seen by this process
 
     # A metadata store that cannot be read or written (disk full, file size limit, a lock held
     # past the timeout) makes the run uncached, never failed: a failed read is a miss, a failed
-    # write is forgotten.
+    # write is forgotten. A key this process has read or written is answered from memory (a
+    # result pruned meanwhile by another process is then missing, and recomputed).
     def get(self, cache_key: str) -> str | None:
+        known = self._known.get(cache_key)
+        if known is not None:
+            return known
         try:
-            return super().get(cache_key)
+            found = super().get(cache_key)
         except sqlite3.Error:
             return None
+        if found is not None:
+            self._remember(cache_key, found)
+        return found
 
-    def set(self, **kwargs: Any) -> None:
-        try:
-            super().set(**kwargs)
-        except sqlite3.Error as exc:
-            _LOGGER.debug("cache metadata not written: %s", exc)
-            with _suppress(sqlite3.Error):
-                self.connection.rollback()
+    def _remember(self, cache_key: str, data_version: str) -> None:
+        self._known[cache_key] = data_version
+        if len(self._known) > 20_000:
+            self._known.popitem(last=False)
+
+    def set(self, *, cache_key: str, data_version: str, run_id: str, node_name: str | None = None,
+            code_version: str | None = None, **kwargs: Any) -> None:
+        """Remembered now, written by :meth:`flush` after the run: one transaction a build, not a
+        commit per node (a result is always written before the metadata pointing at it)."""
+        self._remember(cache_key, data_version)
+        self.__dict__.setdefault("_pending", []).append((cache_key, run_id, node_name, code_version, data_version))
+
+    def take_pending(self) -> list[tuple]:
+        """The metadata rows set since the last call (written by :meth:`SQLiteResultStore.flush`)."""
+        pending, self._pending = self.__dict__.get("_pending") or [], []
+        return pending
+
+    @staticmethod
+    def write_rows(cur: sqlite3.Cursor, rows: list[tuple]) -> None:
+        cur.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
+        cur.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
+                        "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
 
     def initialize(self, run_id) -> None:
         try:
@@ -181,6 +466,7 @@ class _MetadataStore(SQLiteMetadataStore):
                 self.connection.rollback()
 
     def delete(self, cache_key: str) -> None:
+        self._known.pop(cache_key, None)
         with _suppress(sqlite3.Error):
             super().delete(cache_key)
 
@@ -189,6 +475,8 @@ class _MetadataStore(SQLiteMetadataStore):
         connection = super()._get_connection()
         if fresh:
             with _suppress(sqlite3.Error):
+                connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # a new file: pruning can give pages back
+                connection.execute("PRAGMA journal_size_limit=4194304")
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("PRAGMA synchronous=NORMAL")
         return connection
@@ -231,31 +519,64 @@ def _digest(*parts: bytes) -> str:
 
 def _fp(value: Any, memo: dict) -> str:
     kind = type(value)
-    if kind is str:
-        return _digest(b"s", value.encode("utf-8", "surrogatepass"))
     if kind in _SCALARS:
-        return _digest(kind.__name__.encode(), repr(value).encode())
+        return _digest(_part(value, memo))
     known = memo.get(id(value))
     if known is not None and known[0] is value:
         return known[1]
-    if isinstance(value, types.FunctionType):
+    if kind in _LASTING_TYPES:  # the same Round object serves every build of a growing transcript
+        known = _LASTING.get(id(value))
+        if known is not None and known[0] is value:
+            memo[id(value)] = known
+            return known[1]
+        result = _pickled(value)  # plain data: its pickle (C speed) is stable
+    elif isinstance(value, types.FunctionType):
         cells = tuple(cell.cell_contents for cell in (value.__closure__ or ()))
         result = _digest(b"fn", value.__module__.encode(), value.__qualname__.encode(),
                          _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
-    elif kind in (list, tuple) and len(value) <= _WIDE:
-        result = _digest(kind.__name__.encode(), *(_fp(item, memo).encode() for item in value))
+    elif kind is tuple or (kind is list and len(value) <= _WIDE):  # a tuple never changes: walked at any length
+        result = _digest(kind.__name__.encode(), *[_part(item, memo) for item in value])
     elif kind in (set, frozenset):  # the pickle of a set follows the per-process string hash order
-        result = _digest(kind.__name__.encode(), *sorted(_fp(item, memo).encode() for item in value))
+        result = _digest(kind.__name__.encode(), *sorted(_part(item, memo) for item in value))
     elif kind is dict and len(value) <= _WIDE:
-        result = _digest(b"dict", *(f"{_fp(k, memo)}={_fp(v, memo)}".encode() for k, v in value.items()))
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = [f.name for f in dataclasses.fields(value)]
-        result = _digest(f"{kind.__module__}.{kind.__qualname__}".encode(),
-                         *(f"{name}={_fp(getattr(value, name), memo)}".encode() for name in fields))
+        result = _digest(b"dict", *[b"%d:%s=%s" % (len(key), key, _part(v, memo))
+                                    for key, v in ((_part(k, memo), v) for k, v in value.items())])
+    elif (fields := _FIELDS.get(kind)) is not None or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        if fields is None:
+            fields = _FIELDS[kind] = (f"{kind.__module__}.{kind.__qualname__}".encode(),
+                                      tuple(f.name for f in dataclasses.fields(value)))
+        result = _digest(fields[0], *[b"%s=%s" % (name.encode(), _part(getattr(value, name), memo))
+                                      for name in fields[1]])
     else:
         result = _pickled(value)
     memo[id(value)] = (value, result)
+    if kind in _LASTING_TYPES:
+        _LASTING[id(value)] = (value, result)
+        if len(_LASTING) > 200_000:
+            _LASTING.pop(next(iter(_LASTING)))
     return result
+
+
+#: Frozen values of these types are fingerprinted once per process (remembered by identity,
+#: holding them): a session's rounds and messages, made once per round by the round memo and
+#: never changed afterwards.
+_LASTING_TYPES = frozenset({Round, Message})
+_LASTING: dict[int, tuple[Any, str]] = {}
+
+
+#: Dataclass types met -> (qualified name, field names).
+_FIELDS: dict[type, tuple[bytes, tuple[str, ...]]] = {}
+
+
+def _part(value: Any, memo: dict) -> bytes:
+    """How ``value`` enters the hash of what holds it: a scalar by its bytes (tagged with its
+    type, so "1" and 1 differ), anything else by its own fingerprint."""
+    kind = type(value)
+    if kind is str:
+        return b"s" + value.encode("utf-8", "surrogatepass")
+    if kind in _SCALARS:
+        return kind.__name__.encode() + b":" + repr(value).encode()
+    return b"#" + _fp(value, memo).encode()
 
 
 def _pickled(value: Any) -> str:
@@ -275,29 +596,122 @@ _KEPT_EVENTS = frozenset({
 })
 
 
+#: The same set by identity (an enum's hash is computed in Python: 5,000 events a build).
+_KEPT_IDS = frozenset(map(id, _KEPT_EVENTS))
+_DEFAULT, _RECOMPUTE = CachingBehavior.DEFAULT, CachingBehavior.RECOMPUTE
+
+
+_NO_STORE = object()
+
+
 class CacheAdapter(HamiltonCacheAdapter):
-    """Hamilton's cache adapter that stores only the results it may serve later (a node that
-    always recomputes is fingerprinted but not pickled: some of those values, such as
-    strategies holding functions, do not pickle) and forgets all but the last run in memory."""
+    """Hamilton's cache adapter with a fast path for the plain case (no task-based execution,
+    every node DEFAULT or RECOMPUTE), where Hamilton's own bookkeeping costs more than a hit:
+    the cache key is a digest of the node's code version and its inputs' data versions, a hit
+    is served without re-reading the metadata, and a recomputed node is fingerprinted only when
+    a cached node reads it. What Hamilton logs for a node (its cache logs) stays the same for
+    what the tests and ``run_summary`` read: ``get_result: hit`` and ``execute_node``."""
+
+    home: str | os.PathLike | None = None
+
+    def _stores(self) -> Stores:
+        current = _CURRENT.get()
+        if current is None:
+            if self.home is None:
+                raise RuntimeError("a cached driver ran outside ctxengine.cache.using(folder) and has no folder")
+            current = stores_for(self.home)
+        return current
+
+    # Hamilton's adapter reads these two attributes; they follow the folder of the run.
+    metadata_store = property(lambda self: self._stores().metadata, lambda self, value: None)
+    result_store = property(lambda self: self._stores().results, lambda self, value: None)
 
     def pre_node_execute(self, *, run_id, node_, kwargs, task_id=None, **future_kwargs):
-        if self.behaviors[run_id][node_.name] == CachingBehavior.RECOMPUTE:
+        behaviors, name = self.behaviors[run_id], node_.name
+        behavior = behaviors[name]
+        if behavior is _RECOMPUTE:
             return  # no cache key: a recomputed node is never looked up
-        super().pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id, **future_kwargs)
+        if task_id is not None or behavior is not _DEFAULT:
+            return super().pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id, **future_kwargs)
+        kwargs = self._resolve_default_parameter_values(node_, kwargs) if node_.default_parameter_values else kwargs
+        versions = self.data_versions[run_id]
+        parts = [name.encode(), self.code_versions[run_id][name].encode()]
+        for dep in sorted(kwargs):
+            if behaviors.get(dep, _DEFAULT) not in (_DEFAULT, _RECOMPUTE):
+                return super().pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id,
+                                                **future_kwargs)
+            version = versions.get(dep)
+            if version is None or isinstance(version, dict):
+                version = versions[dep] = self._version_data(dep, run_id, kwargs[dep])
+            if version.startswith("<unhashable>"):
+                version = f"<unhashable>_{os.urandom(8).hex()}"  # never a hit
+            parts.append(f"{dep}={version}".encode())
+        self.cache_keys[run_id][name] = f"{name}-{_digest(*parts)}"
 
     def do_node_execute(self, *, run_id, node_, kwargs, task_id=None, **future_kwargs):
         """A recomputed node runs, and its value is fingerprinted only when a cached node reads
-        it (Hamilton keys, versions and records every node: about 1 ms a node)."""
-        if self.behaviors[run_id][node_.name] != CachingBehavior.RECOMPUTE or task_id is not None:
+        it; a cached node whose key the metadata knows and whose result is there is a hit."""
+        behavior, name = self.behaviors[run_id][node_.name], node_.name
+        if task_id is not None or behavior not in (_DEFAULT, _RECOMPUTE):
             return super().do_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id, **future_kwargs)
-        result = self._execute_node(run_id=run_id, node_name=node_.name, node_callable=node_.callable,
+        if behavior is _DEFAULT:
+            key = self.cache_keys[run_id].get(name)
+            data_version = self.metadata_store.get(cache_key=key) if key else None
+            if data_version is not None and self.result_store.exists(data_version):
+                try:
+                    result = self.result_store.get(data_version=data_version)
+                except ResultRetrievalError:
+                    self.metadata_store.delete(cache_key=key)
+                    self.result_store.delete(data_version)
+                else:
+                    self.data_versions[run_id][name] = data_version
+                    self.__dict__.setdefault("_hits", {}).setdefault(run_id, set()).add(name)
+                    self._log_event(run_id, name, "result_store", CachingEventType.GET_RESULT, "hit", data_version)
+                    return result
+            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id, **future_kwargs)
+        result = self._execute_node(run_id=run_id, node_name=name, node_callable=node_.callable,
                                     node_kwargs=self._resolve_default_parameter_values(node_, kwargs))
-        if node_.name in self._versioned(run_id):
-            self.data_versions[run_id][node_.name] = self._version_data(node_.name, run_id, result)
+        if name in self._versioned(run_id):
+            self.data_versions[run_id][name] = self._version_data(name, run_id, result)
         return result
 
+    def _execute_node(self, run_id, node_name, node_callable, node_kwargs, task_id=None):
+        """A node that runs gets its inputs' values (a hit read from disk is unpickled now)."""
+        kwargs = {name: materialize(value) for name, value in node_kwargs.items()}
+        return super()._execute_node(run_id=run_id, node_name=node_name, node_callable=node_callable,
+                                     node_kwargs=kwargs, task_id=task_id)
+
+    def resolve_behaviors(self, run_id: str) -> dict:
+        """Hamilton's behaviors, resolved once per graph (about 1 ms a run otherwise)."""
+        graph = self._fn_graphs[run_id]
+        known = self.__dict__.get("_behavior_memo")
+        if known is None or known[0] is not graph:
+            self._behavior_memo = known = (graph, super().resolve_behaviors(run_id))
+        return dict(known[1])
+
+    def resolve_code_versions(self, run_id: str, final_vars=None, inputs=None, overrides=None) -> dict:
+        """Hamilton's code versions of the nodes a run needs, resolved once per graph, outputs and overrides."""
+        graph = self._fn_graphs[run_id]
+        key = (id(graph), tuple(final_vars or ()), tuple(sorted(inputs or ())), tuple(sorted(overrides or ())))
+        memo = self.__dict__.setdefault("_code_versions_memo", {})
+        if memo.get(key, (None,))[0] is not graph:
+            if len(memo) > 64:
+                memo.clear()
+            memo[key] = (graph, super().resolve_code_versions(run_id=run_id, final_vars=final_vars, inputs=inputs,
+                                                              overrides=overrides))
+        return dict(memo[key][1])
+
     def post_node_execute(self, *, run_id, node_, result, success=True, error=None, task_id=None, **kwargs):
-        if success and self.behaviors[run_id][node_.name] != CachingBehavior.DEFAULT:
+        if success and (self.behaviors[run_id][node_.name] is not _DEFAULT
+                        or node_.name in self.__dict__.get("_hits", {}).get(run_id, ())):
+            return  # recomputed (never stored) or a hit (stored already)
+        store = self.result_store
+        store.memo = self.__dict__.setdefault("_fp_memo", {}).setdefault(run_id, {})
+        data_version = self.data_versions[run_id].get(node_.name)
+        if success and task_id is None and isinstance(data_version, str):
+            if not store.stored(data_version):  # in this folder (memory may hold it from another)
+                store.set(data_version, result)
+                self._log_event(run_id, node_.name, "result_store", CachingEventType.SET_RESULT, None, data_version)
             return
         super().post_node_execute(run_id=run_id, node_=node_, result=result, success=success, error=error,
                                   task_id=task_id, **kwargs)
@@ -305,7 +719,7 @@ class CacheAdapter(HamiltonCacheAdapter):
     def _log_event(self, run_id, node_name, actor, event_type, msg=None, value=None, task_id=None) -> None:
         """Hamilton logs about ten events a node (a dataclass with a timestamp each); only those
         that say what happened to a node are kept (all of them at logging.DEBUG)."""
-        if event_type in _KEPT_EVENTS or _LOGGER.isEnabledFor(logging.DEBUG):
+        if id(event_type) in _KEPT_IDS or _LOGGER.isEnabledFor(logging.DEBUG):
             super()._log_event(run_id=run_id, node_name=node_name, actor=actor, event_type=event_type,
                                msg=msg, value=value, task_id=task_id)
 
@@ -316,6 +730,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         if node_name is not None and run_id in self.behaviors and node_name not in self._versioned(run_id):
             return NOT_VERSIONED
         memo = self.__dict__.setdefault("_fp_memo", {}).setdefault(run_id, {})
+        result = materialize(result)
         quick = fingerprint(result, memo)
         if quick is not None:
             return quick
@@ -354,25 +769,78 @@ class CacheAdapter(HamiltonCacheAdapter):
         """Drop what the adapter keeps in memory of every run but the last ``keep``."""
         old, self.run_ids = self.run_ids[:-keep], self.run_ids[-keep:]
         for run_id in old:
-            for table in (self.__dict__.get("_fp_memo", {}), self._fn_graphs, self._data_savers, self._data_loaders, self.behaviors,
+            for table in (self.__dict__.get("_fp_memo", {}), self.__dict__.get("_hits", {}), self._fn_graphs, self._data_savers, self._data_loaders, self.behaviors,
                           self.data_versions, self.code_versions, self.cache_keys, self._logs):
                 table.pop(run_id, None)
 
 
-def new_adapter(cache_dir: str | os.PathLike, cached: Iterable[str]) -> CacheAdapter:
-    """The adapter for one cache folder: the ``cached`` nodes are stored and served while their
-    inputs are unchanged; every other node recomputes (and is fingerprinted, so what depends
-    on it sees whether it changed)."""
-    root = store_dir(cache_dir)
-    ensure_private(Path(cache_dir))
-    ensure_private(root)
-    return CacheAdapter(
-        path=str(root),
-        metadata_store=_MetadataStore(str(root)),
-        result_store=AtomicResultStore(str(root / RESULTS)),
-        default=sorted(cached),
-        default_behavior="recompute",
-    )
+class Stores:
+    """The metadata and result stores of one cache folder (for the code version in use)."""
+
+    def __init__(self, cache_dir: str | os.PathLike) -> None:
+        root = store_dir(cache_dir)
+        ensure_private(Path(cache_dir))
+        ensure_private(root)
+        self.folder = os.fspath(cache_dir)
+        self.metadata = _MetadataStore(str(root))
+        self.results = SQLiteResultStore(self.metadata)
+        self.written_files: dict[str, str] = {}  # project.txt and last_run.json as last written
+        self.runs_since_prune: int | None = None
+
+    def forget_results(self) -> None:
+        """Delete every result and its metadata: a stored pickle that no longer loads was written
+        by code that differs from this one in a way the code version did not see."""
+        self.results.delete_all()
+        self.metadata._known.clear()
+        with _suppress(sqlite3.Error):
+            self.metadata.connection.execute("DELETE FROM cache_metadata")
+            self.metadata.connection.commit()
+
+
+_STORES: OrderedDict[str, Stores] = OrderedDict()
+_STORES_LOCK = threading.Lock()
+_CURRENT: contextvars.ContextVar[Stores | None] = contextvars.ContextVar("ctxengine_cache_stores", default=None)
+
+
+def stores_for(cache_dir: str | os.PathLike) -> Stores:
+    """The stores of ``cache_dir``, opened once per process (the last 32 folders are kept);
+    OSError, CtxEngineError or sqlite3.Error when the folder cannot be made or opened."""
+    key = os.path.abspath(os.fspath(cache_dir))
+    with _STORES_LOCK:
+        found = _STORES.get(key)
+        if found is not None and found.metadata._directory.name == code_version():
+            _STORES.move_to_end(key)
+            return found
+    made = Stores(key)
+    with _STORES_LOCK:
+        _STORES[key] = made
+        while len(_STORES) > 32:
+            _STORES.popitem(last=False)
+    return made
+
+
+@contextlib.contextmanager
+def using(cache_dir: str | os.PathLike):
+    """Runs of a cached driver inside this block use the cache folder ``cache_dir`` (one driver
+    serves every folder: building one costs about 40 ms)."""
+    token = _CURRENT.set(stores_for(cache_dir))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def new_adapter(cache_dir: str | os.PathLike | None = None, uncached: Iterable[str] = ()) -> CacheAdapter:
+    """The cache adapter of a driver: every node is stored and served while its inputs are
+    unchanged, except the loaders (``@cache(behavior="recompute")``: they always run, and their
+    values are fingerprinted, so an edited file invalidates what reads it) and the ``uncached``
+    nodes, which recompute. Its folder is the one of :func:`using` around a run, else ``cache_dir``."""
+    if cache_dir is not None:
+        stores_for(cache_dir)  # fails now when the folder is unusable
+    adapter = CacheAdapter(path=os.fspath(cache_dir or "."), metadata_store=_NO_STORE, result_store=_NO_STORE,
+                           recompute=sorted(uncached), default_behavior="default")
+    adapter.home = cache_dir
+    return adapter
 
 
 # ----------------------------------------------------------------------------- after a run
@@ -407,51 +875,63 @@ def run_summary(adapter: CacheAdapter, run_id: str | None = None) -> RunSummary:
 
 
 def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: str, max_bytes: int) -> RunSummary:
-    """Record the run's hits, prune the folder to ``max_bytes``, forget older runs in memory."""
+    """Record the run's hits, prune the folder to ``max_bytes`` (when it is over, and on a
+    process's first build, then after every :data:`PRUNE_EVERY` builds or an eighth of the cap
+    written), forget older runs in memory."""
     summary = run_summary(adapter)
-    folder = Path(cache_dir)
-    written = adapter.__dict__.setdefault("_written", {})
+    folder, stores = Path(cache_dir), stores_for(cache_dir)
     for name, text in ((PROJECT_FILE, os.path.realpath(project_dir) + "\n"),
                        (LAST_RUN_FILE, json.dumps(summary.as_dict()) + "\n")):
-        if written.get(name) != text:  # an unchanged rerun writes nothing
+        if stores.written_files.get(name) != text:  # an unchanged rerun writes nothing
             with _suppress():
                 _write_text(folder / name, text)
-                written[name] = text
-    prune(folder, max_bytes, adapter.metadata_store)
+                stores.written_files[name] = text
+    runs = stores.runs_since_prune
+    if (runs is None or runs >= PRUNE_EVERY or stores.results.written > max_bytes // 8
+            or _tree_size(folder) > max_bytes):  # a few files: their sizes are cheap to read
+        prune(folder, max_bytes, stores.metadata)
+        runs, stores.results.written = 0, 0
+    stores.runs_since_prune = runs + 1
     adapter.forget_runs()
     return summary
 
 
 def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore | None = None) -> int:
     """Bound one project's cache folder: folders of other code versions go, then the least
-    recently used results until the folder is within ``max_bytes``; metadata of older runs
-    and of removed results is deleted. Returns the bytes removed. Never fails a build."""
+    recently used results until the folder is within ``max_bytes`` (down to 80% of it); their
+    metadata and that of older runs is deleted and the file gives the space back. Returns the
+    bytes removed. Never fails a build."""
     removed = 0
     current = code_version()
     for child in _children(cache_dir):
         if child.is_dir() and child.name != current:
             removed += _tree_size(child)
             shutil.rmtree(child, ignore_errors=True)
-    root = cache_dir / current
-    results = _result_files(root)
-    total = sum(size for _, size, _ in results) + _db_size(root)
-    if total > max_bytes and metadata_store is not None:  # the write-ahead log first (up to 4 MB)
-        with _suppress(sqlite3.Error):
-            metadata_store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        total = sum(size for _, size, _ in results) + _db_size(root)
-    dropped = []
-    if total > max_bytes:
-        for _, size, path in sorted(results):  # oldest first, down to 80% of the cap
-            with _suppress():
-                path.unlink()
-                dropped.append(path.name)
-                removed += size
-                total -= size
-            if total <= max_bytes * 0.8:
+    if metadata_store is None:
+        return removed
+    with _suppress(sqlite3.Error):
+        connection = metadata_store.connection
+        over = _tree_size(cache_dir) > max_bytes
+        if over:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # the write-ahead log first
+        for _ in range(3):  # a page holds more than its rows: measure again after giving space back
+            total = _tree_size(cache_dir)
+            dropped: list[str] = []
+            if total > max_bytes * (0.8 if over else 1.0):  # once over: down to 80%, room for some builds
+                rows = connection.execute("SELECT data_version, size FROM results ORDER BY used").fetchall()
+                for data_version, size in rows:
+                    if total <= max_bytes * 0.8:
+                        break
+                    dropped.append(data_version)
+                    removed += size
+                    total -= size
+            _trim_metadata(connection, dropped)
+            for data_version in dropped:
+                MEMORY.discard(data_version)
+            if not dropped:
                 break
-    if metadata_store is not None:
-        with _suppress(sqlite3.Error):
-            _trim_metadata(metadata_store.connection, dropped)
+            connection.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     return removed
 
 
@@ -467,7 +947,9 @@ def _trim_metadata(connection: sqlite3.Connection, dropped: list[str]) -> None:
         cur.execute(f"DELETE FROM history WHERE run_id NOT IN ({marks})", keep)
         for start in range(0, len(dropped), 500):
             chunk = dropped[start:start + 500]
-            cur.execute(f"DELETE FROM cache_metadata WHERE data_version IN ({','.join('?' * len(chunk))})", chunk)
+            marks = ",".join("?" * len(chunk))
+            cur.execute(f"DELETE FROM results WHERE data_version IN ({marks})", chunk)
+            cur.execute(f"DELETE FROM cache_metadata WHERE data_version IN ({marks})", chunk)
         connection.commit()
 
 
@@ -476,8 +958,12 @@ def _trim_metadata(connection: sqlite3.Connection, dropped: list[str]) -> None:
 
 def stats(cache_dir: Path) -> dict:
     """Size, entries and the last run's hits of one project's cache folder."""
-    root = cache_dir / code_version()
-    results = _result_files(root)
+    entries = 0
+    with _suppress(sqlite3.Error):
+        path = store_dir(cache_dir) / "metadata_store.db"
+        if path.is_file():
+            with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=SQLITE_TIMEOUT)) as db:
+                entries = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     last = {}
     with _suppress():
         last = json.loads((cache_dir / LAST_RUN_FILE).read_text(encoding="utf-8"))
@@ -488,7 +974,7 @@ def stats(cache_dir: Path) -> dict:
         "folder": str(cache_dir),
         "project": project,
         "bytes": _tree_size(cache_dir),
-        "entries": len(results),
+        "entries": entries,
         "last_run": {k: last.get(k) for k in ("hits", "misses", "recomputed")} if last else None,
     }
 
@@ -537,26 +1023,6 @@ def _scandir(folder: Path) -> Iterable[os.DirEntry]:
 
 def _children(folder: Path) -> list[Path]:
     return [Path(e.path) for e in _scandir(folder)]
-
-
-def _result_files(root: Path) -> list[tuple[float, int, Path]]:
-    """(mtime, size, path) of every stored result (one vanishing meanwhile is skipped)."""
-    out = []
-    for entry in _scandir(root / RESULTS):
-        if not entry.name.startswith(".tmp-"):
-            with _suppress():
-                info = entry.stat()
-                out.append((info.st_mtime, info.st_size, Path(entry.path)))
-    return out
-
-
-def _db_size(root: Path) -> int:
-    total = 0
-    for entry in _scandir(root):
-        if entry.name.startswith("metadata_store"):
-            with _suppress():
-                total += entry.stat().st_size
-    return total
 
 
 def _tree_size(folder: Path) -> int:

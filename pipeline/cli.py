@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(args, "no_cache"):
             from .driver import set_cache_defaults
 
-            set_cache_defaults((args.cache or args.cache_dir is not None) and not args.no_cache, args.cache_dir)
+            set_cache_defaults(not args.no_cache, args.cache_dir)
         if debug:
             code = args.handler(args)
         else:
@@ -221,11 +221,12 @@ def _add_build_inputs(parser: argparse.ArgumentParser) -> None:
 
 def _add_cache(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", action="store_true",
-                        help="keep Hamilton's cache between runs, per project under $XDG_CACHE_HOME/ctxengine or "
-                             "$CTXENGINE_CACHE_DIR (off by default: it does not pay on small projects yet)")
-    parser.add_argument("--no-cache", action="store_true", help="compute everything (the default; wins over --cache)")
+                        help="keep Hamilton's cache between runs (the default), per project under "
+                             "$CTXENGINE_CACHE_DIR, else $XDG_CACHE_HOME/ctxengine, else ~/.cache/ctxengine")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="compute everything, read and write no cache (wins over --cache and --cache-dir)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
-                        help="keep the cache between runs in this folder (implies --cache)")
+                        help="keep the cache between runs in this folder instead of the user cache")
 
 
 def _add_module(parser: argparse.ArgumentParser) -> None:

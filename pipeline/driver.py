@@ -100,68 +100,71 @@ for _name in ("hamilton.execution.graph_functions", "hamilton.driver"):
 VARIANT_KEYS: dict[str, tuple[str, str]] = {}
 
 
-#: The nodes Hamilton's cache stores and serves while their inputs are unchanged; every other
-#: node recomputes on every run (Hamilton's "recompute": it runs, and its value is fingerprinted
-#: so its dependents see whether it changed). Loaders (files, git, URLs, the environment, the
-#: clock) carry ``@cache(behavior="recompute")`` and must never be listed here.
-#: Measured with ``python benchmarks/cache.py --nodes`` (compute time of a warm uncached run vs
-#: the cost of a hit: lookup and unpickling): a node is cached when computing it costs clearly
-#: more than loading it. Everything else costs under ~1 ms and loads slower than it computes
-#: (the section lists carry the whole parsed transcript: 3.6 MB, 20-70 ms to unpickle each;
-#: the parsed session itself unpickles in 190 ms and parses in 80 ms).
-CACHED_NODES: frozenset[str] = frozenset({
-    "history_section",  # round summaries of the older rounds: 160 ms on the 4.1 MB transcript, loads in 30
-    "budget_monitor",  # 190 ms (counts every round), loads in 0.2
-    "round_token_use",  # 28 ms, loads in 2
-    "section_tallies",  # 4-65 ms (token counts of every section), loads in 0.1
-    "budget_report",  # 28 ms (an exact count of the assembled context)
-    "structure_check",  # 2-8 ms
-    "truncation_trigger",  # 2.5 ms on the GSD corpus
-    "gsd_position",  # 2-5 ms on the GSD corpus (parses STATE/ROADMAP)
-    "plan_state",  # 1-4 ms on the GSD corpus
-    "roadmap_state",  # 1-4 ms on the GSD corpus
-    "disclosure_decisions",  # 3 ms on the GSD corpus
-    "template_overhead",  # 1-2 ms
-})
+#: The nodes Hamilton's cache recomputes although they are not loaders; every other node is
+#: stored and served while its inputs are unchanged. Loaders (files, git, URLs, the environment,
+#: the clock) carry ``@cache(behavior="recompute")``: they always run, and their values are
+#: fingerprinted, so an edited file invalidates exactly what reads it. Measured with
+#: ``python benchmarks/cache.py --nodes``: with hits served from memory in a warm process and
+#: unpickled only when a node that runs needs them (:class:`ctxengine.cache.Lazy`), a hit costs
+#: less than computing every node, so none is left out.
+UNCACHED_NODES: frozenset[str] = frozenset()
+
+
+def cached_nodes(dr: h_driver.Driver | None = None) -> frozenset[str]:
+    """The nodes of ``dr`` (default: the shared driver) that Hamilton's cache stores and serves."""
+    graph = (dr or default_driver()).graph
+    return frozenset(n.name for n in graph.get_nodes()
+                     if not n.user_defined and n.tags.get("cache.behavior") != "recompute" and n.name not in UNCACHED_NODES)
 
 
 def build_driver(variants: Mapping[str, str] | None = None, modules: Iterable[ModuleType] = NODE_MODULES,
-                 cache_dir: str | os.PathLike | None = None, cached: Iterable[str] | None = None,
-                 swaps: Sequence[ModuleType] = (), adapters: Iterable[Any] = ()):
-    """A new Hamilton driver over ``modules`` with the given variant choices; with
-    ``cache_dir``, Hamilton's cache in that folder (see :mod:`ctxengine.cache`) holding the
-    ``cached`` nodes (default :data:`CACHED_NODES`). ``swaps``: modules whose functions replace
-    the nodes of the same name (checked first, see :func:`check_swaps`); ``adapters``: more
-    Hamilton lifecycle adapters."""
+                 cache_dir: str | os.PathLike | None = None, uncached: Iterable[str] | None = None, *,
+                 cached: bool = False, swaps: Sequence[ModuleType] = (), adapters: Iterable[Any] = ()):
+    """A new Hamilton driver over ``modules`` with the given variant choices; ``cached`` (or a
+    ``cache_dir``): with Hamilton's cache (see :mod:`ctxengine.cache`), holding every node but
+    the loaders and the ``uncached`` ones (default :data:`UNCACHED_NODES`), in the folder of
+    ``ctxengine.cache.using(folder)`` around a run, else ``cache_dir``. ``swaps``: modules whose
+    functions replace the nodes of the same name (checked first, see :func:`check_swaps`);
+    ``adapters``: more Hamilton lifecycle adapters."""
     modules = tuple(modules)
     builder = h_driver.Builder().with_modules(*modules).with_config(dict(variants or {}))
     if swaps:
         check_swaps(swaps, modules, variants)
         builder = builder.with_modules(*swaps).allow_module_overrides()  # later modules win
     extra = list(adapters)
-    if cache_dir is not None:
-        extra.append(_cache.new_adapter(cache_dir, CACHED_NODES if cached is None else cached))
+    if cached or cache_dir is not None:
+        extra.append(_cache.new_adapter(cache_dir, UNCACHED_NODES if uncached is None else uncached))
     if extra:
         builder = builder.with_adapters(*extra)
     return builder.build()
 
 
-@lru_cache(maxsize=16)
-def driver_for(variant_items: tuple[tuple[str, str], ...] = (), cache_dir: str | None = None,
+def driver_for(variant_items: tuple[tuple[str, str], ...] = (), cached: bool = False,
                swaps: tuple[ModuleType, ...] = ()) -> h_driver.Driver:
-    """The shared driver for one set of variant choices, one cache folder (None: no cache) and
-    one swap set (:func:`swap_modules`), built on first use, then reused."""
-    return build_driver(dict(variant_items), cache_dir=cache_dir, swaps=swaps)
+    """The shared driver for one set of variant choices, with Hamilton's cache or without (one
+    cached driver serves every cache folder) and one swap set (:func:`swap_modules`), built on
+    first use, then reused."""
+    return _shared_driver(tuple(variant_items), bool(cached), tuple(swaps))
+
+
+@lru_cache(maxsize=16)
+def _shared_driver(variant_items: tuple, cached: bool, swaps: tuple) -> h_driver.Driver:
+    """One driver per (variants, cached, swaps), keyed the same however :func:`driver_for` is called."""
+    return build_driver(dict(variant_items), cached=cached, swaps=swaps)
+
+
+driver_for.cache_clear = _shared_driver.cache_clear  # type: ignore[attr-defined]  # lru_cache's own API
+driver_for.cache_info = _shared_driver.cache_info  # type: ignore[attr-defined]
 
 
 _LAST_CACHE_RUN: list = [None]
-#: The process's default for :func:`execute` calls that do not say (the CLI sets it from --cache/--cache-dir).
-#: Off: measured by benchmarks/cache.py, a cached build of a small project is slower than an
-#: uncached one (loaders always run; fingerprinting costs more than the cheap nodes it saves).
-_CACHE_DEFAULTS: dict[str, Any] = {"cache": False, "cache_dir": None}
+#: The process's default for :func:`execute` calls that do not say (the CLI sets it from
+#: --no-cache/--cache-dir). On: measured by benchmarks/cache.py, an unchanged cached rebuild
+#: costs a fraction of an uncached build (loaders run, every other node is a hit).
+_CACHE_DEFAULTS: dict[str, Any] = {"cache": True, "cache_dir": None}
 
 
-def set_cache_defaults(cache: bool = False, cache_dir: str | os.PathLike | None = None) -> None:
+def set_cache_defaults(cache: bool = True, cache_dir: str | os.PathLike | None = None) -> None:
     """Whether builds of this process use the cache, and in which folder, when a call does not say."""
     _CACHE_DEFAULTS.update(cache=bool(cache), cache_dir=cache_dir)
 
@@ -200,7 +203,7 @@ def execute(
     unique module name; paths keep a job picklable for process workers). ``cache``: Hamilton's cache between
     runs, in ``cache_dir`` (default: the project's folder under the user cache, see
     :mod:`ctxengine.cache`); None for both: the process default (:func:`set_cache_defaults`,
-    uncached unless the CLI's --cache or --cache-dir set it).
+    cached unless the CLI's --no-cache or ``set_cache_defaults(False)`` said otherwise).
     """
     if not os.path.isdir(project_dir):
         raise CtxEngineError(f"project folder {quoted(os.fspath(project_dir))} does not exist or is not a folder")
@@ -221,31 +224,42 @@ def execute(
 
 
 def _driver_with_cache(variants: tuple, folder: str | None, swaps: tuple = ()) -> tuple[h_driver.Driver, str | None]:
-    """The driver for ``folder``; an uncached one when that folder cannot be created or opened
-    (a read-only home, a full disk): the cache never fails a build."""
-    extra = (swaps,) if swaps else ()  # lru_cache keys on the call's shape: driver_for(v, f) as callers write it
+    """The cached driver when ``folder`` is given; the uncached one when that folder cannot be
+    created or opened (a read-only home, a full disk, another user's folder): the cache never
+    fails a build."""
     if folder is None:
-        return driver_for(variants, None, *extra), None
+        return driver_for(variants, False, swaps), None
     try:
-        return driver_for(variants, folder, *extra), folder
-    except (OSError, sqlite3.Error) as exc:
+        _cache.stores_for(folder)
+    except (OSError, sqlite3.Error, CtxEngineError) as exc:
         logging.getLogger(__name__).debug("cache folder %s unusable (%s): building without the cache", folder, exc)
-        return driver_for(variants, None, *extra), None
+        return driver_for(variants, False, swaps), None
+    return driver_for(variants, True, swaps), folder
 
 
 def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, folder: str | None) -> dict:
-    """One Hamilton run; with a cache, then its bookkeeping (hits, pruning, memory)."""
-    try:
-        out = dr.execute(wanted, inputs=inputs, overrides=overrides)
-    finally:
-        if folder is not None:
+    """One Hamilton run; with a cache, in its folder, then its bookkeeping (the build's results
+    written in one transaction, hits, pruning, memory)."""
+    if folder is None:
+        _LAST_CACHE_RUN[0] = None
+        return _execute_materialized(dr, wanted, inputs, overrides)
+    with _cache.using(folder):
+        try:
+            out = _execute_materialized(dr, wanted, inputs, overrides)
+        except _cache.StaleResult:  # a stored pickle that no longer loads: the folder's results go
+            _cache.stores_for(folder).forget_results()
+            out = _execute_materialized(dr, wanted, inputs, overrides)
+        finally:
+            dr.cache.result_store.flush()
             dr.cache.forget_runs(keep=1)
-    if folder is not None:
         limit = out["context_config"]["cache"]["maxBytes"]
         _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], int(limit))
-    else:
-        _LAST_CACHE_RUN[0] = None
     return out
+
+
+def _execute_materialized(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict) -> dict:
+    out = dr.execute(wanted, inputs=inputs, overrides=overrides)
+    return {name: _cache.materialize(value) for name, value in out.items()}
 
 
 def _variants_of(context_config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

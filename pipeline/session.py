@@ -70,8 +70,8 @@ class Session:
     (the GSD phase type: disclosure.phase) are shortcuts. The answer reserve scales with
     ``max_tokens`` unless ``reserve_tokens`` is given: ``Session(max_tokens=32000)`` leaves
     25,600 tokens for the context (budget.reserveShare 0.2, within gpt-4o's maxOutputTokens). ``seed_history=False`` starts from an empty history
-    even when the project has a session log. ``cache=True`` builds every round with
-    Hamilton's cache between runs (off by default: ``cache=True``; ``cache_dir`` picks its folder).
+    even when the project has a session log. Every round builds with
+    Hamilton's cache between runs (``cache=False``: without; ``cache_dir`` picks its folder).
     ``nodes`` swaps nodes for every round, as in :func:`ctxengine.build_context`.
 
     Attributes: ``rounds`` (the verbatim rounds, oldest first), ``summary`` (the rolling

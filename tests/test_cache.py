@@ -3,8 +3,11 @@ processes sharing one cache folder, the CLI's cache commands."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import pickle
 import shutil
 import sqlite3
 import subprocess
@@ -26,17 +29,37 @@ def demo(tmp_path: Path) -> Path:
     return Path(shutil.copytree(DEMO, tmp_path / "demo"))
 
 
+def cached_driver():
+    return driver.driver_for(driver._default_variants(), True)
+
+
 def build(project: Path, cache_dir: Path, request: str = REQUEST, overrides: dict | None = None):
     """(build_result, {node: "hit" | "run"} of the cached nodes, from Hamilton's cache logs)."""
     out = driver.execute(["build_result"], project, overrides or {}, request, cache=True, cache_dir=cache_dir)
-    dr = driver.driver_for(driver._default_variants(), str(cache_dir))
+    dr = cached_driver()
     logs = dr.cache.logs(run_id=dr.cache.last_run_id, level="info")
     what = {}
+    cached = driver.cached_nodes()
     for node, events in logs.items():
         kinds = {e.event_type.value + (f":{e.msg}" if e.msg else "") for e in events}
-        if node in driver.CACHED_NODES:
+        if node in cached:
             what[node] = "hit" if "get_result:hit" in kinds else "run"
     return out["build_result"], what
+
+
+def versions() -> dict[str, str]:
+    """The data version of every node of the last cached run (Hamilton's own record)."""
+    dr = cached_driver()
+    return dict(dr.cache.data_versions[dr.cache.last_run_id])
+
+
+def assert_exact(before: dict[str, str], after: dict[str, str], what: dict[str, str]) -> None:
+    """A cached node ran exactly when one of its inputs has another data version than before."""
+    graph = cached_driver().graph
+    for node, happened in what.items():
+        inputs = [d.name for d in graph.nodes[node].dependencies]
+        changed = [d for d in inputs if before.get(d) != after.get(d)]
+        assert (happened == "run") == bool(changed), (node, happened, changed)
 
 
 def downstream(*names: str) -> set[str]:
@@ -72,8 +95,10 @@ def test_an_unchanged_rerun_is_all_hits_and_byte_identical(demo, tmp_path):
 
 def test_one_appended_round_reruns_only_what_depends_on_the_session(demo, tmp_path):
     build(demo, tmp_path / "c")
+    before = versions()
     append_round(demo, 6)
     result, what = build(demo, tmp_path / "c")
+    assert_exact(before, versions(), what)
     ran = {n for n, w in what.items() if w == "run"}
     assert {"history_section", "round_token_use"} <= ran
     assert ran <= downstream("session_reads")
@@ -85,36 +110,39 @@ def test_one_appended_round_reruns_only_what_depends_on_the_session(demo, tmp_pa
 
 def test_an_edited_reference_reruns_only_its_dependents(demo, tmp_path):
     build(demo, tmp_path / "c")
+    before = versions()
     reference = demo / ".planning" / "references" / "architecture.md"
     reference.write_text(reference.read_text(encoding="utf-8") + "\nEvery handler logs its request id.\n", encoding="utf-8")
     result, what = build(demo, tmp_path / "c")
+    assert_exact(before, versions(), what)
     ran = {n for n, w in what.items() if w == "run"}
-    assert "budget_report" in ran and ran <= downstream("reference_documents")
+    assert "budget_report" in ran and ran <= downstream("reference_documents", "planning_files")  # both read it
     assert {"history_section", "round_token_use", "plan_state"} <= {n for n, w in what.items() if w == "hit"}
     assert "Every handler logs its request id." in result.context
 
 
 def test_a_new_request_and_a_config_value_rerun_their_readers_only(demo, tmp_path):
     build(demo, tmp_path / "c")
+    before = versions()
     _, what = build(demo, tmp_path / "c", request="Add a logout endpoint")
+    assert_exact(before, versions(), what)
     ran = {n for n, w in what.items() if w == "run"}
     assert "budget_report" in ran and ran <= downstream("user_request")
     assert {"history_section", "round_token_use", "gsd_position", "plan_state"} <= set(what) - ran
 
+    before = versions()
     result, what = build(demo, tmp_path / "c", request="Add a logout endpoint",
                          overrides={"truncation.keepRecentRounds": 2})
+    assert_exact(before, versions(), what)  # the config changed: only what sees another value recomputes
     ran = {n for n, w in what.items() if w == "run"}
-    readers = {n for n in driver.CACHED_NODES if "truncation_settings" in _inputs(n)}
-    assert ran <= readers  # a truncation key changed: only nodes reading truncation_settings recompute ...
-    assert "structure_check" in set(what) - ran  # ... not those reading another stage's settings
-    assert {"round_token_use", "roadmap_state"} <= set(what) - ran  # ... the rest see equal inputs
+    stages = {n.name: n.tags.get("stage") for n in driver.default_driver().graph.get_nodes()}
+    readers = downstream("truncation_settings")
+    assert {n for n in ran if stages.get(n) != "config"} <= readers  # a truncation key changed: only what
+    assert "structure_check" in set(what) - ran  # reads truncation_settings recomputes, not the quality stage
+    assert {"round_token_use", "roadmap_state", "session_history"} <= set(what) - ran  # the rest: equal inputs
     plain = driver.execute(["build_result"], demo, {"truncation.keepRecentRounds": 2}, "Add a logout endpoint",
                            cache=False)["build_result"]
     assert rendered(plain) == rendered(result)
-
-
-def _inputs(node: str) -> set[str]:
-    return {d.name for d in driver.default_driver().graph.nodes[node].dependencies}
 
 
 def test_a_new_code_version_starts_an_empty_cache_and_removes_the_old(demo, tmp_path, monkeypatch):
@@ -132,14 +160,57 @@ def test_a_new_code_version_starts_an_empty_cache_and_removes_the_old(demo, tmp_
     assert (folder / "9.9.9-feedfacecafe").is_dir() and not old.exists()
 
 
+def _db(folder: Path) -> sqlite3.Connection:
+    return sqlite3.connect(cache.store_dir(folder) / "metadata_store.db", timeout=30)
+
+
 def test_a_torn_result_is_recomputed(demo, tmp_path):
     first, _ = build(demo, tmp_path / "c")
-    for path in (cache.store_dir(tmp_path / "c") / cache.RESULTS).iterdir():
-        path.write_bytes(b"\x80\x05torn")
+    with contextlib.closing(_db(tmp_path / "c")) as db:
+        db.execute("UPDATE results SET payload = x'8005746f726e'")
+        db.commit()
+    cache.MEMORY.clear()
     second, what = build(demo, tmp_path / "c")
-    assert set(what.values()) == {"run"} and rendered(second) == rendered(first)
+    assert rendered(second) == rendered(first)
+    assert {"build_result", "history_section", "budget_report"} <= {n for n, w in what.items() if w == "run"}
+    with contextlib.closing(_db(tmp_path / "c")) as db:  # every torn row was written again
+        assert all(hashlib.blake2b(p, digest_size=16).digest() == d for d, p in db.execute("SELECT digest, payload FROM results"))
+    cache.MEMORY.clear()
     _, what = build(demo, tmp_path / "c")
     assert set(what.values()) == {"hit"}
+
+
+def test_a_result_that_no_longer_unpickles_never_fails_a_build(long_session, tmp_path):
+    """A row whose digest matches but whose pickle does not load (a class changed outside the
+    node sources): found only when a value is needed, then dropped and the build run again."""
+    first, _ = build(long_session, tmp_path / "c")
+    bad = pickle.dumps(_Gone())
+    with contextlib.closing(_db(tmp_path / "c")) as db:
+        db.execute("UPDATE results SET payload = ?, digest = ? WHERE data_version LIKE 'shared-%'",
+                   (bad, hashlib.blake2b(bad, digest_size=16).digest()))
+        db.commit()
+    cache.MEMORY.clear()
+    _Gone.broken = True
+    try:
+        second, _ = build(long_session, tmp_path / "c")
+    finally:
+        _Gone.broken = False
+    assert rendered(second) == rendered(first)
+
+
+class _Gone:
+    """Unpickles only while ``broken`` is False."""
+
+    broken = False
+
+    def __reduce__(self):
+        return (_Gone._make, ())
+
+    @staticmethod
+    def _make():
+        if _Gone.broken:
+            raise AttributeError("this class changed")
+        return _Gone()
 
 
 def test_session_rounds_use_the_cache_and_cache_false_does_not(demo, tmp_path):
@@ -158,39 +229,90 @@ def test_session_rounds_use_the_cache_and_cache_false_does_not(demo, tmp_path):
 # ----------------------------------------------------------------------------- size, concurrency, CLI
 
 
-def test_the_folder_is_pruned_to_its_cap(tmp_path):
-    project = tmp_path / "p"
+def write_long_session(project: Path, word: str = "why?", rounds: int = 150) -> Path:
     log = project / ".planning" / "sessions" / "current" / "session.log"
-    log.parent.mkdir(parents=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
     lines = []
-    for index in range(1, 151):
-        lines.append(json.dumps({"round": index, "role": "user", "content": f"Question {index}: " + "why? " * 60}))
+    for index in range(1, rounds + 1):
+        lines.append(json.dumps({"round": index, "role": "user", "content": f"Question {index}: " + f"{word} " * 60}))
         lines.append(json.dumps({"round": index, "role": "assistant", "content": f"Answer {index}. " + "because. " * 40}))
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return project
+
+
+@pytest.fixture
+def long_session(tmp_path: Path) -> Path:
+    """A project whose session log has 150 rounds (the rounds are stored once, shared)."""
+    return write_long_session(tmp_path / "p")
+
+
+def _rows(folder: Path) -> dict[str, int]:
+    with contextlib.closing(_db(folder)) as db:
+        return dict(db.execute("SELECT data_version, size FROM results"))
+
+
+def test_the_folder_is_pruned_to_its_cap(long_session, tmp_path):
     cap = 1 << 20
     folder = tmp_path / "c"
-    stored = 0
-    for n in range(6):  # each build stores new results (another history cut)
-        overrides = {"cache.maxBytes": cap, "state.maxHistoryRounds": 2 + n, "state.summaryBlock": 1}
-        driver.execute(["build_result"], project, overrides, "request", cache_dir=folder)
-        stored += sum(os.path.getsize(cache.store_dir(folder) / cache.RESULTS / name)
-                      for name in os.listdir(cache.store_dir(folder) / cache.RESULTS))
+    stored: dict[str, int] = {}
+    overrides = {"cache.maxBytes": cap}
+    for n in range(6):  # each build stores new results: the session log changed
+        write_long_session(long_session, f"why{n}?")
+        driver.execute(["build_result"], long_session, overrides, "request", cache_dir=folder)
+        stored.update(_rows(folder))
         assert cache.stats(folder)["bytes"] <= cap
-    assert stored > 2 * cap  # without pruning the folder would be over its cap
-    driver.execute(["build_result"], project, overrides, "request", cache_dir=folder)
+    assert sum(stored.values()) > 2 * cap  # without pruning the folder would be over its cap
+    cache.MEMORY.clear()
+    driver.execute(["build_result"], long_session, overrides, "request", cache_dir=folder)
     assert "history_section" in driver.last_cache_run().hits  # the newest results were kept
 
 
-def test_prune_keeps_recent_results_and_their_metadata(tmp_path):
-    root = cache.store_dir(tmp_path)
-    (root / cache.RESULTS).mkdir(parents=True)
+def test_prune_drops_the_least_recently_used_results_and_their_metadata(tmp_path):
+    stores = cache.stores_for(tmp_path)
+    db = stores.metadata.connection
     for index in range(10):
-        path = root / cache.RESULTS / f"r{index}"
-        path.write_bytes(b"x" * 1000)
-        os.utime(path, (1000 + index, 1000 + index))
-    removed = cache.prune(tmp_path, 5000)
-    left = sorted(p.name for p in (root / cache.RESULTS).iterdir())
-    assert removed >= 5000 and left == [f"r{i}" for i in range(10 - len(left), 10)] and len(left) == 4
+        payload = os.urandom(100_000)
+        db.execute("INSERT INTO results VALUES (?, ?, ?, ?, ?)",
+                   (f"r{index}", hashlib.blake2b(payload, digest_size=16).digest(), payload, len(payload), 1000 + index))
+        db.execute("INSERT INTO cache_metadata (cache_key, node_name, code_version, data_version) VALUES (?, ?, ?, ?)",
+                   (f"k{index}", "node", "code", f"r{index}"))
+    db.commit()
+    cap = 600_000
+    removed = cache.prune(tmp_path, cap, stores.metadata)
+    left = sorted(row[0] for row in db.execute("SELECT data_version FROM results"))
+    assert removed >= 400_000 and 3 <= len(left) <= 5 and left == [f"r{i}" for i in range(10 - len(left), 10)]
+    assert sorted(row[0] for row in db.execute("SELECT data_version FROM cache_metadata")) == left
+    assert cache.stats(tmp_path)["bytes"] <= cap  # the file gave the space back
+
+
+def test_long_tuples_are_stored_once_and_an_unchanged_rebuild_does_not_unpickle_them(long_session, tmp_path):
+    folder = tmp_path / "c"
+    first, _ = build(long_session, folder)
+    rows = _rows(folder)
+    shared = {k: v for k, v in rows.items() if k.startswith("shared-")}
+    history = next(s for s in first.sections if s.key == "history")
+    rounds = len(pickle.dumps(history.data["rounds"], protocol=pickle.HIGHEST_PROTOCOL))
+    assert len(history.data["rounds"]) == 150  # in two chunks (128 + 22 rounds), each stored once, on its own
+    assert len(shared) >= 2 and rounds * 0.9 <= sum(shared.values()) < 2 * rounds
+    holders = {"session_history", "history_section", "state_sections", "sections", "final_sections", "build_result"}
+    assert holders <= driver.cached_nodes()
+    for node in holders:  # each holder's row refers to it
+        assert rows[versions()[node]] < rounds, node
+    cache.MEMORY.clear()  # a fresh process: every hit comes from the file
+    second, what = build(long_session, folder)
+    assert set(what.values()) == {"hit"} and rendered(second) == rendered(first)
+    history = versions()["session_history"]
+    assert history not in cache.MEMORY  # a hit no node needed stayed a row: never unpickled
+    assert versions()["build_result"] in cache.MEMORY
+
+
+def test_a_warm_process_serves_hits_from_memory(demo, tmp_path):
+    build(demo, tmp_path / "c")
+    with contextlib.closing(_db(tmp_path / "c")) as db:
+        db.execute("DELETE FROM results")  # another process pruned everything
+        db.commit()
+    _, what = build(demo, tmp_path / "c")
+    assert set(what.values()) == {"hit"}
 
 
 CONCURRENT = """
@@ -226,11 +348,11 @@ def test_two_processes_share_one_cache_folder(demo, tmp_path):
 def test_cli_flags_stats_and_clear(demo, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "root"))
     try:
-        assert main(["build", str(demo), "--request", "x"]) == 0  # uncached by default
-        assert main(["build", str(demo), "--request", "x", "--cache", "--no-cache"]) == 0
+        assert main(["build", str(demo), "--request", "x", "--no-cache"]) == 0
+        assert main(["build", str(demo), "--request", "x", "--cache", "--no-cache"]) == 0  # --no-cache wins
         assert not (tmp_path / "root" / "graph").exists()
-        assert main(["build", str(demo), "--request", "x", "--cache"]) == 0
-        assert main(["build", str(demo), "--request", "x", "--cache"]) == 0
+        assert main(["build", str(demo), "--request", "x"]) == 0  # cached by default
+        assert main(["build", str(demo), "--request", "x"]) == 0
         folder = cache.project_cache_dir(demo)
         assert folder.parent == tmp_path / "root" / "graph" and folder.is_dir()
         assert oct(folder.stat().st_mode & 0o777) == "0o700"
@@ -246,10 +368,20 @@ def test_cli_flags_stats_and_clear(demo, tmp_path, monkeypatch, capsys):
         assert main(["cache", "clear"]) == 2
         assert main(["cache", "clear", str(demo)]) == 0 and not folder.exists()
         assert main(["cache", "clear", "--cache-dir", str(tmp_path / "mine")]) == 0 and not (tmp_path / "mine").exists()
-        assert main(["build", str(demo), "--request", "x", "--cache"]) == 0
+        assert main(["build", str(demo), "--request", "x"]) == 0  # a cleared folder is made again
         assert main(["cache", "clear", "--all"]) == 0 and cache.all_cache_dirs() == []
     finally:
         driver.set_cache_defaults()
+
+
+def test_the_api_builds_with_the_cache_unless_told_not_to(demo, tmp_path, monkeypatch):
+    import ctxengine
+
+    monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "root"))
+    ctxengine.build_context(demo, REQUEST)
+    assert driver.last_cache_run() is not None and cache.project_cache_dir(demo).is_dir()
+    ctxengine.build_context(demo, REQUEST, cache=False)
+    assert driver.last_cache_run() is None
 
 
 def test_an_unusable_cache_folder_never_fails_a_build(demo, tmp_path):
@@ -272,8 +404,8 @@ def test_loaders_always_run_and_are_never_in_the_cached_table():
     assert must_recompute <= loaders
     for name in loaders:
         assert nodes[name].tags.get("cache.behavior") == "recompute", name
-    assert not loaders & driver.CACHED_NODES
-    assert driver.CACHED_NODES <= set(nodes)
+    assert not loaders & driver.cached_nodes()
+    assert driver.cached_nodes() == set(nodes) - loaders - driver.UNCACHED_NODES
 
 
 FINGERPRINT = """

@@ -69,7 +69,7 @@ def test_a_nodes_inputs_hash_the_same_before_and_after_another_node_counts():
     state = ctxengine.run_nodes(["truncation_start"], overrides={"budget.maxTokens": 2500})["truncation_start"]
     before = (fingerprinting.hash_value(counter), fingerprinting.hash_value(state), pickle.dumps(counter))
     T.clear_count_cache()
-    ctxengine.run_nodes(["final_context"], overrides={"budget.maxTokens": 2500})  # every stage counts
+    ctxengine.run_nodes(["final_context"], overrides={"budget.maxTokens": 2500}, cache=False)  # every stage counts
     assert T.cache_size() > 0
     after = (fingerprinting.hash_value(counter), fingerprinting.hash_value(state), pickle.dumps(counter))
     assert before == after

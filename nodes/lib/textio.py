@@ -34,6 +34,7 @@ import stat
 import threading
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping
 from urllib.parse import urljoin, urlsplit
@@ -145,8 +146,9 @@ def _as_list(value: Any) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
+@lru_cache(maxsize=1)
 def _configs_folder() -> str:
-    """The installed ctxengine configs folder (built-in templates, modes and references)."""
+    """The installed ctxengine configs folder (built-in templates, modes and references), looked up once."""
     try:
         return str(resources.files("ctxengine.configs"))
     except (ModuleNotFoundError, TypeError):
