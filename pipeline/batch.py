@@ -48,6 +48,8 @@ EXECUTORS = ("local", "processes", "dask", "dask-hamilton")
 #: Hamilton's route adds a task graph, its own result passing and a collect step per window, and
 #: cannot hand a row back before its window is collected; client.map streams rows as completed.
 DASK_DEFAULT = "map"
+#: Seconds to wait for a dask scheduler given by address before the batch gives up.
+SCHEDULER_TIMEOUT = 20
 
 
 @dataclass(frozen=True)
@@ -316,8 +318,8 @@ def _dask_rows(chunks: Iterator[list[Job]], workers: int, scheduler: Any, settin
                                    dashboard_address=None)
             scheduler = cluster
         try:
-            client, own_client = Client(scheduler), True
-        except OSError as exc:
+            client, own_client = Client(scheduler, timeout=SCHEDULER_TIMEOUT), True
+        except (OSError, TimeoutError) as exc:
             if cluster is not None:
                 cluster.close()
             raise CtxEngineError(f"--scheduler {scheduler!r}: cannot connect ({exc}); "

@@ -49,8 +49,8 @@ def read_job_list(path: str | os.PathLike, request: str = "", overrides: Mapping
     except UnicodeDecodeError as exc:
         raise JobListError(f"--from-file {quoted(path)}: not UTF-8 text (bad byte at offset {exc.start})") from None
     suffix = os.path.splitext(path)[1].lower()
-    entries = _csv_entries(path, lines) if suffix == ".csv" else _jsonl_entries(path, lines) \
-        if suffix in (".jsonl", ".ndjson") else _text_entries(lines)
+    entries = list(_csv_entries(path, lines) if suffix == ".csv" else _jsonl_entries(path, lines)
+                   if suffix in (".jsonl", ".ndjson") else _text_entries(lines))
     base = os.path.dirname(os.path.abspath(path))
     jobs = [_job(f"{path}:{number}", fields, base, request, overrides or {}) for number, fields in entries]
     if not jobs:
