@@ -191,7 +191,7 @@ def main() -> None:
           f"driver.execute {got['plain_ms']:.1f} ms = {ratio:.2f}x (target <= 1.2x)  {'ok' if ratio <= 1.2 else 'MISSED'}")
 
     small = root / "jobs-small.txt"
-    small.write_text("\n".join(map(str, projects[: max(1, len(projects) // 10)])) + "\n")
+    small.write_text("\n".join(map(str, generated[: max(1, count // 10)] + corpus_projects())) + "\n")
     with tempfile.TemporaryDirectory() as folder:
         few = run_child("local", small, csv=Path(folder) / "few.csv")
         many = run_child("local", listing, csv=Path(folder) / "many.csv")
