@@ -75,13 +75,7 @@ def _jsonl_entries(path: str, lines: list[str]) -> Iterator[tuple[int, dict]]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         where = f"{path}:{number}"
-        try:
-            fields = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise JobListError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); write one JSON object "
-                               'a line, e.g. {"project": "path/to/project", "request": "..."}') from None
-        if not isinstance(fields, dict):
-            raise JobListError(f"{where}: a line must be a JSON object with a \"project\" key, not {type(fields).__name__}")
+        fields = _json_object(where, line, "the line", '{"project": "path/to/project", "request": "..."}')
         unknown = sorted(set(fields) - set(JOB_KEYS))
         if unknown:
             raise JobListError(f"{where}: unknown key {quoted(unknown[0])}; the keys are {', '.join(JOB_KEYS)}")
@@ -153,14 +147,14 @@ def _label_choices(jobs: list[Job], entries: list[dict]) -> list[Job]:
     return out
 
 
-def _json_object(where: str, text: str, key: str) -> dict:
+def _json_object(where: str, text: str, what: str, example: str = '{"budget.maxTokens": 32000}') -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise JobListError(f"{where}: {key} is not valid JSON ({exc.msg}); write a JSON object, "
-                           'e.g. {"budget.maxTokens": 32000}') from None
+        raise JobListError(f"{where}: {what} is not valid JSON ({exc.msg} at column {exc.colno}); "
+                           f"write a JSON object, e.g. {example}") from None
     if not isinstance(value, dict):
-        raise JobListError(f"{where}: {key} must be a JSON object of dotted keys, not {type(value).__name__}")
+        raise JobListError(f"{where}: {what} must be a JSON object, not {type(value).__name__}")
     return value
 
 

@@ -175,9 +175,9 @@ def test_jsonl_list_gives_overrides_labels_and_facts(tmp_path):
 
 
 @pytest.mark.parametrize("name, text, expected", [
-    ("jobs.jsonl", '{"project": "a"}\n{"project": "b",}\n', "jobs.jsonl:2: not valid JSON"),
+    ("jobs.jsonl", '{"project": "a"}\n{"project": "b",}\n', "jobs.jsonl:2: the line is not valid JSON"),
     ("jobs.jsonl", '{"project": "a", "modes": "dev"}\n', "jobs.jsonl:1: unknown key 'modes'"),
-    ("jobs.jsonl", '["a"]\n', "jobs.jsonl:1: a line must be a JSON object"),
+    ("jobs.jsonl", '["a"]\n', "jobs.jsonl:1: the line must be a JSON object"),
     ("jobs.jsonl", '{"request": "x"}\n', "jobs.jsonl:1: no project"),
     ("jobs.jsonl", '{"project": "a", "overrides": [1]}\n', "jobs.jsonl:1: overrides must be a JSON object"),
     ("jobs.csv", "project,mode\na,dev\nb,fast\n", "jobs.csv:3: mode 'fast' is not one of dev, research, review"),
