@@ -7,7 +7,9 @@ import csv
 import itertools
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -300,3 +302,65 @@ def test_cli_csv_on_stdout_keeps_the_column_order(capsys):
     assert code == 0
     reader = csv.DictReader(out.splitlines())
     assert reader.fieldnames == list(ROW_COLUMNS) and next(reader)["status"] == "ok"
+
+
+# ----------------------------------------------------------------------------- progress and Ctrl-C
+
+
+class _Terminal:
+    """A stderr that says it is a terminal (tqdm draws its bar only there)."""
+
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_terminal_gets_a_progress_bar(monkeypatch):
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    rows = list(run_jobs([Job(str(DEMO), "x")] * 2, progress=True))
+    assert len(rows) == 2 and "2/2" in terminal.text and "project" in terminal.text
+
+
+def test_ctrl_c_with_worker_processes_keeps_the_finished_rows(tmp_path):
+    """A project whose reference URL stalls holds one worker; Ctrl-C once the demo's row is
+    written: exit 130, the row is in the file, no temporary file left."""
+    from test_cli_hardening import CLI, INTERRUPTED, _default_sigint, _env, _Stall, one_line
+
+    from conftest import local_http_server
+
+    _Stall.started.clear()
+    _Stall.release.clear()
+    out = tmp_path / "rows.csv"
+    with local_http_server(_Stall) as url:
+        slow = write_project(tmp_path / "slow", {".planning/config.json": {"references": {"project": [f"{url}/doc.md"]}}})
+        sets = ["--set", "trust.allowPrivateUrls=true", "--set", "references.urlTimeout=60",
+                "--set", "trust.urlConnectTimeout=60", "--set", "trust.buildDeadline=60"]
+        proc = subprocess.Popen([*CLI, "batch", str(slow), str(DEMO), "--request", "x", *sets, "--executor", "processes",
+                                 "--workers", "2", "-o", str(out)], env=_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+        try:
+            assert _Stall.started.wait(90), "no worker fetched the stalled URL"
+            for _ in range(600):  # until the demo's row is in the temporary file
+                temps = list(tmp_path.glob(".rows.csv.*.tmp"))
+                if temps and "demo" in temps[0].read_text():
+                    break
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            _Stall.release.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130 and one_line(stderr) == INTERRUPTED
+    assert [Path(r["project"]).name for r in csv.DictReader(out.open())] == ["demo"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv", "slow"]
