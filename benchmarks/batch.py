@@ -79,7 +79,10 @@ def corpus_projects() -> list[Path]:
 
 
 def child(args: argparse.Namespace) -> None:
-    """One measurement in this fresh process; prints one JSON line."""
+    """One measurement in this fresh process; prints one JSON line (a hang dumps the stacks and exits)."""
+    import faulthandler
+
+    faulthandler.dump_traceback_later(1200, exit=True)
     from ctxengine.batch import Job, run_jobs
 
     projects = Path(args.list).read_text().split("\n")

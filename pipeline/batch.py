@@ -363,9 +363,7 @@ def _client_map_rows(client, chunks: Iterator[list[Job]], workers: int, settings
         return set(done), pending - set(done)
 
     for future in _bounded(submit, chunks, workers * 3, wait_one):
-        rows = future.result()
-        future.release()
-        yield from rows
+        yield from future.result()  # the future goes with its last reference: nothing stays on the cluster
 
 
 def _hamilton_dask_rows(client, chunks: Iterator[list[Job]], workers: int, settings: _Settings) -> Iterator[dict]:
