@@ -41,12 +41,14 @@ ROW_COLUMNS = (
 #: The extra column naming the file a context went to (``contexts_dir``).
 CONTEXT_FILE_COLUMN = "context_file"
 EXECUTORS = ("local", "processes", "dask", "dask-hamilton")
-#: What ``executor="dask"`` runs. Measured by ``python benchmarks/batch.py`` (2 workers, 1000
-#: generated projects + the corpus, on the shared 2-core machine under load ~4): client.map with
-#: one driver per worker 47 projects/s, Hamilton's DaskExecutor (a Parallelizable over the jobs,
-#: one Hamilton task per job, submitted and gathered by Hamilton per window) 22 projects/s.
-#: Hamilton's route adds a task graph, its own result passing and a collect step per window, and
-#: cannot hand a row back before its window is collected; client.map streams rows as completed.
+#: What ``executor="dask"`` runs: "map" (client.map, one driver per worker) or "hamilton"
+#: (Hamilton's h_dask.DaskExecutor over a Parallelizable of the jobs). Measured by
+#: ``python benchmarks/batch.py`` with 2 workers on the shared 2-core machine (load 5-10 from
+#: other work): 1005 projects, client.map 14.6 projects/s after a 7.3 s start (local: 11.9);
+#: 105 projects, client.map 6.1/s against Hamilton's 3.0/s; on 1005 Hamilton's route had not
+#: finished after 15 min, its driver process busy at 84% CPU planning and collecting tasks.
+#: Hamilton submits one task per job and keeps the whole window's results until its Collect,
+#: so rows cannot stream; client.map sends chunks of jobs and streams rows as completed.
 DASK_DEFAULT = "map"
 #: Seconds to wait for a dask scheduler given by address before the batch gives up.
 SCHEDULER_TIMEOUT = 20
