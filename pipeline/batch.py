@@ -1,21 +1,414 @@
-"""Batch builds over many projects: one reused driver, one row per project, errors as rows.
+"""Batch builds over many projects: jobs in, one row per job out, as each finishes.
 
-A broken project is a row with its error message, never a crash of the batch, and Hamilton
-logs no traceback for it. Rows come one at a time (:func:`iter_records`), so a caller can
-write each as it finishes. For more than one machine, run the same loop per worker
-(Hamilton's Dask or Ray adapters); the driver is built once per process either way.
+:func:`run_jobs` runs :class:`Job` s through one of four executors, each reusing one driver per
+process (pipeline/driver.py): ``local`` (this process), ``processes`` (a process pool, one
+driver per worker, built by the pool's initializer), ``dask`` (``client.map`` over a
+``distributed`` cluster, one driver per worker) and ``dask-hamilton`` (the same jobs through
+Hamilton's own Dask integration, ``hamilton.plugins.h_dask``; measured slower, see
+:data:`DASK_DEFAULT`). A broken project is a row with its error, never a crash of the batch,
+and Hamilton logs no traceback for it. Rows are yielded as they finish and nothing is kept, so
+memory stays flat however long the batch; at most a few chunks per worker are in flight.
+
+The run-record API of before (:func:`build_record`, :func:`iter_records`, :func:`build_many`)
+stays for old callers.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
+import itertools
+import json
 import os
+import re
+import signal
 import sys
+import time
 import traceback
-from typing import IO, Any, Iterable, Iterator, Mapping
+from concurrent import futures
+from dataclasses import dataclass, field
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping
 
 from . import driver
 from .nodes.types import CtxEngineError
+
+#: The columns of a row of :func:`run_jobs`, in file order; a job's labels follow them.
+ROW_COLUMNS = (
+    "project", "status", "error", "tokens_before", "tokens_after", "utilisation", "truncated",
+    "sections_kept", "sections_summarized", "sections_dropped", "position", "time_s", "cache_hits",
+    "facts_kept", "facts_total", "fingerprint",
+)
+#: The extra column naming the file a context went to (``contexts_dir``).
+CONTEXT_FILE_COLUMN = "context_file"
+EXECUTORS = ("local", "processes", "dask", "dask-hamilton")
+#: What ``executor="dask"`` runs: "map" (client.map, one driver per worker) or "hamilton"
+#: (Hamilton's h_dask.DaskExecutor over a Parallelizable of the jobs). Measured by
+#: ``python benchmarks/batch.py`` with 2 workers on the shared 2-core machine (load 5-10 from
+#: other work): 1005 projects, client.map 14.6 projects/s after a 7.3 s start (local: 11.9);
+#: 105 projects, client.map 6.1/s against Hamilton's 3.0/s; on 1005 Hamilton's route had not
+#: finished after 15 min, its driver process busy at 84% CPU planning and collecting tasks.
+#: Hamilton submits one task per job and keeps the whole window's results until its Collect,
+#: so rows cannot stream; client.map sends chunks of jobs and streams rows as completed.
+DASK_DEFAULT = "map"
+#: Seconds to wait for a dask scheduler given by address before the batch gives up.
+SCHEDULER_TIMEOUT = 20
+
+
+@dataclass(frozen=True)
+class Job:
+    """One build of a batch: a project, the request and overrides (dotted keys) to build it with,
+    ``nodes`` (paths of .py files swapping nodes), ``labels`` copied into its row, and ``facts``
+    (strings looked for in the final context: ``facts_kept`` of ``facts_total``)."""
+
+    project: str
+    request: str = ""
+    overrides: Mapping = field(default_factory=dict)
+    nodes: tuple[str, ...] = ()
+    labels: Mapping = field(default_factory=dict)
+    facts: tuple[str, ...] = ()
+
+
+def run_jobs(
+    jobs: Iterable[Job],
+    *,
+    executor: str = "local",
+    workers: int | None = None,
+    scheduler: Any = None,
+    progress: Any = None,
+    contexts_dir: str | os.PathLike | None = None,
+    chunksize: int | None = None,
+) -> Iterator[dict]:
+    """Build every job and yield its row (:data:`ROW_COLUMNS` plus its labels) as it finishes
+    (in completion order for the parallel executors).
+
+    ``workers``: processes (default: the CPU count); ``scheduler``: for ``dask``, the address of
+    a running scheduler (``tcp://HOST:PORT``) or a ``distributed.Client`` (default: a
+    LocalCluster of ``workers`` processes on 127.0.0.1, closed at the end). ``progress``: True
+    for a tqdm bar when stderr is a terminal, or a callable given each row. ``contexts_dir``:
+    each final context is written there (:func:`context_file_name`), its name in the row's
+    ``context_file``. ``chunksize``: jobs per task sent to a worker (default: small, so rows
+    come back steadily).
+    """
+    if executor not in EXECUTORS:
+        raise CtxEngineError(f"executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    if workers is not None and workers < 1:
+        raise CtxEngineError(f"workers={workers}: give at least 1 worker")
+    total = len(jobs) if hasattr(jobs, "__len__") else None
+    settings = _Settings(os.fspath(contexts_dir) if contexts_dir is not None else None,
+                         dict(driver._CACHE_DEFAULTS))
+    if executor == "local":
+        rows = (run_job(job, settings.contexts_dir) for job in jobs)
+    else:
+        workers = workers or os.cpu_count() or 1
+        size = chunksize or _chunksize(total, workers)
+        chunks = _chunks(iter(jobs), size)
+        if executor == "processes":
+            rows = _process_rows(chunks, workers, settings)
+        elif executor == "dask-hamilton" or DASK_DEFAULT == "hamilton":
+            rows = _dask_rows(chunks, workers, scheduler, settings, via_hamilton=True)
+        else:
+            rows = _dask_rows(chunks, workers, scheduler, settings, via_hamilton=False)
+    yield from _with_progress(rows, progress, total)
+
+
+def run_job(job: Job, contexts_dir: str | None = None) -> dict:
+    """The row of one job; a failure is a row with ``status`` "error" and the message."""
+    started = time.perf_counter()
+    _forget_other_projects(job.project)
+    row = {"project": os.path.abspath(os.fspath(job.project)), "status": "ok", "error": None}
+    try:
+        row["fingerprint"] = job_fingerprint(job)
+        extra = {"nodes": job.nodes} if job.nodes else {}
+        with driver.quiet_failures():
+            result = driver.execute(["build_result"], job.project, dict(job.overrides), job.request, **extra)["build_result"]
+        row.update(_result_columns(result, job.facts))
+        if contexts_dir is not None:
+            row[CONTEXT_FILE_COLUMN] = _write_context(contexts_dir, job, result.context)
+    except CtxEngineError as exc:
+        row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a batch reports every failure as a row
+        row.update(status="error", error=f"internal error {type(exc).__name__}: {exc}")
+    row["time_s"] = round(time.perf_counter() - started, 4)
+    return {**{column: row.get(column) for column in ROW_COLUMNS}, **_extra(row), **dict(job.labels)}
+
+
+def job_fingerprint(job: Job) -> str:
+    """A digest of what a build of ``job`` reads: every file of the project (path, size and
+    mtime; git's object store is stood for by its refs and index), the user configuration, the
+    node files swapped in, the request, overrides, facts and labels, and ctxengine's code version. The
+    same digest means the same inputs (files outside the project and URLs are not covered)."""
+    from . import cache
+    from .nodes.config import user_config_path
+
+    digest = hashlib.blake2b(digest_size=16)
+    described = {"request": job.request, "overrides": dict(job.overrides), "facts": list(job.facts),
+                 "labels": dict(job.labels), "nodes": list(job.nodes), "version": cache.code_version()}
+    digest.update(json.dumps(described, sort_keys=True, default=repr).encode())
+    for path in (user_config_path(), *job.nodes):
+        digest.update(f"\0{path}\0{_stat_key(path)}".encode("utf-8", "surrogateescape"))
+    root = os.path.abspath(os.fspath(job.project))
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        if os.path.basename(folder) == ".git" and "objects" in dirs:
+            dirs.remove("objects")
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            digest.update(f"\0{os.path.relpath(path, root)}\0{_stat_key(path)}".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def context_file_name(job: Job) -> str:
+    """A safe file name for the context of ``job``: the project's folder name (letters, digits,
+    ``.-_`` only) and a short digest of the project path, request, overrides and labels."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(os.path.abspath(os.fspath(job.project)))).strip("._")
+    key = json.dumps([os.path.abspath(os.fspath(job.project)), job.request, dict(job.overrides), dict(job.labels),
+                      list(job.nodes)], sort_keys=True, default=repr)
+    return f"{base[:60] or 'project'}-{hashlib.sha1(key.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}.md"
+
+
+# ----------------------------------------------------------------------------- one job's row
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What every worker needs besides the jobs: where contexts go and the cache defaults."""
+
+    contexts_dir: str | None
+    cache: Mapping[str, Any]
+
+
+_LAST_PROJECT: list = [None]
+
+
+def _forget_other_projects(project: str) -> None:
+    """When this process moves on to another project, empty the process-wide token-count memo
+    (it keeps up to 64M characters for a session's rebuilds): a long batch stays flat in memory
+    (benchmarks/batch.py: +10 MB over 1000 projects without this, +0 with it)."""
+    from .nodes.lib.truncate.measure import clear_count_cache
+
+    if _LAST_PROJECT[0] is not None and _LAST_PROJECT[0] != project:
+        clear_count_cache()
+    _LAST_PROJECT[0] = project
+
+
+def _result_columns(result, facts: tuple[str, ...]) -> dict:
+    final = {section.key for section in result.sections}
+    changed = {entry.section_key for entry in result.ledger if entry.action != "kept"}
+    every = {entry.section_key for entry in result.ledger} | final
+    initial = result.initial_budget or result.budget
+    hits = driver.last_cache_run()
+    return {
+        "tokens_before": initial.total_tokens,
+        "tokens_after": result.budget.total_tokens,
+        "utilisation": result.budget.utilization_rate,
+        "truncated": bool(result.truncation.get("triggered", False)),
+        "sections_kept": len(final - changed),
+        "sections_summarized": len(final & changed),
+        "sections_dropped": len(every - final),
+        "position": _position(result.position),
+        "cache_hits": len(hits.hits) if hits is not None else 0,
+        "facts_kept": sum(fact in result.context for fact in facts),
+        "facts_total": len(facts),
+    }
+
+
+def _position(position: Mapping[str, Any]) -> str:
+    """The GSD position in one short string ("v1.0 phase 2 plan 02-02"), "" outside GSD."""
+    if not position:
+        return ""
+    parts = [position.get("milestone"), f"phase {position['phase']}" if position.get("phase") else None,
+             f"plan {position['plan']}" if position.get("plan") else None]
+    return " ".join(str(part) for part in parts if part)
+
+
+def _write_context(folder: str, job: Job, context: str) -> str:
+    from .viz.output import write_atomic
+
+    path = os.path.join(folder, context_file_name(job))
+    write_atomic(path, context, "--contexts-dir")
+    return path
+
+
+def _extra(row: dict) -> dict:
+    return {CONTEXT_FILE_COLUMN: row[CONTEXT_FILE_COLUMN]} if CONTEXT_FILE_COLUMN in row else {}
+
+
+def _stat_key(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+# ----------------------------------------------------------------------------- executors
+
+
+def _chunksize(total: int | None, workers: int) -> int:
+    """Jobs per task: about eight tasks per worker over the batch, at most 8 jobs (a row waits
+    for its chunk) and at least 1."""
+    if total is None:
+        return 4
+    return max(1, min(8, total // (workers * 8)))
+
+
+def _chunks(jobs: Iterator[Job], size: int) -> Iterator[list[Job]]:
+    while chunk := list(itertools.islice(jobs, size)):
+        yield chunk
+
+
+def _run_chunk(chunk: list[Job], settings: _Settings) -> list[dict]:
+    """A worker's task: the rows of a chunk of jobs, through this process's driver."""
+    driver.set_cache_defaults(**settings.cache)
+    return [run_job(job, settings.contexts_dir) for job in chunk]
+
+
+def _init_worker() -> None:
+    """A pool worker: Ctrl-C is the parent's to handle; build the driver and tokenizer once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _warm()
+
+
+def _warm() -> None:
+    """Build the driver and load the default tokenizer now (a failure here is left to the first job)."""
+    from .nodes.lib.tokens import token_counter_for
+
+    try:
+        driver.default_driver()
+        token_counter_for("cl100k_base").count("warm")
+    except Exception:  # noqa: BLE001 - warming is an optimisation; the job reports the real error
+        pass
+
+
+def _bounded(submit: Callable[[list[Job]], Any], chunks: Iterator[list[Job]], window: int,
+             wait_one: Callable[[set], tuple[set, set]]) -> Iterator[Any]:
+    """Keep at most ``window`` chunks in flight; yield each finished future as it completes."""
+    pending: set = set()
+    for chunk in itertools.chain(chunks, [None]):
+        if chunk is not None:
+            pending.add(submit(chunk))
+            if len(pending) < window:
+                continue
+        while pending and (chunk is None or len(pending) >= window):
+            done, pending = wait_one(pending)
+            yield from done
+
+
+def _process_rows(chunks: Iterator[list[Job]], workers: int, settings: _Settings) -> Iterator[dict]:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    pool = futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker)
+    try:
+        finished = _bounded(lambda chunk: pool.submit(_run_chunk, chunk, settings), chunks, workers * 3,
+                            lambda pending: futures.wait(pending, return_when=futures.FIRST_COMPLETED))
+        for future in finished:
+            yield from future.result()
+        pool.shutdown(wait=True)
+    except BaseException:  # Ctrl-C or the caller stopped early: no worker outlives the batch
+        _stop_pool(pool)
+        raise
+
+
+def _stop_pool(pool: futures.ProcessPoolExecutor) -> None:
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(5)
+
+
+def _dask_rows(chunks: Iterator[list[Job]], workers: int, scheduler: Any, settings: _Settings,
+               via_hamilton: bool) -> Iterator[dict]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise CtxEngineError("--executor dask needs the dask extra: pip install 'ctxengine[dask]'") from None
+    cluster = None
+    if isinstance(scheduler, Client):
+        client, own_client = scheduler, False
+    else:
+        if scheduler is None:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=None)
+            scheduler = cluster
+        try:
+            client, own_client = Client(scheduler, timeout=SCHEDULER_TIMEOUT), True
+        except (OSError, TimeoutError) as exc:
+            if cluster is not None:
+                cluster.close()
+            raise CtxEngineError(f"--scheduler {scheduler!r}: cannot connect ({exc}); "
+                                 "give the address of a running dask scheduler, e.g. tcp://127.0.0.1:8786") from None
+    try:
+        client.run(_warm)  # one driver per worker, built before the first job
+        if via_hamilton:
+            yield from _hamilton_dask_rows(client, chunks, workers, settings)
+        else:
+            yield from _client_map_rows(client, chunks, workers, settings)
+    finally:
+        if own_client:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _client_map_rows(client, chunks: Iterator[list[Job]], workers: int, settings: _Settings) -> Iterator[dict]:
+    from distributed import wait
+
+    def submit(chunk: list[Job]):
+        return client.map(_run_chunk, [chunk], settings=settings, pure=False)[0]
+
+    def wait_one(pending: set) -> tuple[set, set]:
+        done = wait(list(pending), return_when="FIRST_COMPLETED").done
+        return set(done), pending - set(done)
+
+    for future in _bounded(submit, chunks, workers * 3, wait_one):
+        yield from future.result()  # the future goes with its last reference: nothing stays on the cluster
+
+
+def _hamilton_dask_rows(client, chunks: Iterator[list[Job]], workers: int, settings: _Settings) -> Iterator[dict]:
+    """The jobs as a Hamilton Parallelizable over ``h_dask.DaskExecutor``: one task per job,
+    one Hamilton run per window of jobs (Collect returns a window's rows together)."""
+    from hamilton import driver as h_driver
+    from hamilton.execution import executors
+    from hamilton.plugins import h_dask
+
+    from . import batch_fanout
+
+    dr = (h_driver.Builder().enable_dynamic_execution(allow_experimental_mode=True)
+          .with_modules(batch_fanout)
+          .with_local_executor(executors.SynchronousLocalTaskExecutor())
+          .with_remote_executor(h_dask.DaskExecutor(client=client)).build())
+    window = _chunks(itertools.chain.from_iterable(chunks), workers * 16)
+    for jobs in window:
+        yield from dr.execute(["batch_rows"], inputs={"batch_jobs": jobs, "batch_settings": settings})["batch_rows"]
+
+
+def _with_progress(rows: Iterator[dict], progress: Any, total: int | None) -> Iterator[dict]:
+    if callable(progress):
+        for row in rows:
+            progress(row)
+            yield row
+        return
+    if not progress or not sys.stderr.isatty():
+        yield from rows
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=total, unit="project", file=sys.stderr, dynamic_ncols=True) as bar:
+        failed = 0
+        for row in rows:
+            failed += row["status"] != "ok"
+            bar.update(1)
+            if failed:
+                bar.set_postfix(failed=failed, refresh=False)
+            yield row
+
+
+# ----------------------------------------------------------------------------- the run records of before
+
 
 #: The columns of a run record (nodes/report.py ``run_record``), in CSV order.
 RECORD_COLUMNS = (
@@ -33,11 +426,11 @@ def build_record(
         with driver.quiet_failures():
             return driver.execute(["run_record"], project_dir, overrides, request)["run_record"]
     except CtxEngineError as exc:
-        return _error_row(project_dir, f"{type(exc).__name__}: {exc}")
+        return _error_record(project_dir, f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - a batch reports every failure as a row
         if debug:
             traceback.print_exc(file=sys.stderr)
-        return _error_row(project_dir, f"internal error {type(exc).__name__}: {exc}")
+        return _error_record(project_dir, f"internal error {type(exc).__name__}: {exc}")
 
 
 def iter_records(
@@ -73,88 +466,5 @@ def write_records(records: Iterable[dict], out: IO[str]) -> tuple[int, int]:
     return rows, failed
 
 
-def _error_row(project_dir: str | os.PathLike, message: str) -> dict:
+def _error_record(project_dir: str | os.PathLike, message: str) -> dict:
     return {"project_dir": os.path.abspath(os.fspath(project_dir)), "error": message}
-
-
-# interim: the batch branch replaces this at merge
-# (the interface ``ctxengine experiment`` runs on: Job, run_jobs and their row columns; sequential here)
-
-import time  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-
-#: The columns of a job row, in order (a job's labels follow).
-JOB_COLUMNS = (
-    "project", "status", "error", "tokens_before", "tokens_after", "utilisation", "truncated", "sections_kept",
-    "sections_summarized", "sections_dropped", "position", "time_s", "cache_hits", "facts_kept", "facts_total",
-)
-
-
-@dataclass(frozen=True)
-class Job:
-    """One build of a batch: a project, its request, dotted-key overrides, node swaps (paths of
-    .py files, so a job pickles to process workers), labels copied into its row, and fact
-    strings counted in the final context."""
-
-    project: str
-    request: str = ""
-    overrides: Mapping[str, Any] = field(default_factory=dict)
-    nodes: tuple[str, ...] = ()
-    labels: Mapping[str, Any] = field(default_factory=dict)
-    facts: tuple[str, ...] = ()
-
-
-def run_jobs(jobs: Iterable[Job], *, executor: str = "local", workers: int | None = None, scheduler: Any = None,
-             progress: Any = None) -> Iterator[dict]:
-    """One row per job (columns :data:`JOB_COLUMNS`, then the job's labels), in order, each
-    yielded when built; a failed build is a row with status "error" and its message.
-    ``progress``: called with each row."""
-    if executor != "local":
-        raise CtxEngineError(f"executor {executor!r} is not available in this build; use executor='local'")
-    for job in jobs:
-        row = run_job(job)
-        if progress is not None:
-            progress(row)
-        yield row
-
-
-def run_job(job: Job) -> dict:
-    """The row of one job (see :func:`run_jobs`)."""
-    row: dict[str, Any] = dict.fromkeys(JOB_COLUMNS)
-    row.update(project=os.path.abspath(os.fspath(job.project)), status="ok")
-    start = time.perf_counter()
-    try:
-        with driver.quiet_failures():
-            result = driver.execute(["build_result"], job.project, job.overrides, job.request,
-                                    nodes=job.nodes)["build_result"]
-    except Exception as exc:  # noqa: BLE001 - every failure is a row
-        kind = "" if isinstance(exc, CtxEngineError) else "internal error "
-        row.update(status="error", error=f"{kind}{type(exc).__name__}: {exc}")
-    else:
-        row.update(_result_columns(result, job.facts))
-        summary = driver.last_cache_run()
-        row["cache_hits"] = len(summary.hits) if summary is not None else None
-    row["time_s"] = round(time.perf_counter() - start, 4)
-    row.update(job.labels)
-    return row
-
-
-def _result_columns(result, facts: tuple[str, ...]) -> dict:
-    """The figures of one build: kept = untouched by truncation, summarized = in the context
-    but shortened (summarized, compacted or cut), dropped = left out of the context."""
-    final = {s.key for s in result.sections}
-    touched = {e.section_key for e in result.ledger if e.action != "kept"}
-    everyone = final | {e.section_key for e in result.ledger}
-    position = result.position
-    return {
-        "tokens_before": (result.initial_budget or result.budget).total_tokens,
-        "tokens_after": result.budget.total_tokens,
-        "utilisation": result.budget.utilization_rate,
-        "truncated": bool(result.truncation.get("triggered", False)),
-        "sections_kept": len(final - touched),
-        "sections_summarized": len(final & touched),
-        "sections_dropped": len(everyone - final),
-        "position": f"phase {position['phase']}, plan {position.get('plan') or '-'}" if position.get("phase") else "",
-        "facts_kept": sum(fact in result.context for fact in facts) if facts else None,
-        "facts_total": len(facts) if facts else None,
-    }

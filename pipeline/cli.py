@@ -152,12 +152,30 @@ def _parser() -> argparse.ArgumentParser:
     _add_cache(config)
     config.set_defaults(handler=_config)
 
-    batch = sub.add_parser("batch", parents=[common], help="build many projects; one CSV row per project")
-    batch.add_argument("projects", nargs="+", metavar="PROJECT_DIR", help="project folders")
+    batch = sub.add_parser("batch", parents=[common], help="build many projects; one row per project")
+    batch.add_argument("projects", nargs="*", metavar="PROJECT_DIR", help="project folders")
+    batch.add_argument("--from-file", default=None, metavar="LIST",
+                       help="read the jobs from LIST: text (a path a line, # comments), .csv (a header with project "
+                            "and optionally request, mode, phase, overrides, dotted.key columns; other columns are "
+                            "labels) or .jsonl (objects with those keys); relative paths are from LIST's folder")
     batch.add_argument("--request", default="", metavar="TEXT", help="the user request for every project")
+    _add_named(batch)
     _add_set(batch)
+    batch.add_argument("--executor", choices=("local", "processes", "dask"), default="local",
+                       help="local: one after another in this process; processes: a process pool; dask: a "
+                            "LocalCluster on 127.0.0.1, or the running scheduler of --scheduler (default: local)")
+    batch.add_argument("--workers", type=_positive, default=None, metavar="N",
+                       help="worker processes for processes and dask (default: the CPU count)")
+    batch.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                       help="with --executor dask: join this running dask scheduler instead of starting a LocalCluster")
     batch.add_argument("-o", "--output", default=None, metavar="FILE",
-                       help="write the CSV here instead of stdout (row by row; Ctrl-C keeps the finished rows)")
+                       help="write the rows here (.csv or .jsonl row by row, .parquet in row groups) instead of CSV "
+                            "on stdout; Ctrl-C keeps the finished rows")
+    batch.add_argument("--contexts-dir", default=None, metavar="DIR",
+                       help="write each final context to its own file in DIR (it must exist; name in context_file)")
+    batch.add_argument("--resume", action="store_true",
+                       help="keep the rows of -o FILE whose project inputs are unchanged (fingerprint column) "
+                            "and build only the others")
     _add_cache(batch)
     batch.set_defaults(handler=_batch)
 
@@ -476,20 +494,57 @@ def _flag_origins(args: argparse.Namespace, sets: dict[str, Any]) -> dict[str, s
 
 
 def _batch(args: argparse.Namespace) -> int:
-    from .batch import iter_records, write_records
-    from .viz.output import atomic_output
+    from .api import build_overrides
+    from .batch import run_jobs
+    from .batch_io import (jobs_from_paths, kept_rows, open_rows, output_format, read_job_list, resume_plan,
+                           row_columns)
 
-    _warn_if_empty(args.request, "use --request TEXT")
-    records = iter_records(args.projects, args.request, _overrides(args), debug=bool(getattr(args, "debug", False)))
-    if args.output is None:
-        rows, failed = write_records(records, _StdoutSink())
+    if bool(args.projects) == (args.from_file is not None):
+        raise CtxEngineError("batch: give PROJECT_DIR... or --from-file LIST (exactly one)")
+    if args.scheduler is not None and args.executor != "dask":
+        raise CtxEngineError("--scheduler joins a dask scheduler: add --executor dask")
+    if args.resume and args.output is None:
+        raise CtxEngineError("--resume reads the rows of -o FILE: give -o FILE")
+    if args.output is not None:  # a wrong folder or file type fails now, not after the batch
+        from .viz.output import check_output_path
+
+        check_output_path(args.output, "-o")
+        output_format(args.output)
+    if args.contexts_dir is not None and not os.path.isdir(args.contexts_dir):
+        raise CtxEngineError(f"--contexts-dir {quoted(args.contexts_dir)}: the folder does not exist; create it first")
+    overrides = build_overrides(_overrides(args), **_named(args))
+    if args.from_file is not None:
+        jobs = read_job_list(args.from_file, args.request, overrides)
     else:
-        with atomic_output(args.output, "-o", keep_on_interrupt=True) as fh:
-            rows, failed = write_records(records, fh)
+        jobs = jobs_from_paths(args.projects, args.request, overrides)
+    if not any(job.request.strip() for job in jobs):
+        _warn_if_empty("", "use --request TEXT" + (" or a request column" if args.from_file else ""))
+    columns = row_columns(jobs, contexts=args.contexts_dir is not None)
+    todo, kept = resume_plan(jobs, args.output) if args.resume else (jobs, set())
+    rows = run_jobs(todo, executor=args.executor, workers=args.workers, scheduler=args.scheduler, progress=True,
+                    contexts_dir=args.contexts_dir)
+    if args.output is None:
+        import csv
+
+        writer = csv.DictWriter(_StdoutSink(), fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        built = failed = 0
+        for row in rows:
+            writer.writerow(row)
+            built += 1
+            failed += row["status"] != "ok"
+    else:
+        with open_rows(args.output, columns) as out:
+            for row in kept_rows(args.output, jobs, kept) if args.resume else ():
+                out.write(row, count=False)
+            for row in rows:
+                out.write(row)
+        built, failed = out.rows, out.failed
+    skipped = f", {len(jobs) - len(todo)} unchanged (kept)" if args.resume else ""
     if failed:
-        _say(f"{failed} of {rows} projects failed (the error column says why)")
+        _say(f"{failed} of {built} projects failed (the error column says why){skipped}")
         return 1
-    _say(f"{rows} projects built" + (f"; wrote {args.output}" if args.output else ""))
+    _say(f"{built} projects built{skipped}" + (f"; wrote {args.output}" if args.output else ""))
     return 0
 
 
@@ -523,6 +578,16 @@ def _serve(args: argparse.Namespace) -> int:
 
     serve(debug=bool(getattr(args, "debug", False)))
     return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{quoted(text)}: give a whole number of at least 1")
+    return value
 
 
 def _dag(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ import importlib.util  # noqa: E402
 import inspect  # noqa: E402
 import logging  # noqa: E402
 import sqlite3  # noqa: E402
+import threading  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
 from functools import lru_cache  # noqa: E402
@@ -158,6 +159,9 @@ driver_for.cache_info = _shared_driver.cache_info  # type: ignore[attr-defined]
 
 
 _LAST_CACHE_RUN: list = [None]
+#: Hamilton's cache adapter keeps the state of its runs (and prunes all but the last); runs from
+#: threads of one process (a threaded Dask worker, a server) take turns on the cached driver.
+_CACHED_RUN_LOCK = threading.RLock()
 #: The process's default for :func:`execute` calls that do not say (the CLI sets it from
 #: --no-cache/--cache-dir). On: measured by benchmarks/cache.py, an unchanged cached rebuild
 #: costs a fraction of an uncached build (loaders run, every other node is a hit).
@@ -243,7 +247,7 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
     if folder is None:
         _LAST_CACHE_RUN[0] = None
         return _execute_materialized(dr, wanted, inputs, overrides)
-    with _cache.using(folder):
+    with _CACHED_RUN_LOCK, _cache.using(folder):  # one cached run at a time: the adapter keeps per-run state
         try:
             out = _execute_materialized(dr, wanted, inputs, overrides)
         except _cache.StaleResult:  # a stored pickle that no longer loads: the folder's results go

@@ -55,7 +55,7 @@ def run_experiment(
     ``facts``: strings (or a file of them, one a line) counted in each final context."""
     import pandas as pd
 
-    from .batch import JOB_COLUMNS, run_jobs
+    from .batch import ROW_COLUMNS, run_jobs
 
     variants = combinations(vary)
     varying = [key for key, values in vary.items() if len(values) > 1]
@@ -66,7 +66,7 @@ def run_experiment(
     if not jobs:
         raise CtxEngineError("experiment: no projects given; name at least one project folder")
     rows = list(run_jobs(jobs, executor=executor, workers=workers, scheduler=scheduler, progress=progress))
-    columns = [*JOB_COLUMNS, "variant", *vary]
+    columns = [*ROW_COLUMNS, "variant", *vary]
     return pd.DataFrame(rows).reindex(columns=list(dict.fromkeys([*columns, *(c for r in rows for c in r)])))
 
 

@@ -125,6 +125,6 @@ def test_batch_reports_a_broken_project_as_a_row(tmp_path):
 
     frame = pd.read_csv(tmp_path / "out.csv")
     assert len(frame) == 2
-    by_dir = {Path(p).name: e for p, e in zip(frame["project_dir"], frame["error"])}
+    by_dir = {Path(p).name: e for p, e in zip(frame["project"], frame["error"])}
     assert pd.isna(by_dir[good.name])
     assert "config.json" in by_dir["broken"]

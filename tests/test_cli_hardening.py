@@ -138,8 +138,8 @@ def test_ctrl_c_during_a_batch_keeps_the_finished_rows(stalled_project, tmp_path
     assert code == 130
     assert one_line(stderr) == INTERRUPTED
     rows = list(csv.DictReader(out.open()))
-    assert [Path(r["project_dir"]).name for r in rows] == ["demo"]
-    assert rows[0]["error"] == "" and int(rows[0]["total_tokens"]) > 0
+    assert [Path(r["project"]).name for r in rows] == ["demo"]
+    assert rows[0]["error"] == "" and int(rows[0]["tokens_after"]) > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv", "slow"]  # no temporary file left
 
 
@@ -207,7 +207,7 @@ def test_batch_with_a_broken_project_exits_1_with_a_summary(tmp_path):
     assert done.returncode == 1
     assert one_line(done.stderr) == "ctxengine: 1 of 2 projects failed (the error column says why)"
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
-    assert [Path(r["project_dir"]).name for r in rows] == ["demo", "broken"]
+    assert [Path(r["project"]).name for r in rows] == ["demo", "broken"]
     assert rows[0]["error"] == ""
     assert rows[1]["error"].startswith("ConfigError: ") and "config.json:1:" in rows[1]["error"]
 
