@@ -140,7 +140,9 @@ def run_child(kind: str, listing: Path, workers: int | None = None, csv: Path | 
     argv = [sys.executable, __file__, "--child", kind, "--list", str(listing)]
     argv += ["--workers", str(workers)] if workers else []
     argv += ["--csv", str(csv)] if csv else []
-    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **GIT_ENV})
+    with tempfile.TemporaryDirectory(prefix="ctxengine-bench-cache-") as cache:  # every child starts cold:
+        env = {**os.environ, **GIT_ENV, "CTXENGINE_CACHE_DIR": cache}  # a first batch run, in any order
+        done = subprocess.run(argv, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"child {kind} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -364,3 +364,19 @@ def test_ctrl_c_with_worker_processes_keeps_the_finished_rows(tmp_path):
     assert proc.returncode == 130 and one_line(stderr) == INTERRUPTED
     assert [Path(r["project"]).name for r in csv.DictReader(out.open())] == ["demo"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv", "slow"]
+
+
+def test_cli_batch_keeps_a_cache_only_when_asked(tmp_path, capsys):
+    """A batch builds each project once: no cache unless --cache or --cache-dir says so."""
+    from ctxengine import driver
+
+    project = write_project(tmp_path / "p", {".planning/plans/current/plan.md": "# Plan\n\n- one\n"})
+    folder, out = tmp_path / "cache", tmp_path / "rows.jsonl"
+    try:
+        assert _cli(capsys, str(project), "--request", "x", "-o", str(out))[0] == 0
+        assert [row["cache_hits"] for row in read_rows(out)] == [0] and driver.last_cache_run() is None
+        for _ in range(2):  # the second run is served from the cache the first one wrote
+            assert _cli(capsys, str(project), "--request", "x", "-o", str(out), "--cache-dir", str(folder))[0] == 0
+        assert folder.is_dir() and [row["cache_hits"] > 0 for row in read_rows(out)] == [True]
+    finally:
+        driver.set_cache_defaults()  # the process default of the API (cached) for the tests after this one
