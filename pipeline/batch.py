@@ -195,13 +195,16 @@ def _result_columns(result, facts: tuple[str, ...]) -> dict:
     final = {section.key for section in result.sections}
     changed = {entry.section_key for entry in result.ledger if entry.action != "kept"}
     every = {entry.section_key for entry in result.ledger} | final
-    initial = result.initial_budget or result.budget
+    truncated = bool(result.truncation.get("triggered", False))
+    # untruncated, the context is the one assembled: its exact count (the first report may be the
+    # chars/4 estimate of a context far under the budget)
+    initial = result.initial_budget if truncated and result.initial_budget is not None else result.budget
     hits = driver.last_cache_run()
     return {
         "tokens_before": initial.total_tokens,
         "tokens_after": result.budget.total_tokens,
         "utilisation": result.budget.utilization_rate,
-        "truncated": bool(result.truncation.get("triggered", False)),
+        "truncated": truncated,
         "sections_kept": len(final - changed),
         "sections_summarized": len(final & changed),
         "sections_dropped": len(every - final),

@@ -46,6 +46,7 @@ def test_rows_have_the_columns_labels_facts_and_errors(broken, tmp_path):
     assert good["facts_kept"] == 1 and good["facts_total"] == 2
     assert good["tokens_after"] > 0 and 0 < good["utilisation"] < 1 and good["time_s"] > 0
     assert good["sections_kept"] > 0 and good["sections_dropped"] == 0 and good["truncated"] is False
+    assert good["tokens_before"] == good["tokens_after"]  # nothing cut: one exact count, not an estimate beside it
     assert len(good["fingerprint"]) == 32 and good["position"] == ""
     assert bad["status"] == "error" and bad["error"].startswith("ConfigError: ") and "config.json:1:" in bad["error"]
     assert bad["arm"] == "b"
