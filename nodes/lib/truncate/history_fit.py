@@ -97,24 +97,22 @@ def _grade_span(levels, lo, hi, rest, budget, v, f, s, drop_marker) -> tuple[boo
     if _bounded_sum(s, lo, hi, room) is None:  # even all summary lines are over: sweep 3
         return _drop_oldest(levels, lo, hi, room, v, s, drop_marker)
     if _bounded_sum(f, lo, hi, room) is not None:  # sweep 1 ends within budget
-        total = sum(v(i) for i in range(lo, hi))
-        for i in range(lo, hi):
-            if total <= room:
-                break
-            if f(i) < v(i):
-                levels[i] = FIRST_LAST
-                total += f(i) - v(i)
-        return True, total
+        return True, _demote(levels, lo, hi, sum(v(i) for i in range(lo, hi)), room, f, v, FIRST_LAST)
     for i in range(lo, hi):  # sweep 2 ends within budget (all summary lines would fit)
         levels[i] = FIRST_LAST if f(i) < v(i) else VERBATIM
-    total = sum(f(i) for i in range(lo, hi))
+    return True, _demote(levels, lo, hi, sum(f(i) for i in range(lo, hi)), room, s, f, SUMMARY)
+
+
+def _demote(levels, lo, hi, total, room, cheaper, dearer, level) -> int:
+    """Rounds lo..hi, oldest first, set to ``level`` (costing ``cheaper`` instead of ``dearer``)
+    while ``total`` is over ``room``; the total after."""
     for i in range(lo, hi):
         if total <= room:
             break
-        if s(i) < f(i):
-            levels[i] = SUMMARY
-            total += s(i) - f(i)
-    return True, total
+        if cheaper(i) < dearer(i):
+            levels[i] = level
+            total += cheaper(i) - dearer(i)
+    return total
 
 
 def _drop_oldest(levels, lo, hi, room, v, s, drop_marker) -> tuple[bool, int]:
