@@ -41,6 +41,9 @@ from hamilton.caching.adapter import CachingBehavior, CachingEventType, Hamilton
 from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
+from .nodes.lib.digest import digest16
+from .nodes.lib.monitor import RoundUse
+from .nodes.lib.round_memo import ROUND_MEMO
 from .nodes.types import CtxEngineError, Message, Round
 
 #: The cap of one project's cache folder when the config has no ``cache.maxBytes``.
@@ -403,7 +406,7 @@ class SQLiteResultStore(ResultStore):
 
 
 def _blake(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
+    return hashlib.sha256(data).digest()[:16]
 
 
 def _now() -> float:
@@ -510,11 +513,7 @@ class _Unhashable(Exception):
 
 
 def _digest(*parts: bytes) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.hexdigest()
+    return digest16(*parts).hex()
 
 
 def _fp(value: Any, memo: dict) -> str:
@@ -529,7 +528,9 @@ def _fp(value: Any, memo: dict) -> str:
         if known is not None and known[0] is value:
             memo[id(value)] = known
             return known[1]
-        result = _pickled(value)  # plain data: its pickle (C speed) is stable
+        digest = ROUND_MEMO.known_digest(value) if kind is Round else None
+        # a round the memo built is known by its content digest; other plain data by its pickle (C speed)
+        result = "r" + digest.hex() if digest is not None else _pickled(value)
     elif isinstance(value, types.FunctionType):
         cells = tuple(cell.cell_contents for cell in (value.__closure__ or ()))
         result = _digest(b"fn", value.__module__.encode(), value.__qualname__.encode(),
@@ -558,9 +559,9 @@ def _fp(value: Any, memo: dict) -> str:
 
 
 #: Frozen values of these types are fingerprinted once per process (remembered by identity,
-#: holding them): a session's rounds and messages, made once per round by the round memo and
-#: never changed afterwards.
-_LASTING_TYPES = frozenset({Round, Message})
+#: holding them): a session's rounds, their messages and token uses, made once per round by
+#: the round memo and never changed afterwards.
+_LASTING_TYPES = frozenset({Round, Message, RoundUse})
 _LASTING: dict[int, tuple[Any, str]] = {}
 
 

@@ -47,6 +47,7 @@ from .nodes import (  # noqa: E402
 )
 from .nodes.types import CtxEngineError  # noqa: E402
 from . import cache as _cache  # noqa: E402
+from . import round_store as _round_store  # noqa: E402
 
 #: The stage modules, in dataflow order.
 NODE_MODULES: tuple[ModuleType, ...] = (
@@ -248,6 +249,9 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
         _LAST_CACHE_RUN[0] = None
         return _execute_materialized(dr, wanted, inputs, overrides)
     with _CACHED_RUN_LOCK, _cache.using(folder):  # one cached run at a time: the adapter keeps per-run state
+        _round_store.absorb(folder)  # the rounds an earlier process made (a transcript that grew)
+        work = _round_store.ROUND_MEMO.work
+        _round_store.ROUND_MEMO.start_tracking()
         try:
             out = _execute_materialized(dr, wanted, inputs, overrides)
         except _cache.StaleResult:  # a stored pickle that no longer loads: the folder's results go
@@ -256,8 +260,9 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
         finally:
             dr.cache.result_store.flush()
             dr.cache.forget_runs(keep=1)
-        limit = out["context_config"]["cache"]["maxBytes"]
-        _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], int(limit))
+        limit = int(out["context_config"]["cache"]["maxBytes"])
+        _round_store.keep(folder, work, limit)
+        _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], limit)
     return out
 
 

@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+from hypothesis import given, settings, strategies as st
+
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -468,6 +470,18 @@ def test_address_refusal_covers_the_special_ranges():
 
 def test_clean_text_keeps_newlines_tabs_and_cr():
     assert textio.clean_text("a\tb\r\nc\x1b[2J\x1b[1;31md\x00\x7f\x9be") == ("a\tb\r\ncde", 5)
+
+
+_CONTROL_HEAVY = st.text(st.sampled_from(["\x1b", "[", "]", "\x07", "\\", "m", "P", "0", ";", " ", "a", "\n", "\t",
+                                          "\r", "\x00", "\x01", "\x7f", "\x85", "\x9b", "é", "中", "\u2028"]),
+                         max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_CONTROL_HEAVY)
+def test_cleaning_utf8_bytes_removes_what_cleaning_the_text_removes(text):
+    cleaned, removed = textio.clean_utf8(text.encode("utf-8"))
+    assert (cleaned.decode("utf-8"), removed) == textio.clean_text(text)
 
 
 _STATE_FILES = {  # path -> the project around it (the other files make the layout and the session format)

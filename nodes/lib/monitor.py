@@ -118,15 +118,26 @@ def round_uses(
     render: Callable[[Round], str] | None = None,
     estimate: Callable[[str], int] | None = None,
     exact_last: int | None = None,
+    memo: Any = None,
+    counted_as: str = "",
 ) -> tuple[RoundUse, ...]:
     """:func:`round_use` of every round, oldest first. With ``estimate`` and ``exact_last``,
     only the last ``exact_last`` rounds (the ones the growth is read from) are counted
-    exactly; older rounds are estimated, so a long transcript costs no full tokenizer pass."""
+    exactly; older rounds are estimated, so a long transcript costs no full tokenizer pass.
+    ``memo`` (a RoundMemo): each round's use is made once per content and way of counting
+    (``counted_as`` names the exact counter, e.g. its encoding)."""
     rounds = tuple(rounds)
-    if estimate is None or exact_last is None:
-        return tuple(round_use(r, count, render) for r in rounds)
-    cut = max(0, len(rounds) - exact_last)
-    return tuple(round_use(r, estimate if i < cut else count, render) for i, r in enumerate(rounds))
+    cut = 0 if estimate is None or exact_last is None else max(0, len(rounds) - exact_last)
+    ways = ((estimate, "estimate"), (count, "exact:" + counted_as))
+    shape = "rendered" if render is not None else "text"
+
+    def use(round_: Round, exact: bool) -> RoundUse:
+        counter, name = ways[exact]
+        if memo is None:
+            return round_use(round_, counter, render)
+        return memo.derived(round_, f"use:{name}:{shape}", lambda r: round_use(r, counter, render))
+
+    return tuple(use(r, i >= cut) for i, r in enumerate(rounds))
 
 
 def growth_rate(tokens: Sequence[int], window: int = GROWTH_WINDOW) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 class LazyRegex:
     """A ``re.Pattern`` stand-in compiling ``pattern`` with ``flags`` on first use."""
 
-    def __init__(self, pattern: str, flags: int = 0) -> None:
+    def __init__(self, pattern: str | bytes, flags: int = 0) -> None:
         self._source = (pattern, flags)
         self._compiled: re.Pattern | None = None
 
@@ -37,6 +37,6 @@ class LazyRegex:
         return f"lazy_regex({self._source[0]!r}, {self._source[1]!r})"
 
 
-def lazy_regex(pattern: str, flags: int = 0) -> LazyRegex:
+def lazy_regex(pattern: str | bytes, flags: int = 0) -> LazyRegex:
     """``re.compile(pattern, flags)``, deferred to the first use."""
     return LazyRegex(pattern, flags)

@@ -18,22 +18,24 @@ parses and compacts in a fraction of one tiktoken pass over it. The truncation s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from .digest import text_digest
 from .quote import quoted
+from . import round_memo as _round_memo
 from ..types import Message, Round
 
 JSONL = "jsonl"
 AIDER = "aider"
 
 _ROLES = frozenset(("user", "assistant", "tool", "system"))
+
+#: The process's round memo (nodes/lib/round_memo.py), where callers have always found it.
+ROUND_MEMO, RoundMemo = _round_memo.ROUND_MEMO, _round_memo.RoundMemo
 
 
 @dataclass(frozen=True)
@@ -50,89 +52,6 @@ class SessionHistory:
     @property
     def message_count(self) -> int:
         return sum(len(r.messages) for r in self.rounds)
-
-
-# ----------------------------------------------------------------------------- the round memo
-
-
-class RoundMemo:
-    """A process-wide bounded memo (least recently used out) of what a round costs to make:
-    the parse of an aider round's stretch of text (keyed by the hash of that text, its first
-    line and the session header it inherits) and each round's summary line (keyed by the
-    round's content: index, lines, messages). It lives outside the Hamilton graph, so a rebuild
-    of a transcript that only grew re-uses the rounds of its unchanged beginning even when the
-    nodes re-run. ``parsed`` and ``summarized`` count the work actually done (misses)."""
-
-    def __init__(self, max_entries: int = 50_000):
-        self.max_entries = max_entries
-        self._lock = threading.Lock()
-        self.clear()
-
-    def clear(self) -> None:
-        """Forget everything (and reset the counters)."""
-        with self._lock:
-            self._parses: OrderedDict = OrderedDict()
-            self._rounds: dict = {}
-            self._summaries: OrderedDict = OrderedDict()
-            self.parsed = 0
-            self.summarized = 0
-
-    def parsed_round(self, key, parse):
-        """The parse of a round's stretch under ``key``: remembered, else ``parse()`` (counted)."""
-        with self._lock:
-            found = self._get(self._parses, key)
-        if found is None:
-            found = parse()
-            with self._lock:
-                self.parsed += 1
-                self._put(self._parses, key, found)
-        return found
-
-    def round(self, key, index: int, build) -> Round:
-        """The Round of the stretch ``key`` as round ``index``: the same object while both hold."""
-        made = self._rounds.get(key)
-        if made is None or made.index != index:
-            made = build()
-            with self._lock:
-                if len(self._rounds) >= self.max_entries:
-                    self._rounds.clear()
-                self._rounds[key] = made
-        return made
-
-    def summary(self, round_: Round, summarize) -> str:
-        """The summary line of ``round_``: remembered by its content, else ``summarize(round_)`` (counted)."""
-        key = _round_key(round_)
-        with self._lock:
-            found = self._get(self._summaries, key)
-        if found is None:
-            found = summarize(round_)
-            with self._lock:
-                self.summarized += 1
-                self._put(self._summaries, key, found)
-        return found
-
-    def _get(self, table: OrderedDict, key):
-        value = table.get(key)
-        if value is not None:
-            table.move_to_end(key)
-        return value
-
-    def _put(self, table: OrderedDict, key, value) -> None:
-        table[key] = value
-        table.move_to_end(key)
-        while len(table) > self.max_entries:
-            table.popitem(last=False)
-
-
-def _round_key(round_: Round) -> tuple:
-    """What a round's summary depends on; its texts are compared by hash, then by value."""
-    return (round_.index, round_.lines, tuple(
-        (m.role, m.content, m.call_id, tuple(tuple((str(k), str(v)) for k, v in c.items()) for c in m.tool_calls))
-        for m in round_.messages))
-
-
-#: The memo of this process (``ROUND_MEMO.clear()`` empties it; tests and benchmarks read its counters).
-ROUND_MEMO = RoundMemo()
 
 
 # ----------------------------------------------------------------------------- detection
@@ -348,7 +267,7 @@ def parse_aider(text: str, path: str) -> SessionHistory:
         end = starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
         line += text.count("\n", position, begin)
         position = begin
-        key = (_digest(text[begin:end].rstrip()), line, header)
+        key = (text_digest(text[begin:end].rstrip()), line, header)
         group, last, header, found = ROUND_MEMO.parsed_round(key, lambda: _aider_round(text, begin, end, line, key[2]))
         sessions += found
         if group:
@@ -363,10 +282,6 @@ def _user_run_starts(text: str) -> list[int]:
     starts = [0] if first is not None and first.lastgroup == "user" else []
     starts.extend(m.start() + 1 for m in _USER_RUNS.finditer(text, first.end() if starts else 0))
     return starts
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tuple[str, str, int, int]]:

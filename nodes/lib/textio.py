@@ -177,13 +177,18 @@ def _outside(shown: str, real: str) -> Refused:
 # ----------------------------------------------------------------------------- cleaning
 
 
-_ANSI = lazy_regex(
+_ANSI_PATTERN = (
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
     r"|\x1b[ -/]*[0-~]?"  # other escapes (and a lone ESC)
 )
+_ANSI = lazy_regex(_ANSI_PATTERN)
 _CONTROL = lazy_regex(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# The same in UTF-8 bytes: every byte of the patterns is ASCII, so they match where the text's do.
+_ANSI_BYTES = lazy_regex(_ANSI_PATTERN.encode("ascii"))
+_C0_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+_C1_BYTES = lazy_regex(rb"\xc2[\x80-\x9f]")  # U+0080-U+009F in UTF-8
 
 
 def clean_text(text: str) -> tuple[str, int]:
@@ -192,6 +197,22 @@ def clean_text(text: str) -> tuple[str, int]:
     text, sequences = _ANSI.subn("", text)
     text, controls = _CONTROL.subn("", text)
     return text, sequences + controls
+
+
+def clean_utf8(data: bytes | bytearray) -> tuple[bytes, int]:
+    """:func:`clean_text` on UTF-8 bytes, before decoding: the same removals, a few times
+    faster on a large file (the escape regex runs only when an ESC is there, C0 controls go
+    with ``bytes.translate``). Bytes that are not UTF-8 are decoded as replacement characters
+    afterwards, as they would have been."""
+    data, removed = bytes(data), 0
+    if b"\x1b" in data:
+        data, removed = _ANSI_BYTES.subn(b"", data)
+    kept = data.translate(None, _C0_BYTES)
+    removed += len(data) - len(kept)
+    if b"\xc2" in kept:
+        kept, c1 = _C1_BYTES.subn(b"", kept)
+        removed += c1
+    return kept, removed
 
 
 def cleaned_warning(where: str, removed: int) -> str | None:
@@ -233,6 +254,11 @@ def decode_text(data: bytes | bytearray, where: str, charset: str = "utf-8") -> 
 
 
 def _loaded(data: bytes | bytearray, where: str, charset: str = "utf-8", **extra: Any) -> LoadedText:
+    if charset.lower().replace("_", "-") in ("utf-8", "utf8"):
+        if b"\0" in data[:BINARY_PROBE]:
+            decode_text(data, where, charset)  # raises: a binary file
+        data, removed = clean_utf8(data)
+        return LoadedText(decode_text(data, where, charset), removed, **extra)
     text, removed = clean_text(decode_text(data, where, charset))
     return LoadedText(text, removed, **extra)
 

@@ -1,0 +1,172 @@
+"""The round memo: what a transcript's rounds cost to make, remembered outside the Hamilton graph.
+
+A transcript only grows between two turns of an agent, and its rounds are the expensive part
+of a build (parsing, the summary line of each round, the monitor's count of each). The memo
+keeps, per round, the parse of its stretch of text and every value derived from it, so a
+rebuild of a transcript that only grew makes just its new rounds, even when the nodes re-run:
+
+* ``parsed_round(key, parse)``: the parse of an aider round's stretch, keyed by the hash of
+  that text, its first line and the session header it inherits;
+* ``round(key, index, build)``: the Round of a stretch as round ``index``, the same object
+  while both hold, with a content digest known without hashing its text again;
+* ``derived(round_, kind, make)``: a value made from one round (its summary line, its token
+  use), keyed by the round's content digest.
+
+Within a process the memo serves every build; :meth:`RoundMemo.snapshot` and
+:meth:`RoundMemo.absorb` carry the entries a build used to the next process (the pipeline
+keeps them in the project's cache folder, see ``ctxengine.round_store``). ``parsed`` and
+``summarized`` count the work actually done (misses).
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from collections import OrderedDict
+from typing import Any, Callable
+
+from ..types import Round
+from .digest import digest16
+
+SUMMARY = "summary"
+
+
+class RoundMemo:
+    """A process-wide bounded memo (least recently used out) of parsed rounds and of the
+    values made from each round (see the module docstring)."""
+
+    def __init__(self, max_entries: int = 50_000):
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything (and reset the counters)."""
+        with self._lock:
+            self._parses: OrderedDict = OrderedDict()
+            self._rounds: dict = {}
+            self._derived: OrderedDict = OrderedDict()
+            self._digests: dict[int, tuple[Round, bytes]] = {}
+            self._used_parses: set = set()
+            self._used_derived: set = set()
+            self.parsed = 0
+            self.summarized = 0
+            self.derived_made = 0
+
+    # ------------------------------------------------------------------ parses and rounds
+
+    def parsed_round(self, key, parse: Callable[[], Any]):
+        """The parse of a round's stretch under ``key``: remembered, else ``parse()`` (counted)."""
+        with self._lock:
+            found = _get(self._parses, key)
+            self._used_parses.add(key)
+        if found is None:
+            found = parse()
+            with self._lock:
+                self.parsed += 1
+                self._put(self._parses, key, found)
+        return found
+
+    def round(self, key, index: int, build: Callable[[], Round]) -> Round:
+        """The Round of the stretch ``key`` as round ``index``: the same object while both hold;
+        its content digest is the stretch's key and index (no need to hash its text again)."""
+        made = self._rounds.get(key)
+        if made is None or made.index != index:
+            made = build()
+            digest = digest16(b"aider-round", pickle.dumps((key, index), protocol=pickle.HIGHEST_PROTOCOL))
+            with self._lock:
+                if len(self._rounds) >= self.max_entries:
+                    self._rounds.clear()
+                    self._digests.clear()
+                self._rounds[key] = made
+                self._digests[id(made)] = (made, digest)
+        return made
+
+    # ------------------------------------------------------------------ values made from a round
+
+    def digest(self, round_: Round) -> bytes:
+        """A content digest of ``round_``: known for rounds this memo built, else its pickle hashed
+        (and remembered while the object lives in the memo's table)."""
+        known = self._digests.get(id(round_))
+        if known is not None and known[0] is round_:
+            return known[1]
+        digest = digest16(b"round", pickle.dumps(round_, protocol=pickle.HIGHEST_PROTOCOL))
+        with self._lock:
+            if len(self._digests) >= self.max_entries:
+                self._digests.clear()
+            self._digests[id(round_)] = (round_, digest)
+        return digest
+
+    def known_digest(self, round_: Round) -> bytes | None:
+        """The digest of a round this memo built or hashed already; None otherwise (never hashes)."""
+        known = self._digests.get(id(round_))
+        return known[1] if known is not None and known[0] is round_ else None
+
+    def derived(self, round_: Round, kind: str, make: Callable[[Round], Any]):
+        """The value of ``kind`` made from ``round_``: remembered by the round's content, else
+        ``make(round_)`` (counted)."""
+        key = (self.digest(round_), kind)
+        with self._lock:
+            found = _get(self._derived, key)
+            self._used_derived.add(key)
+        if found is None:
+            found = make(round_)
+            with self._lock:
+                self.derived_made += 1
+                if kind == SUMMARY:
+                    self.summarized += 1
+                self._put(self._derived, key, found)
+        return found
+
+    def summary(self, round_: Round, summarize: Callable[[Round], str]) -> str:
+        """The summary line of ``round_``: remembered by its content, else ``summarize(round_)``."""
+        return self.derived(round_, SUMMARY, summarize)
+
+    # ------------------------------------------------------------------ across processes
+
+    @property
+    def work(self) -> int:
+        """Parses and derived values made so far (grows when a build made something new)."""
+        return self.parsed + self.derived_made
+
+    def start_tracking(self) -> None:
+        """Start recording which entries are used (:meth:`snapshot` returns them)."""
+        with self._lock:
+            self._used_parses, self._used_derived = set(), set()
+
+    def snapshot(self) -> dict:
+        """The entries used since :meth:`start_tracking`: {"parses": {key: value}, "derived":
+        {key: value}}, plain data that pickles (for the next process)."""
+        with self._lock:
+            return {"parses": {k: self._parses[k] for k in self._used_parses if k in self._parses},
+                    "derived": {k: self._derived[k] for k in self._used_derived if k in self._derived}}
+
+    def absorb(self, snapshot: dict) -> int:
+        """Take in the entries of a :meth:`snapshot` (made by another process); how many."""
+        parses, derived = snapshot.get("parses") or {}, snapshot.get("derived") or {}
+        with self._lock:
+            for key, value in parses.items():
+                self._parses.setdefault(key, value)
+            for key, value in derived.items():
+                self._derived.setdefault(key, value)
+            for table in (self._parses, self._derived):
+                while len(table) > self.max_entries:
+                    table.popitem(last=False)
+        return len(parses) + len(derived)
+
+    def _put(self, table: OrderedDict, key, value) -> None:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > self.max_entries:
+            table.popitem(last=False)
+
+
+def _get(table: OrderedDict, key):
+    value = table.get(key)
+    if value is not None:
+        table.move_to_end(key)
+    return value
+
+
+#: The memo of this process (``ROUND_MEMO.clear()`` empties it; tests and benchmarks read its counters).
+ROUND_MEMO = RoundMemo()

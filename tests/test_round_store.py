@@ -1,0 +1,114 @@
+"""The round memo between processes (pipeline/round_store.py): a transcript that grew is parsed,
+summarized and measured only in its new rounds by the next process too."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxengine import cache, driver, round_store
+from ctxengine.nodes.lib import session as S
+
+from test_state_session import _aider_transcript
+
+REQUEST = "Next step"
+OVERRIDES = {"state.maxHistoryRounds": 2, "state.summaryBlock": 1}
+
+
+def _new_process() -> None:
+    """What a fresh process starts with: no round memo, no results in memory, nothing read yet."""
+    S.ROUND_MEMO.clear()
+    cache.MEMORY.clear()
+    round_store._SEEN.clear()
+
+
+def _build(project: Path, folder: Path):
+    return driver.execute(["build_result", "session_history", "round_summaries", "round_token_use"], project,
+                          OVERRIDES, REQUEST, cache_dir=folder)
+
+
+@pytest.fixture
+def grown(tmp_path):
+    """(project, cache folder, the first build) of a 12-round aider transcript, then a 13th round
+    appended, in what is now a fresh process."""
+    project = tmp_path / "p"
+    project.mkdir()
+    history = project / ".aider.chat.history.md"
+    history.write_text(_aider_transcript("grown", 12), encoding="utf-8")
+    folder = tmp_path / "cache"
+    _new_process()
+    first = _build(project, folder)
+    assert round_store.rounds_file(folder).is_file()
+    with history.open("a", encoding="utf-8") as fh:
+        fh.write("\n#### Step 13: add docs\n\nDone: docs/x.md written.\n")
+    _new_process()
+    return project, folder, first
+
+
+def test_a_fresh_process_parses_summarizes_and_measures_only_the_new_round(grown):
+    project, folder, first = grown
+    second = _build(project, folder)
+    assert S.ROUND_MEMO.parsed == 1 and S.ROUND_MEMO.summarized == 1
+    assert S.ROUND_MEMO.derived_made == 3  # its summary and exact count; round 7's estimate (out of the exact window)
+    rounds = second["session_history"].rounds
+    assert len(rounds) == 13 and rounds[:12] == first["session_history"].rounds
+    assert second["round_summaries"][:12] == first["round_summaries"]
+    _new_process()  # the same build with nothing kept gives the same context
+    again = driver.execute(["build_result"], project, OVERRIDES, REQUEST, cache=False)["build_result"]
+    assert again.context == second["build_result"].context
+    assert S.ROUND_MEMO.parsed == 13
+
+
+def test_a_file_others_could_write_or_a_torn_one_is_not_used(grown):
+    project, folder, _ = grown
+    path = round_store.rounds_file(folder)
+    path.chmod(0o666)
+    _build(project, folder)
+    assert S.ROUND_MEMO.parsed == 13  # not read: every round parsed again
+    path.write_bytes(b"ctxengine-rounds-1\nnot a pickle")
+    path.chmod(0o600)
+    with (project / ".aider.chat.history.md").open("a", encoding="utf-8") as fh:
+        fh.write("\n#### Step 14: release\n\nTagged v1.0.\n")
+    _new_process()
+    out = _build(project, folder)  # no error: the torn file is dropped, then written again, whole
+    assert len(out["session_history"].rounds) == 14 and S.ROUND_MEMO.parsed == 14
+    data = path.read_bytes()
+    assert len(pickle.loads(data[len(b"ctxengine-rounds-1\n"):])["parses"]) == 14
+
+
+def test_a_snapshot_over_a_quarter_of_the_cache_cap_is_not_written(tmp_path):
+    project = tmp_path / "p"
+    project.mkdir()
+    bulky = "".join(f"\n#### Step {i}\n\n" + f"line {i} of a long answer\n" * 2000 for i in range(20))
+    (project / ".aider.chat.history.md").write_text(bulky, encoding="utf-8")  # ~1 MB of rounds
+    folder = tmp_path / "cache"
+    _new_process()
+    driver.execute(["build_result"], project, {"cache.maxBytes": 2 << 20}, REQUEST, cache_dir=folder)
+    assert not round_store.rounds_file(folder).exists()
+    driver.execute(["build_result"], project, {"cache.maxBytes": 8 << 20}, "another request", cache_dir=folder)
+    assert round_store.rounds_file(folder).exists()  # within a quarter of this cap
+
+
+def test_two_processes_keeping_rounds_in_one_folder_leave_a_whole_file(tmp_path):
+    projects = []
+    for name in ("a", "b"):
+        project = tmp_path / name
+        project.mkdir()
+        (project / ".aider.chat.history.md").write_text(_aider_transcript(name, 40), encoding="utf-8")
+        projects.append(project)
+    folder = tmp_path / "cache"
+    script = ("import sys; from ctxengine import driver\n"
+              "for _ in range(3): driver.execute(['build_result'], sys.argv[1], {}, 'x', cache_dir=sys.argv[2])\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(p), str(folder)], stderr=subprocess.PIPE)
+             for p in projects]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+    _new_process()
+    assert round_store.absorb(folder) > 0  # whichever won, the file loads
+    assert not [n for n in os.listdir(round_store.rounds_file(folder).parent) if n.startswith(".rounds-")]
