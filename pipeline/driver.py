@@ -249,7 +249,7 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
         _LAST_CACHE_RUN[0] = None
         return _execute_materialized(dr, wanted, inputs, overrides)
     with _CACHED_RUN_LOCK, _cache.using(folder):  # one cached run at a time: the adapter keeps per-run state
-        _round_store.absorb(folder)  # the rounds an earlier process made (a transcript that grew)
+        _round_store.offer(folder)  # the rounds an earlier process made (a transcript that grew)
         work = _round_store.ROUND_MEMO.work
         _round_store.ROUND_MEMO.start_tracking()
         try:

