@@ -70,7 +70,8 @@ def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False,
     refuse it (outside the project, not a regular file); a binary or (without ``keep_tail``:
     only the newest part of a session log is kept) oversized one is an error naming it."""
     try:
-        loaded = read_local_text(path, trust, _MAX_STATE_FILE_BYTES, "the state file cap (64 MiB)", shown, keep_tail)
+        loaded = read_local_text(path, trust, _MAX_STATE_FILE_BYTES, "the state file cap (64 MiB)", shown, keep_tail,
+                                 crlf=True, grows=keep_tail)
     except Refused as exc:
         warnings.append(f"{exc}; left out of the plan and history")
         return None
@@ -80,7 +81,7 @@ def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False,
             return None
         raise CtxEngineError(f"{exc}; a plan or session file must be text") from None
     warnings.extend(loaded.notes(shown or path, "the state file cap (64 MiB)"))
-    return loaded.text.replace("\r\n", "\n")
+    return loaded.text
 
 
 def _choice(value: str, key: str, allowed: tuple[str, ...]) -> str:

@@ -41,7 +41,7 @@ from hamilton.caching.adapter import CachingBehavior, CachingEventType, Hamilton
 from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
-from .nodes.lib.digest import digest16
+from .nodes.lib.digest import digest16, text_digest
 from .nodes.lib.monitor import RoundUse
 from .nodes.lib.round_memo import ROUND_MEMO
 from .nodes.types import CtxEngineError, Message, Round
@@ -565,6 +565,9 @@ _LASTING_TYPES = frozenset({Round, Message, RoundUse})
 _LASTING: dict[int, tuple[Any, str]] = {}
 
 
+#: Texts longer than this (characters) enter a hash by their own digest (nodes/lib/digest.py).
+_LONG_TEXT = 1 << 16
+
 #: Dataclass types met -> (qualified name, field names).
 _FIELDS: dict[type, tuple[bytes, tuple[str, ...]]] = {}
 
@@ -574,6 +577,8 @@ def _part(value: Any, memo: dict) -> bytes:
     type, so "1" and 1 differ), anything else by its own fingerprint."""
     kind = type(value)
     if kind is str:
+        if len(value) > _LONG_TEXT:  # by its digest: known already for a transcript read as it grew
+            return b"S" + text_digest(value)
         return b"s" + value.encode("utf-8", "surrogatepass")
     if kind in _SCALARS:
         return kind.__name__.encode() + b":" + repr(value).encode()

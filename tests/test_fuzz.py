@@ -241,6 +241,21 @@ def test_session_aider_parses_any_transcript(text, trailing):
 
 
 @FUZZ
+@given(head=_lines(_AIDER_LINES, 20), tail=_lines(_AIDER_LINES, 8), more=_lines(_AIDER_LINES, 4))
+def test_an_aider_transcript_parsed_as_it_grows_equals_its_parse_from_nothing(head, tail, more):
+    RUN["session-aider-grown"] += 1
+    path = "/p/grown.aider.chat.history.md"
+    texts = [head + "\n", head + "\n" + tail, head + "\n" + tail + "\n" + more]
+    session.ROUND_MEMO.clear()
+    grown = [session.parse_session(text, path) for text in texts]  # each parse goes on from the one before
+    fresh = []
+    for text in texts:
+        session.ROUND_MEMO.clear()
+        fresh.append(session.parse_session(text, path))
+    assert grown == fresh
+
+
+@FUZZ
 @given(text=st.one_of(_lines(_JSONL_LINES, 6), _lines(_AIDER_LINES, 10)), name=st.sampled_from(
     ["session.log", "history.md", "x.aider.chat.history.md", "log"]))
 def test_session_format_detection_and_parse_never_crash(text, name):

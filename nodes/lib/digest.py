@@ -4,6 +4,11 @@ on a 4 MB transcript here), cut to 16 bytes, for memo and cache keys."""
 from __future__ import annotations
 
 import hashlib
+import threading
+
+_KNOWN: dict[int, tuple[str, bytes]] = {}  # id -> (the text, held, its digest)
+_KNOWN_MAX = 16
+_LOCK = threading.Lock()
 
 
 def digest16(*parts: bytes) -> bytes:
@@ -17,5 +22,18 @@ def digest16(*parts: bytes) -> bytes:
 
 
 def text_digest(text: str) -> bytes:
-    """The 16-byte digest of a text (lone surrogates kept)."""
+    """The 16-byte digest of a text's UTF-8 bytes (lone surrogates kept): remembered for a large
+    text whose digest was computed as it was read (:func:`remember_text_digest`)."""
+    known = _KNOWN.get(id(text))
+    if known is not None and known[0] is text:
+        return known[1]
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+def remember_text_digest(text: str, digest: bytes) -> None:
+    """Keep ``digest`` (as :func:`text_digest` would compute it) for this very text object, while
+    it is one of the last few remembered."""
+    with _LOCK:
+        _KNOWN[id(text)] = (text, digest)
+        while len(_KNOWN) > _KNOWN_MAX:
+            _KNOWN.pop(next(iter(_KNOWN)))

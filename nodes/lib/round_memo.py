@@ -29,6 +29,7 @@ from ..types import Round
 from .digest import digest16
 
 SUMMARY = "summary"
+LAST_PARSES = 8  # transcripts whose last parse is kept
 
 
 class RoundMemo:
@@ -50,6 +51,7 @@ class RoundMemo:
             self._used_parses: set = set()
             self._used_derived: set = set()
             self._offered: Callable[[], dict] | None = None
+            self._last_parses: OrderedDict = OrderedDict()
             self.parsed = 0
             self.summarized = 0
             self.derived_made = 0
@@ -85,6 +87,19 @@ class RoundMemo:
                 self._rounds[key] = made
                 self._digests[id(made)] = (made, digest)
         return made
+
+    def last_parse(self, source: str):
+        """What :meth:`keep_parse` kept for ``source`` (a parser's own record), or None."""
+        return self._last_parses.get(source)
+
+    def keep_parse(self, source: str, record: Any) -> None:
+        """Keep the last parse of ``source`` (the last :data:`LAST_PARSES` sources), so the
+        parser can go on from it when the source only grew."""
+        with self._lock:
+            self._last_parses[source] = record
+            self._last_parses.move_to_end(source)
+            while len(self._last_parses) > LAST_PARSES:
+                self._last_parses.popitem(last=False)
 
     # ------------------------------------------------------------------ values made from a round
 

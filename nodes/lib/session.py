@@ -249,21 +249,25 @@ def parse_aider(text: str, path: str) -> SessionHistory:
     The text is cut into one stretch per round (from a run of ``#### `` lines to the next) and
     each stretch is parsed on its own through :data:`ROUND_MEMO`, keyed by the hash of its text,
     its first line and the session header it inherits: a transcript that only grew parses just
-    its new rounds. Line-oriented without a Python loop per line: compiled regexes with a
+    its new rounds; when this process parsed it before it grew, the stretches before the last
+    one are not even cut and hashed again. Line-oriented without a Python loop per line: compiled regexes with a
     literal newline prefix find the runs of ``#### `` and ``> `` lines and the session headers;
     the text between two runs is the assistant's.
     """
-    starts = _user_run_starts(text)
-    prelude = _aider_events(text, 0, max(0, starts[0] - 1) if starts else len(text), 1)
-    header = None
-    sessions = 0
-    for kind, body, first, _ in prelude:  # start-up output before the first request: only headers count
-        if kind == "header":
-            sessions += 1
-            header = ("system", body, first)
-    rounds: list[Round] = []
-    line, position = 1, 0
-    for i, begin in enumerate(starts):
+    resumed = _resume_point(ROUND_MEMO.last_parse(path), text)
+    if resumed is None:
+        starts = _user_run_starts(text)
+        state = _prelude_state(text, starts)
+        rounds: list[Round] = []
+        cursors: list[tuple] = []
+    else:
+        prev, k = resumed
+        starts = prev.starts[:k] + [m.start() + 1 for m in _USER_RUNS.finditer(text, prev.starts[k] - 1)]
+        state, rounds, cursors = prev.cursors[k], list(prev.rounds[:prev.cursors[k][-1]]), list(prev.cursors[:k])
+    line, position, header, sessions, _ = state
+    for i in range(len(cursors), len(starts)):
+        cursors.append((line, position, header, sessions, len(rounds)))
+        begin = starts[i]
         end = starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
         line += text.count("\n", position, begin)
         position = begin
@@ -272,8 +276,42 @@ def parse_aider(text: str, path: str) -> SessionHistory:
         sessions += found
         if group:
             rounds.append(_aider_round_of(key, group, last, len(rounds) + 1))
-    total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    newlines = text.count("\n") if resumed is None else resumed[0].newlines + text.count("\n", len(resumed[0].text))
+    ROUND_MEMO.keep_parse(path, _AiderParse(text, starts, tuple(cursors), tuple(rounds), newlines))
+    total = newlines + (0 if text.endswith("\n") or not text else 1)
     return SessionHistory(tuple(rounds), (), path, AIDER, sessions, total)
+
+
+@dataclass(frozen=True)
+class _AiderParse:
+    """The last parse of a transcript: its text, where each round's stretch starts, and the
+    parser's state before each start (line, position, header, sessions, rounds made)."""
+
+    text: str
+    starts: list[int]
+    cursors: tuple[tuple, ...]
+    rounds: tuple[Round, ...]
+    newlines: int
+
+
+def _resume_point(prev: _AiderParse | None, text: str) -> tuple[_AiderParse, int] | None:
+    """(the last parse, the index of its last stretch) when ``text`` is that parse's text with
+    lines appended: every stretch before its last one is unchanged, and parsing goes on from
+    there. None otherwise (another text, an edit, or a last line that was not finished)."""
+    if prev is None or len(prev.starts) < 2 or not prev.text.endswith("\n") or not text.startswith(prev.text):
+        return None
+    return prev, len(prev.starts) - 1
+
+
+def _prelude_state(text: str, starts: list[int]) -> tuple:
+    """The parser's state at the first request: start-up output before it counts only for its
+    session headers."""
+    header, sessions = None, 0
+    for kind, body, first, _ in _aider_events(text, 0, max(0, starts[0] - 1) if starts else len(text), 1):
+        if kind == "header":
+            sessions += 1
+            header = ("system", body, first)
+    return 1, 0, header, sessions, 0
 
 
 def _user_run_starts(text: str) -> list[int]:

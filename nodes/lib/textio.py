@@ -40,6 +40,7 @@ from typing import Any, Mapping
 from urllib.parse import urljoin, urlsplit
 
 from ..types import ConfigError
+from .grown import GROWN
 from .regex import lazy_regex
 
 
@@ -253,14 +254,36 @@ def decode_text(data: bytes | bytearray, where: str, charset: str = "utf-8") -> 
         return data.decode("utf-8", errors="replace")
 
 
-def _loaded(data: bytes | bytearray, where: str, charset: str = "utf-8", **extra: Any) -> LoadedText:
-    if charset.lower().replace("_", "-") in ("utf-8", "utf8"):
-        if b"\0" in data[:BINARY_PROBE]:
-            decode_text(data, where, charset)  # raises: a binary file
-        data, removed = clean_utf8(data)
-        return LoadedText(decode_text(data, where, charset), removed, **extra)
-    text, removed = clean_text(decode_text(data, where, charset))
-    return LoadedText(text, removed, **extra)
+def _loaded(data: bytes | bytearray, where: str, charset: str = "utf-8", crlf: bool = False,
+            grown: str | None = None, **extra: Any) -> LoadedText:
+    """The cleaned text of ``data`` (``crlf``: CRLF as LF; ``grown``: the key of a file that
+    grows, read again through :data:`GROWN`, re-using what it was before)."""
+    if charset.lower().replace("_", "-") not in ("utf-8", "utf8"):
+        text, removed = clean_text(decode_text(data, where, charset))
+        return LoadedText(text.replace("\r\n", "\n") if crlf else text, removed, **extra)
+    if b"\0" in data[:BINARY_PROBE]:
+        decode_text(data, where, charset)  # raises: a binary file
+
+    def make(raw: bytes) -> tuple[str, int]:
+        cleaned, removed = clean_utf8(raw)
+        return decode_text(cleaned.replace(b"\r\n", b"\n") if crlf else cleaned, where, charset), removed
+
+    if grown is None:
+        return LoadedText(*make(data), **extra)
+    return LoadedText(*GROWN.text(grown, bytes(data), make, _prefix_safe), **extra)
+
+
+def _prefix_safe(data: bytes) -> bool:
+    """Whether cleaning ``data`` and what is appended to it apart equals cleaning them together:
+    it ends a line (no character, CRLF or C1 control is cut) and no escape sequence runs to its
+    end (an OSC or DCS string left open would take in what follows)."""
+    if not data.endswith(b"\n"):
+        return False
+    last = data.rfind(b"\x1b")
+    if last < 0:
+        return True
+    found = _ANSI_BYTES.match(data, last)
+    return found is not None and found.end() < len(data)
 
 
 # ----------------------------------------------------------------------------- local files
@@ -298,10 +321,14 @@ def read_local_text(
     cap_key: str = "the size cap",
     shown: str | None = None,
     keep_tail: bool = False,
+    crlf: bool = False,
+    grows: bool = False,
 ) -> LoadedText:
     """The cleaned text of a local file under the trust rules: symlinks resolved and checked,
     regular files only, read in chunks up to ``max_bytes`` (``cap_key`` names the setting). Over
-    the cap: refused, or with ``keep_tail`` its last ``max_bytes`` kept (from a line start)."""
+    the cap: refused, or with ``keep_tail`` its last ``max_bytes`` kept (from a line start).
+    ``crlf``: CRLF as LF. ``grows``: a file read again and again as it grows (a transcript):
+    when it only grew since this process last read it, only its new bytes are cleaned."""
     shown = shown or path
     real = resolved_path(path, trust, shown)
     max_bytes = max(0, int(max_bytes))
@@ -330,8 +357,8 @@ def read_local_text(
     if tail:
         newline = data.find(b"\n")
         data = data[newline + 1:] if 0 <= newline < len(data) - 1 else data
-        return _loaded(data, shown, kept_tail=max_bytes, size=after.st_size)
-    return _loaded(data, shown, size=len(data))
+        return _loaded(data, shown, crlf=crlf, kept_tail=max_bytes, size=after.st_size)
+    return _loaded(data, shown, crlf=crlf, grown=real if grows else None, size=len(data))
 
 
 def _read_fd(fd: int, max_bytes: int, shown: str, cap_key: str) -> bytearray:
