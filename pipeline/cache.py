@@ -156,6 +156,9 @@ class Lazy:
 #: by its fingerprint, and referred to by every value holding it (the transcript's rounds sit
 #: in some twenty values): a transcript that grew by one round stores one new chunk.
 SHARED_MIN_ITEMS = 128
+#: A text this long (characters) is stored once by its digest and referred to by every value
+#: holding it (the fitted context sits in half a dozen values of a build).
+SHARED_MIN_CHARS = 1 << 16
 _SHARED = "shared-"
 
 
@@ -166,9 +169,12 @@ class _SharingPickler(pickle.Pickler):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.store = store
 
-    def persistent_id(self, obj: Any) -> tuple | None:
-        if type(obj) is tuple and len(obj) >= SHARED_MIN_ITEMS:
+    def persistent_id(self, obj: Any) -> tuple | str | None:
+        kind = type(obj)
+        if kind is tuple and len(obj) >= SHARED_MIN_ITEMS:
             return self.store.chunk_keys(obj)
+        if kind is str and len(obj) >= SHARED_MIN_CHARS:
+            return self.store.text_key(obj)
         return None
 
 
@@ -177,8 +183,8 @@ class _SharingUnpickler(pickle.Unpickler):
         super().__init__(file)
         self.store = store
 
-    def persistent_load(self, pid: tuple) -> Any:
-        return self.store.joined(pid)
+    def persistent_load(self, pid: tuple | str) -> Any:
+        return self.store.shared(pid) if isinstance(pid, str) else self.store.joined(pid)
 
 
 def materialize(value: Any) -> Any:
@@ -320,7 +326,7 @@ class SQLiteResultStore(ResultStore):
         self._chunked[id(items)] = (items, tuple(keys))
         return tuple(keys)
 
-    def _keep_shared(self, key: str, part: tuple) -> None:
+    def _keep_shared(self, key: str, part: tuple | str) -> None:
         if key in self._pending or key in self._shared_here:
             return
         row = self._row(key, "used")
@@ -332,22 +338,29 @@ class SQLiteResultStore(ResultStore):
             self._touched.add(key)
         self._shared_here.add(key)
 
+    def text_key(self, text: str) -> str:
+        """The key of a long text stored once in this folder (kept as recent as what refers to it)."""
+        key = _SHARED + "t" + text_digest(text).hex()
+        self._keep_shared(key, text)
+        return key
+
     def joined(self, keys: tuple[str, ...]) -> tuple:
         """A long tuple from its chunks (from memory, else each unpickled from its row once)."""
-        parts = []
-        for key in keys:
-            value = MEMORY.get(key)
-            if value is _UNSET:
-                payload = self._pending.get(key)
-                if payload is None:
-                    row = self._row(key, "digest, payload")
-                    if row is None or _blake(row[1]) != row[0]:
-                        raise ResultRetrievalError(f"shared part {key} is gone or torn")
-                    payload = row[1]
-                value = pickle.loads(payload)
-                MEMORY.put(key, value, len(payload))
-            parts.append(value)
-        return tuple(item for part in parts for item in part)
+        return tuple(item for key in keys for item in self.shared(key))
+
+    def shared(self, key: str) -> Any:
+        """A shared part: from memory, else unpickled from its row (checked) once."""
+        value = MEMORY.get(key)
+        if value is _UNSET:
+            payload = self._pending.get(key)
+            if payload is None:
+                row = self._row(key, "digest, payload")
+                if row is None or _blake(row[1]) != row[0]:
+                    raise ResultRetrievalError(f"shared part {key} is gone or torn")
+                payload = row[1]
+            value = pickle.loads(payload)
+            MEMORY.put(key, value, len(payload))
+        return value
 
     def loads(self, payload: bytes) -> Any:
         return _SharingUnpickler(io.BytesIO(payload), self).load()
