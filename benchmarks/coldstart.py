@@ -7,8 +7,15 @@ the package's bytecode is compiled (``compileall``, what a non-editable ``pip in
 so no run pays for compiling sources; --no-compile skips that. Rows:
 
 - start-up alone: ``python -c pass`` and ``ctxengine --version`` (no Hamilton imported);
-- imports: ``ctxengine.cli``, ``hamilton.driver`` (which brings pandas and numpy), pandas alone;
-- the cold build of the demo, with the default counter and with ``CTXENGINE_TOKENIZER=tiktoken``.
+- imports: ``ctxengine.cli``, ``hamilton.driver`` (which brings pandas and numpy), pandas alone,
+  and hamilton.driver where ``import pyarrow`` fails (what a core install, without the ``parquet``
+  extra, pays: pandas imports an installed pyarrow at import time);
+- the cold build of the demo (its model, gpt-4-turbo: cl100k), with the default counter, with
+  ``CTXENGINE_TOKENIZER=tiktoken``, with pyarrow blocked, and with the default model gpt-4o
+  (o200k) and no cache (the cache would serve the token counter; the first build has none).
+
+Then the floor: what a build cannot go under while it imports Hamilton's driver, i.e.
+``python -c "import hamilton.driver"`` (interpreter start-up, numpy, pandas, Hamilton).
 
 Then the phases of one build measured inside a fresh process (interpreter start-up apart):
 importing hamilton.driver, importing ctxengine's own modules, loading the tokenizer table,
@@ -34,15 +41,26 @@ REQUEST = "Fix the login endpoint: a bad password must return 401"
 _SCRIPT = Path(sys.executable).with_name("ctxengine")  # the console script, as a user runs it
 CLI = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "ctxengine"]
 
+#: Python code that makes ``import pyarrow`` fail, as on a core install (no ``parquet`` extra).
+NO_PYARROW = "import sys; sys.modules['pyarrow'] = None; "
+_BUILD = ["build", "--request", REQUEST]
+#: The CLI in a process where pyarrow cannot be imported (what the console script runs, after NO_PYARROW).
+CLI_NO_PYARROW = [sys.executable, "-c", NO_PYARROW + "from ctxengine.cli import run; sys.argv[1:] = "
+                  f"{_BUILD!r}; sys.exit(run())"]
+
 #: label -> (argv, extra environment)
 COMMANDS = {
     "python -c pass": ([sys.executable, "-c", "pass"], {}),
     "ctxengine --version": ([*CLI, "--version"], {}),
     "import ctxengine.cli": ([sys.executable, "-c", "import ctxengine.cli"], {}),
     "import hamilton.driver": ([sys.executable, "-c", "import hamilton.driver"], {"HAMILTON_AUTOLOAD_EXTENSIONS": "0"}),
+    "import hamilton.driver, no pyarrow": ([sys.executable, "-c", NO_PYARROW + "import hamilton.driver"],
+                                           {"HAMILTON_AUTOLOAD_EXTENSIONS": "0"}),
     "import pandas": ([sys.executable, "-c", "import pandas"], {}),
-    "ctxengine build (demo)": ([*CLI, "build", "--request", REQUEST], {}),
-    "ctxengine build, tiktoken counter": ([*CLI, "build", "--request", REQUEST], {"CTXENGINE_TOKENIZER": "tiktoken"}),
+    "ctxengine build (demo)": ([*CLI, *_BUILD], {}),
+    "ctxengine build, tiktoken counter": ([*CLI, *_BUILD], {"CTXENGINE_TOKENIZER": "tiktoken"}),
+    "ctxengine build, no pyarrow": (CLI_NO_PYARROW, {}),
+    "ctxengine build, gpt-4o, no cache": ([*CLI, *_BUILD, "--set", "model=gpt-4o", "--no-cache"], {}),
 }
 
 #: Run in a fresh process: the phases of one build, in seconds, as JSON.
@@ -68,8 +86,8 @@ print(json.dumps(dict(zip(names, [b - a for a, b in zip(t, t[1:])]))))
 """.replace("REQUEST", repr(REQUEST))
 
 #: Groups of the import breakdown: label -> module whose cumulative import time is shown.
-IMPORT_GROUPS = ("hamilton.driver", "pandas", "numpy", "hamilton.function_modifiers", "hamilton.graph", "hamilton.base",
-                 "hamilton.caching.adapter", "yaml", "networkx", "tiktoken")
+IMPORT_GROUPS = ("hamilton.driver", "pandas", "numpy", "pyarrow", "hamilton.function_modifiers", "hamilton.graph",
+                 "hamilton.base", "hamilton.caching.adapter", "yaml", "networkx", "tiktoken")
 
 
 def compile_sources() -> None:
@@ -97,26 +115,40 @@ def phase_seconds(repeat: int) -> dict[str, tuple[float, float]]:
     return {name: (min(r[name] for r in runs), statistics.median(r[name] for r in runs)) for name in runs[0]}
 
 
+def import_times(code: str) -> dict[str, tuple[float, float]]:
+    """module -> (self ms, cumulative ms) of one fresh ``python -X importtime -c code``."""
+    err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], check=True, capture_output=True, text=True,
+                         cwd=REPO, env={**os.environ, "HAMILTON_AUTOLOAD_EXTENSIONS": "0"}).stderr
+    return {m[3]: (int(m[1]) / 1000, int(m[2]) / 1000)
+            for m in re.finditer(r"import time:\s+(\d+) \|\s+(\d+) \|\s*(\S+)", err)}
+
+
 def import_breakdown(repeat: int) -> tuple[dict[str, float], float]:
     """Cumulative import ms of IMPORT_GROUPS and the self time of ctxengine's own modules (min of ``repeat``)."""
     groups: dict[str, float] = {}
     own = float("inf")
-    code = "import ctxengine.cli, ctxengine.api, ctxengine.driver"
     for _ in range(repeat):
-        err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], check=True, capture_output=True,
-                             text=True, cwd=REPO, env={**os.environ, "HAMILTON_AUTOLOAD_EXTENSIONS": "0"}).stderr
-        mine = 0
-        for line in err.splitlines():
-            match = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|\s*(\S+)", line)
-            if not match:
-                continue
-            self_us, cumulative_us, module = int(match[1]), int(match[2]), match[3]
-            if module in IMPORT_GROUPS:
-                groups[module] = min(groups.get(module, float("inf")), cumulative_us / 1000)
-            if module.startswith("ctxengine"):
-                mine += self_us
-        own = min(own, mine / 1000)
+        times = import_times("import ctxengine.cli, ctxengine.api, ctxengine.driver")
+        for module in IMPORT_GROUPS:
+            if module in times:
+                groups[module] = min(groups.get(module, float("inf")), times[module][1])
+        own = min(own, sum(own_ms for module, (own_ms, _) in times.items() if module.startswith("ctxengine")))
     return groups, own
+
+
+def floor_parts(repeat: int) -> dict[str, float]:
+    """What ``python -c "import hamilton.driver"`` is made of, in ms (min of ``repeat`` runs of
+    ``-X importtime``; the start-up is ``python -c pass``'s wall time): numpy, pandas without numpy
+    (and the pyarrow it imports, when installed), the rest of Hamilton and what it imports."""
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        found = {module: cumulative for module, (_, cumulative) in import_times("import hamilton.driver").items()}
+        parts = {"numpy": found.get("numpy", 0.0), "pyarrow": found.get("pyarrow", 0.0)}
+        parts["pandas (numpy apart)"] = found.get("pandas", 0.0) - parts["numpy"]
+        parts["hamilton and the rest"] = found.get("hamilton.driver", 0.0) - found.get("pandas", 0.0)
+        for key, value in parts.items():
+            best[key] = min(best.get(key, float("inf")), value)
+    return best
 
 
 def main() -> int:
@@ -129,9 +161,18 @@ def main() -> int:
 
     print(f"{'fresh process (wall)':<36} {'min ms':>8} {'median ms':>10}")
     print("-" * 56)
+    walls = {}
     for label, (argv, env) in COMMANDS.items():
-        times = run_seconds(argv, env, args.repeat)
+        times = walls[label] = run_seconds(argv, env, args.repeat)
         print(f"{label:<36} {min(times) * 1000:>8.0f} {statistics.median(times) * 1000:>10.0f}")
+    floor = walls["import hamilton.driver"]
+    print(f"{'floor = python -c pass + import hamilton.driver':<48} {min(floor) * 1000:>6.0f} "
+          f"{statistics.median(floor) * 1000:>6.0f}")
+    parts = floor_parts(args.repeat)
+    made = [f"start-up {min(walls['python -c pass']) * 1000:.0f}", f"numpy {parts['numpy']:.0f}",
+            f"pandas {parts['pandas (numpy apart)']:.0f} (pyarrow {parts['pyarrow']:.0f} of it)",
+            f"hamilton and the rest {parts['hamilton and the rest']:.0f}"]
+    print("  made of (ms, -X importtime min): " + ", ".join(made))
 
     print(f"\n{'phases of one build, in-process':<40} {'min ms':>8} {'median ms':>10}")
     print("-" * 60)

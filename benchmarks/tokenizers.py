@@ -5,7 +5,9 @@ cl100k_base and o200k_base, in one run.
 
 Load time is measured in fresh processes (median of --load-repeat; the imports apart): the engine's
 tiktoken encoder with an empty cache (decompress, sha256 check, parse the table, write the pickle
-cache) and with the cache warm (what every run after the first pays), bpe-openai through its package
+cache) and with the cache warm (what every run after the first pays), the engine's counter as a build
+gets it (``token_counter_for`` and a first count: bpe-openai, o200k's bundled table checked by sha256
+with an empty cache, remembered with a warm one; no tiktoken), bpe-openai through its package
 (``import bpe_openai`` parses every bundled table in Python) and the way the engine loads it (the
 extension module alone, ``tokens._bpe_counter``). Count speed is the median of --repeat passes over
 prefixes of the 4.1 MB aider transcript of ../shared/corpus/sessions cut to about 10K, 100K and 1M
@@ -41,12 +43,16 @@ def _loads(encoding: str) -> dict[str, tuple[str, str]]:
     """label: (imports, load) of each way to get a working counter for ``encoding``."""
     engine = ("from ctxengine.nodes.lib import tokens; import tiktoken",
               f"tokens._encoding('{encoding}_offline').encode('x')")
+    counter = ("from ctxengine.nodes.lib import tokens", f"tokens.token_counter_for('{encoding}').count('x')")
     return {
         "tiktoken, engine encoder, cold cache": engine,
         "tiktoken, engine encoder, warm cache": engine,
         "bpe-openai get_encoding (package)": ("import bpe_openai", f"bpe_openai.get_encoding('{encoding}').encode_ordinary('x')"),
         "bpe-openai, engine counter (extension)": ("from ctxengine.nodes.lib import tokens",
                                                    f"tokens._bpe_counter('{encoding}_offline')('x')"),
+        # what a build pays: the counter (a bundled table checked, by sha256 the first time) and a first count
+        "engine token_counter_for + count, cold cache": counter,
+        "engine token_counter_for + count, warm cache": counter,
     }
 
 

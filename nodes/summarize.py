@@ -14,7 +14,8 @@ from __future__ import annotations
 from hamilton.function_modifiers import tag
 
 from .lib.settings import TruncationSettings
-from .lib.summarize import Summarizer, as_summarizer
+from .lib import summarize as _summarize  # its code loads when a summarizer is made
+from .lib.summarize import Summarizer
 
 
 @tag(stage="summarize")
@@ -22,4 +23,4 @@ def summarizer(truncation_settings: TruncationSettings) -> Summarizer:
     """The summarizer truncation.summarizer names: extractive (frontmatter, headings, first
     paragraphs, then key sentences by score, degrading to an outline when tight) or headings
     (frontmatter, every heading and the first sentence under it)."""
-    return as_summarizer(truncation_settings.summarizer)
+    return _summarize.as_summarizer(truncation_settings.summarizer)

@@ -41,7 +41,7 @@ from .lib import truncate as _t
 from .lib.layout import POOLS as _POOLS
 from .lib.layout import render_context
 from .lib.settings import BudgetSettings, TruncationSettings
-from .lib.summarize import as_summarizer
+from .lib import summarize as _summarize  # loaded when something is summarized
 from .lib.tokens import model_presets
 from .types import BudgetExceededError, BudgetReport, LedgerEntry, Section
 
@@ -215,7 +215,7 @@ def middle_strategy(summarizer: Any) -> _t.Strategy:
     """Middle: for mixed content. Summarized by priority (lowest first) with the summarizer,
     then cut keeping both ends; a history keeps its first and newest rounds."""
     if summarizer is None or isinstance(summarizer, str):  # a method name (driver config) instead of the node
-        summarizer = as_summarizer(summarizer)
+        summarizer = _summarize.as_summarizer(summarizer)
     return _t.BuiltinStrategy("middle", summarizer, render_round=_session.render_round, round_summary=_session.round_summary)
 
 

@@ -169,12 +169,26 @@ def _scalar(text: str) -> Any:
 
 
 def output_format(path: str | os.PathLike) -> str:
-    """csv, jsonl or parquet, from the file name; a CtxEngineError for any other extension."""
+    """csv, jsonl or parquet, from the file name; a CtxEngineError for any other extension, or
+    for .parquet when pyarrow (the extra ``parquet``) is not installed."""
     suffix = os.path.splitext(os.fspath(path))[1].lower()
     if suffix not in OUTPUT_FORMATS:
         raise CtxEngineError(f"-o {quoted(os.fspath(path))}: unknown file type {quoted(suffix or '(none)')}; "
                              f"name it .csv, .jsonl or .parquet")
+    if OUTPUT_FORMATS[suffix] == "parquet":
+        parquet_module(path)
     return OUTPUT_FORMATS[suffix]
+
+
+def parquet_module(path: str | os.PathLike, option: str = "-o"):
+    """``pyarrow.parquet``, imported now (pyarrow is the optional extra ``parquet``); a
+    CtxEngineError naming ``path`` when it is not installed."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise CtxEngineError(f"{option} {quoted(os.fspath(path))}: .parquet files need pyarrow, which is not installed; "
+                             'pip install "ctxengine[parquet]", or name the file .csv') from None
+    return pq
 
 
 def row_columns(jobs: Iterable[Job], contexts: bool = False) -> list[str]:

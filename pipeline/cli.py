@@ -558,6 +558,7 @@ def _experiment(args: argparse.Namespace) -> int:
     for path, option in ((args.output, "-o"), (args.chart, "--chart")):
         if path is not None:
             check_output_path(path, option)
+    ex.results_format(args.output)  # a wrong file type, or .parquet without pyarrow, fails before the runs
     vary = dict(ex.parse_vary(text) for text in args.vary)
     facts = ex.read_facts(args.facts) if args.facts else None
     frame = ex.run_experiment(args.projects, vary, nodes=args.modules, request=args.request, overrides=_overrides(args),

@@ -137,16 +137,26 @@ def format_summary(table) -> str:
     return shown.to_string()
 
 
+def results_format(output: str | os.PathLike) -> str:
+    """".csv" or ".parquet", from ``output``'s name (checked before any run): a CtxEngineError naming
+    the file for any other name, or for .parquet without pyarrow (the extra ``parquet``)."""
+    suffix = Path(output).suffix.lower()
+    if suffix == ".parquet":
+        from .batch_io import parquet_module
+
+        parquet_module(output)
+    elif suffix != ".csv":
+        raise CtxEngineError(f"-o {quoted(os.fspath(output))}: write the results to a .csv or .parquet file")
+    return suffix
+
+
 def write_results(frame, output: str | os.PathLike) -> Path:
     """``frame`` to ``output`` atomically: .csv, or .parquet (pyarrow)."""
     from .viz.output import write_atomic
 
-    suffix = Path(output).suffix.lower()
-    if suffix == ".csv":
+    if results_format(output) == ".csv":
         return write_atomic(output, frame.to_csv(index=False), "-o")
-    if suffix == ".parquet":
-        return write_atomic(output, frame.to_parquet(index=False), "-o")
-    raise CtxEngineError(f"-o {quoted(os.fspath(output))}: write the results to a .csv or .parquet file")
+    return write_atomic(output, frame.to_parquet(index=False), "-o")
 
 
 def draw_chart(frame, output: str | os.PathLike) -> Path:

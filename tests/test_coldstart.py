@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import pkgutil
 import re
 import signal
@@ -148,10 +149,27 @@ def test_a_demo_build_compiles_only_the_patterns_it_uses():
     assert 0 < used < total
 
 
-def test_the_coldstart_benchmark_measures_the_phases_of_a_build():
+def _bench():
     spec = importlib.util.spec_from_file_location("coldstart_bench", REPO / "benchmarks" / "coldstart.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_coldstart_benchmark_measures_the_phases_of_a_build():
+    bench = _bench()
     phases = bench.phase_seconds(1)
     assert "tokenizer table (bpe-openai)" in phases
     assert all(low > 0 for low, _ in phases.values()) and len(phases) == 5
+
+
+def test_the_coldstart_benchmark_has_the_core_install_and_default_model_rows_and_they_build(tmp_path):
+    bench = _bench()
+    assert {"import hamilton.driver, no pyarrow", "ctxengine build, no pyarrow", "ctxengine build, gpt-4o, no cache"} \
+        <= set(bench.COMMANDS)
+    argv, env = bench.COMMANDS["ctxengine build, no pyarrow"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+                          cwd=tmp_path)
+    assert done.returncode == 0 and "# User Request" in done.stdout, done.stderr
+    parts = bench.floor_parts(1)
+    assert parts["numpy"] > 0 and parts["pandas (numpy apart)"] > 0 and parts["hamilton and the rest"] > 0

