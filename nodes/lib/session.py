@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .digest import text_digest
 from .quote import quoted
+from .regex import lazy_regex
 from . import round_memo as _round_memo
 from ..types import Message, Round
 
@@ -418,12 +418,12 @@ _AIDER_RUN = (
     r"|(?P<tool>" + _TOOL_LINE + r"(?:\n" + _TOOL_LINE + r")*)"
     r"|(?P<header># aider chat started at[^\n]*))"
 )
-_AIDER_RUNS = re.compile(r"\n" + _AIDER_RUN)  # literal prefix: the engine jumps from newline to newline
-_USER_RUNS = re.compile(r"\n" + _USER_LINE + r"(?:\n" + _USER_LINE + r")*")  # each run of "####" lines
-_AIDER_FIRST = re.compile(_AIDER_RUN)  # the same at the very start of the file
-_NON_SPACE = re.compile(r"\S")
-_USER_PREFIX = re.compile(r"\n####[ \t]?")
-_TOOL_PREFIX = re.compile(r"\n> ?")
+_AIDER_RUNS = lazy_regex(r"\n" + _AIDER_RUN)  # literal prefix: the engine jumps from newline to newline
+_USER_RUNS = lazy_regex(r"\n" + _USER_LINE + r"(?:\n" + _USER_LINE + r")*")  # each run of "####" lines
+_AIDER_FIRST = lazy_regex(_AIDER_RUN)  # the same at the very start of the file
+_NON_SPACE = lazy_regex(r"\S")
+_USER_PREFIX = lazy_regex(r"\n####[ \t]?")
+_TOOL_PREFIX = lazy_regex(r"\n> ?")
 
 
 # ----------------------------------------------------------------------------- tool units
@@ -504,19 +504,19 @@ _EXT = (
 # Paths are found from their extension (a regex with a literal "." prefix, which the regex
 # engine searches for fast) and grown backwards over path characters: a regex that starts with
 # a character class would be tried at every position of a 4 MB transcript.
-_EXTENSION = re.compile(r"\.(?:" + _EXT + r")(?![\w-])")
-_PATH_CHARS_BACK = re.compile(r"[\w./~-]*")
-_APPLIED = re.compile(r"\n(?:Applied edit to|Creating empty file|Wrote) ([^\n]+)")
-_SEARCH_BLOCK = re.compile(r"\n<<<<<<< SEARCH")
-_COMMIT = re.compile(r"\nCommit ([0-9a-f]{7,40}) ([^\n]+)")
+_EXTENSION = lazy_regex(r"\.(?:" + _EXT + r")(?![\w-])")
+_PATH_CHARS_BACK = lazy_regex(r"[\w./~-]*")
+_APPLIED = lazy_regex(r"\n(?:Applied edit to|Creating empty file|Wrote) ([^\n]+)")
+_SEARCH_BLOCK = lazy_regex(r"\n<<<<<<< SEARCH")
+_COMMIT = lazy_regex(r"\nCommit ([0-9a-f]{7,40}) ([^\n]+)")
 # Test results: keywords found with a fast alternation, then widened to their line.
-_TEST_KEY = re.compile(
+_TEST_KEY = lazy_regex(
     r"passed|failed|Failed|Passed|FAILED|PASSED|ERROR|Error|Traceback|exit code|Ran \d+ test|\nOK\b"
 )
 _FILLER = frozenset(
     ("certainly", "sure", "okay", "ok", "yes", "alright", "great", "understood", "got it", "absolutely", "of course")
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_SENTENCE_END = lazy_regex(r"(?<=[.!?])\s")
 
 _MAX_FILES = 6
 _MAX_TESTS = 2
@@ -632,8 +632,8 @@ def _test_lines(text: str, limit: int) -> list[str]:
     return sorted(found, key=_test_line_rank)[:limit]
 
 
-_FAILURE = re.compile(r"FAILED|\bfailed\b|Error|ERROR|Traceback|exit code [1-9]")
-_COUNTS = re.compile(r"\d+ (?:passed|failed)|Ran \d+ test")
+_FAILURE = lazy_regex(r"FAILED|\bfailed\b|Error|ERROR|Traceback|exit code [1-9]")
+_COUNTS = lazy_regex(r"\d+ (?:passed|failed)|Ran \d+ test")
 
 
 def _test_line_rank(line: str) -> int:

@@ -25,7 +25,6 @@ allow the read; callers make it a warning and leave the document out.
 from __future__ import annotations
 
 import errno
-import http.client
 import ipaddress
 import os
 import socket
@@ -36,12 +35,15 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urljoin, urlsplit
 
 from ..types import ConfigError
 from .grown import GROWN
 from .regex import lazy_regex
+
+if TYPE_CHECKING:  # http.client (and the email parser it brings) loads when a URL is fetched
+    import http.client
 
 
 CONFIG_MAX_BYTES = 1 << 20  # a configuration file (user config, .planning/config.json) larger than this is refused
@@ -503,6 +505,8 @@ class _Watchdog:
 def _connection(scheme: str, host: str, port: int, address: str, timeout: float) -> http.client.HTTPConnection:
     """An HTTP(S) connection to ``host`` that connects to the vetted ``address`` (the Host
     header and the TLS name stay ``host``): no second DNS lookup, no rebinding gap, no proxy."""
+    import http.client
+
     if scheme == "https":
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
             host, port, timeout=timeout, context=ssl.create_default_context())
@@ -540,6 +544,8 @@ def fetch_url(
 def _fetch_once(url: str, original: str, trust: Trust, timeout: float, max_bytes: int,
                 deadline: float) -> LoadedText | str:
     """One request: the body, or the Location of a redirect."""
+    import http.client
+
     via = "" if url == original else f" (redirected to {url})"
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
