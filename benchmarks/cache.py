@@ -1,6 +1,6 @@
 """The cache between runs: unchanged rebuilds, the 4.1 MB transcript through the CLI, memory.
 
-    python benchmarks/cache.py [--repeat N] [--builds N] [--nodes] [--skip-cli] [--skip-memory]
+    python benchmarks/cache.py [--repeat N] [--builds N] [--nodes] [--skip-corpus] [--skip-cli] [--skip-memory]
 
 Times are CPU seconds (this process's, or the child's for the CLI): the machine is shared, and
 wall time there measures the neighbours. Wall medians are printed beside them.
@@ -260,12 +260,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--builds", type=int, default=1000)
     parser.add_argument("--nodes", action="store_true", help="also the per-node table: compute vs hit")
+    parser.add_argument("--skip-corpus", action="store_true")
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ctxengine-cache-bench-") as tmp:
         folder = Path(tmp)
-        corpus_table(args.repeat, folder)
+        if not args.skip_corpus:
+            corpus_table(args.repeat, folder)
         if not args.skip_cli and TRANSCRIPT.is_file():
             transcript_table(args.repeat, folder)
         if not args.skip_memory:
