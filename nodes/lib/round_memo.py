@@ -10,12 +10,15 @@ rebuild of a transcript that only grew makes just its new rounds, even when the 
 * ``round(key, index, build)``: the Round of a stretch as round ``index``, the same object
   while both hold, with a content digest known without hashing its text again;
 * ``derived(round_, kind, make)``: a value made from one round (its summary line, its token
-  use), keyed by the round's content digest.
+  use), keyed by the round's content digest;
+* ``last_parse(source)`` / ``keep_parse(source, record)``: a parser's record of its last parse
+  of a source, to go on from when the source only grew.
 
 Within a process the memo serves every build; :meth:`RoundMemo.snapshot` and
-:meth:`RoundMemo.absorb` carry the entries a build used to the next process (the pipeline
-keeps them in the project's cache folder, see ``ctxengine.round_store``). ``parsed`` and
-``summarized`` count the work actually done (misses).
+:meth:`RoundMemo.offer` carry the entries a build used to the next process, which takes them
+in on its first miss (the pipeline keeps them in the project's cache folder, see
+``ctxengine.round_store``). ``parsed``, ``summarized`` and ``derived_made`` count the work
+actually done (misses).
 """
 
 from __future__ import annotations
