@@ -548,6 +548,8 @@ def _fp(value: Any, memo: dict) -> str:
         cells = tuple(cell.cell_contents for cell in (value.__closure__ or ()))
         result = _digest(b"fn", value.__module__.encode(), value.__qualname__.encode(),
                          _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
+    elif kind is tuple and len(value) > _WIDE and all(type(item) in _PLAIN for item in value):
+        result = _pickled(value)  # a long tuple of plain values (a round's token uses): one pickle, C speed
     elif kind is tuple or (kind is list and len(value) <= _WIDE):  # a tuple never changes: walked at any length
         result = _digest(kind.__name__.encode(), *[_part(item, memo) for item in value])
     elif kind in (set, frozenset):  # the pickle of a set follows the per-process string hash order
@@ -580,6 +582,9 @@ _LASTING: dict[int, tuple[Any, str]] = {}
 
 #: Texts longer than this (characters) enter a hash by their own digest (nodes/lib/digest.py).
 _LONG_TEXT = 1 << 16
+
+#: Values whose pickle is their content: a long tuple of these is hashed through one pickle.
+_PLAIN = frozenset({*_SCALARS, RoundUse})
 
 #: Dataclass types met -> (qualified name, field names).
 _FIELDS: dict[type, tuple[bytes, tuple[str, ...]]] = {}
