@@ -63,12 +63,7 @@ class RoundMemo:
 
     def parsed_round(self, key, parse: Callable[[], Any]):
         """The parse of a round's stretch under ``key``: remembered, else ``parse()`` (counted)."""
-        with self._lock:
-            found = _get(self._parses, key)
-            self._used_parses.add(key)
-        if found is None and self._take_offer():
-            with self._lock:
-                found = _get(self._parses, key)
+        found = self._lookup(self._parses, self._used_parses, key)
         if found is None:
             found = parse()
             with self._lock:
@@ -128,12 +123,7 @@ class RoundMemo:
         """The value of ``kind`` made from ``round_``: remembered by the round's content, else
         ``make(round_)`` (counted)."""
         key = (self.digest(round_), kind)
-        with self._lock:
-            found = _get(self._derived, key)
-            self._used_derived.add(key)
-        if found is None and self._take_offer():
-            with self._lock:
-                found = _get(self._derived, key)
+        found = self._lookup(self._derived, self._used_derived, key)
         if found is None:
             found = make(round_)
             with self._lock:
@@ -192,6 +182,16 @@ class RoundMemo:
                 while len(table) > self.max_entries:
                     table.popitem(last=False)
         return len(parses) + len(derived)
+
+    def _lookup(self, table: OrderedDict, used: set, key):
+        """``table[key]`` (recorded as used), looked for again in the offered entries on a miss; None when absent."""
+        with self._lock:
+            found = _get(table, key)
+            used.add(key)
+        if found is None and self._take_offer():
+            with self._lock:
+                found = _get(table, key)
+        return found
 
     def _put(self, table: OrderedDict, key, value) -> None:
         table[key] = value
