@@ -127,3 +127,28 @@ def test_an_unchanged_rebuild_in_a_fresh_process_never_reads_the_file(tmp_path):
     again = _build(project, folder)  # every node a hit: no round is looked for
     assert again["build_result"].context == first["build_result"].context
     assert path.read_bytes() == b"junk that a read would drop" and S.ROUND_MEMO.parsed == 0
+
+
+def test_a_real_transcript_grown_by_its_second_half_gives_the_uncached_context(tmp_path):
+    from test_state_session import CORPUS_SESSIONS
+
+    source = CORPUS_SESSIONS / "AFI-Protocol__afi-core.aider.chat.history.md"
+    if not source.exists():
+        pytest.skip("corpus transcript missing")
+    text = source.read_text(encoding="utf-8", errors="replace")
+    cut = text.index("\n#### ", len(text) // 2) + 1
+    project, folder = tmp_path / "p", tmp_path / "cache"
+    project.mkdir()
+    history = project / ".aider.chat.history.md"
+    history.write_text(text[:cut], encoding="utf-8")
+    _new_process()
+    first = driver.execute(["session_history"], project, {}, REQUEST, cache_dir=folder)["session_history"]
+    history.write_text(text, encoding="utf-8")
+    _new_process()
+    grown = driver.execute(["build_result", "session_history"], project, {"budget.maxTokens": 20000}, REQUEST,
+                           cache_dir=folder)
+    rounds = grown["session_history"].rounds
+    assert S.ROUND_MEMO.parsed == len(rounds) - len(first.rounds)  # cut at a request: only the new rounds
+    _new_process()
+    plain = driver.execute(["build_result"], project, {"budget.maxTokens": 20000}, REQUEST, cache=False)
+    assert grown["build_result"].context == plain["build_result"].context
