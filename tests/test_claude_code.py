@@ -353,3 +353,29 @@ def test_the_whole_build_shows_the_transcript(tmp_path: Path, claude_home: Path)
     assert "SECRET-THINKING" not in result.context and "ABANDONED-ANSWER" not in result.context
     assert any(w.startswith(str(folder)) and w.endswith(":11: malformed JSON line skipped (Expecting ',' delimiter)")
                for w in result.warnings)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
+def test_a_grown_transcript_decodes_only_its_new_lines_and_reads_as_a_fresh_parse(name):
+    from ctxengine.nodes.lib.session import ROUND_MEMO
+
+    text = (DATA / name).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    head = "".join(lines[: len(lines) // 2])
+    path = f"/p/{name}"
+    ROUND_MEMO.clear()
+    cc.parse_claude_code(head, path)
+    before = ROUND_MEMO.lines_read
+    grown = cc.parse_claude_code(text, path)
+    assert ROUND_MEMO.lines_read - before == sum(1 for line in lines[len(lines) // 2:] if line.strip())
+    ROUND_MEMO.clear()
+    assert grown == cc.parse_claude_code(text, path)
+
+
+def test_an_edited_line_is_read_again_not_served_from_the_memo():
+    text = (DATA / "claude-code-transcripts__sample_session.jsonl").read_text(encoding="utf-8")
+    path = "/p/sample.jsonl"
+    assert "Create a hello world function" in render_rounds(cc.parse_claude_code(text, path).rounds)
+    edited = cc.parse_claude_code(text.replace("Create a hello world function", "Create a goodbye function"), path)
+    assert "Create a goodbye function" in render_rounds(edited.rounds)
+    assert "Create a hello world function" not in render_rounds(edited.rounds)

@@ -44,10 +44,11 @@ import os
 import re
 from collections import Counter
 from itertools import islice
-from dataclasses import dataclass, field, replace
+from dataclasses import astuple, dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
 from ..types import Message, Round
+from .round_memo import ROUND_MEMO
 from .session import SessionHistory
 
 CLAUDE_CODE = "claude-code"
@@ -172,32 +173,44 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _read(text: str, path: str, options: Options) -> _Read:
+    """Every line read (:func:`_read_line`), each once per process while it stays the same
+    line at the same place (the round memo: a transcript that grew decodes its new lines only)."""
     read = _Read()
+    where = (CLAUDE_CODE, path, astuple(options))  # hashed once, not per line
     for number, raw in _lines(text):
         read.total_lines = number
-        try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            read.warnings.append(f"{path}:{number}: malformed JSON line skipped ({getattr(exc, 'msg', exc)})")
-            continue
-        except RecursionError:
-            read.warnings.append(f"{path}:{number}: JSON nested too deeply to read; line skipped")
-            continue
-        if not isinstance(obj, dict):
-            read.warnings.append(f"{path}:{number}: not a JSON object; line skipped")
-            continue
-        uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else None
-        parent = obj.get("parentUuid") or obj.get("logicalParentUuid")
+        uuid, parent, session, event, warnings = ROUND_MEMO.line(
+            (where, number, raw), lambda: _read_line(raw, number, path, options))
+        read.warnings.extend(warnings)
         if uuid is not None:
-            read.parents[uuid] = parent if isinstance(parent, str) else None
-        if isinstance(obj.get("sessionId"), str):
-            read.sessions.add(obj["sessionId"])
-        event = _event_of(obj, number, path, options, read.warnings)
+            read.parents[uuid] = parent
+        if session is not None:
+            read.sessions.add(session)
         if event is not None:
-            event.uuid, event.sidechain = uuid, bool(obj.get("isSidechain"))
-            event.timestamp = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else ""
             read.events.append(event)
     return read
+
+
+def _read_line(raw: str, number: int, path: str, options: Options) -> tuple:
+    """(uuid, parent uuid, session id, event, warnings) of one transcript line; the event is
+    never changed once read."""
+    try:
+        obj = json.loads(raw)
+    except ValueError as exc:
+        return None, None, None, None, (f"{path}:{number}: malformed JSON line skipped ({getattr(exc, 'msg', exc)})",)
+    except RecursionError:
+        return None, None, None, None, (f"{path}:{number}: JSON nested too deeply to read; line skipped",)
+    if not isinstance(obj, dict):
+        return None, None, None, None, (f"{path}:{number}: not a JSON object; line skipped",)
+    uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else None
+    parent = obj.get("parentUuid") or obj.get("logicalParentUuid")
+    session = obj["sessionId"] if isinstance(obj.get("sessionId"), str) else None
+    warnings: list[str] = []
+    event = _event_of(obj, number, path, options, warnings)
+    if event is not None:
+        event.uuid, event.sidechain = uuid, bool(obj.get("isSidechain"))
+        event.timestamp = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else ""
+    return uuid, parent if isinstance(parent, str) else None, session, event, tuple(warnings)
 
 
 def _event_of(obj: dict, number: int, path: str, options: Options, warnings: list[str]) -> _Event | None:
@@ -544,7 +557,7 @@ def parse_claude_code(text: str, path: str, options: Options | None = None) -> S
     rounds = []
     for group in (g for g in builder.groups if g):
         index = len(rounds) + 1
-        messages = tuple(replace(m, round=index) for m in group)
+        messages = tuple([Message(m.role, m.content, index, m.line, m.tool_calls, m.call_id, m.usage) for m in group])
         numbers = [m.line for m in messages if m.line is not None]
         rounds.append(Round(index, messages, (min(numbers), max(numbers)) if numbers else None))
     warnings = list(read.warnings)

@@ -12,7 +12,9 @@ rebuild of a transcript that only grew makes just its new rounds, even when the 
 * ``derived(round_, kind, make)``: a value made from one round (its summary line, its token
   use), keyed by the round's content digest;
 * ``last_parse(source)`` / ``keep_parse(source, record)``: a parser's record of its last parse
-  of a source, to go on from when the source only grew.
+  of a source, to go on from when the source only grew;
+* ``line(key, read)``: the reading of one line of a JSON Lines transcript (a Claude Code
+  transcript decodes only its new lines).
 
 Within a process the memo serves every build; :meth:`RoundMemo.snapshot` and
 :meth:`RoundMemo.offer` carry the entries a build used to the next process, which takes them
@@ -33,6 +35,7 @@ from .digest import digest16
 
 SUMMARY = "summary"
 LAST_PARSES = 8  # transcripts whose last parse is kept
+MAX_LINES = 200_000  # JSON Lines transcript lines whose reading is kept
 
 
 class RoundMemo:
@@ -55,6 +58,8 @@ class RoundMemo:
             self._used_derived: set = set()
             self._offered: Callable[[], dict] | None = None
             self._last_parses: OrderedDict = OrderedDict()
+            self._lines: dict = {}
+            self.lines_read = 0
             self.parsed = 0
             self.summarized = 0
             self.derived_made = 0
@@ -98,6 +103,19 @@ class RoundMemo:
             self._last_parses.move_to_end(source)
             while len(self._last_parses) > LAST_PARSES:
                 self._last_parses.popitem(last=False)
+
+    def line(self, key, read: Callable[[], Any]):
+        """The reading of one line of a JSON Lines transcript under ``key`` (its text and where it
+        sits): remembered (the last :data:`MAX_LINES` lines), else ``read()`` (counted)."""
+        found = self._lines.get(key)  # no recency kept: a hit costs one lookup (oldest lines go first)
+        if found is None:
+            found = read()
+            with self._lock:
+                self.lines_read += 1
+                self._lines[key] = found
+                while len(self._lines) > MAX_LINES:
+                    self._lines.pop(next(iter(self._lines)))
+        return found
 
     # ------------------------------------------------------------------ values made from a round
 
