@@ -364,3 +364,17 @@ def test_round_stretches_parse_like_the_whole_corpus_transcript():
     again = S.parse_aider(text, str(path))
     assert again == whole and again.rounds[:len(half.rounds) - 1] == half.rounds[:-1]
     assert whole.sessions == 9 and len(whole.rounds) == 49
+
+
+def test_a_grown_session_log_reads_only_its_new_lines():
+    lines = [json.dumps({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"}) for i in range(40)]
+    head, whole = "\n".join(lines[:30]) + "\n", "\n".join(lines) + "\n"
+    S.ROUND_MEMO.clear()
+    S.parse_jsonl(head, "/p/session.log")
+    before = S.ROUND_MEMO.lines_read
+    grown = S.parse_jsonl(whole, "/p/session.log")
+    assert S.ROUND_MEMO.lines_read - before == 10
+    S.ROUND_MEMO.clear()
+    assert grown == S.parse_jsonl(whole, "/p/session.log") and len(grown.rounds) == 20
+    moved = S.parse_jsonl("\n" + whole, "/p/session.log")  # every line one further down: read again, numbered right
+    assert [m.line for m in moved.rounds[0].messages] == [2, 3]

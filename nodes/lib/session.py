@@ -157,6 +157,18 @@ def _message_of(raw: str, number: int, path: str, warnings: list[str]) -> tuple[
     return round_key, message
 
 
+def _read_line(raw: str, number: int, path: str) -> tuple[Any, Message | None, tuple[str, ...]]:
+    """(its ``round`` value, its Message or None, warnings) of one log line, read once per
+    process while it stays the same line at the same place (a log that grew reads its new lines)."""
+    line_warnings: list[str] = []
+    try:
+        round_key, message = _message_of(raw, number, path, line_warnings)
+    except RecursionError:  # json.loads / json.dumps of a value nested ~1000 levels deep
+        return None, None, (f"{path}:{number}: JSON nested too deeply to read; line skipped "
+                            "(a session message needs no more than a few levels of nesting)",)
+    return round_key, message, tuple(line_warnings)
+
+
 def parse_jsonl(text: str, path: str) -> SessionHistory:
     """Rounds of a JSON Lines session log; bad lines become warnings with their line number.
 
@@ -169,16 +181,12 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
     current_key: Any = object()
     auto = 0
     lines = text.split("\n")
+    where = (JSONL, path)
     for number, raw in enumerate(lines, 1):
         if not raw or raw.isspace():
             continue
-        line_warnings: list[str] = []
-        try:
-            round_key, message = _message_of(raw, number, path, line_warnings)
-        except RecursionError:  # json.loads / json.dumps of a value nested ~1000 levels deep
-            warnings.append(f"{path}:{number}: JSON nested too deeply to read; line skipped "
-                            "(a session message needs no more than a few levels of nesting)")
-            continue
+        round_key, message, line_warnings = ROUND_MEMO.line((where, number, raw),
+                                                            lambda: _read_line(raw, number, path))
         warnings.extend(line_warnings)
         if message is None:
             continue
