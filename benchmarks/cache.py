@@ -89,6 +89,20 @@ def corpus_table(repeat: int, folder: Path) -> None:
               f"  {'ok' if ratio <= 0.2 else 'MISSED'} ({len(run.misses)} misses, {len(run.recomputed)} recomputed)")
     if ratios:
         print(f"{'median':<42} {'':>9} {'':>10} {statistics.median(ratios):>6.2f}")
+    empty = folder / "empty-project"
+    empty.mkdir(exist_ok=True)
+
+    def empty_plain():
+        return driver.execute(["build_result"], empty, {}, REQUEST, cache=False)
+
+    def empty_cached():
+        return driver.execute(["build_result"], empty, {}, REQUEST, cache_dir=folder / "empty-cache")
+
+    empty_plain(), empty_cached(), empty_cached()
+    a, b, _, _ = paired(empty_plain, empty_cached, repeat)
+    nodes = len(driver.default_driver().list_available_variables())
+    print(f"{'floor: an empty folder (no files to read)':<42} {a * 1e3:>9.1f} {b * 1e3:>10.1f}   "
+          f"(Hamilton running {nodes} nodes: what a cached rebuild costs before any loader reads a file)")
 
 
 def _cli(*args: str) -> tuple[float, float]:
