@@ -4,16 +4,20 @@ Hamilton's cache serves a node's value when its inputs are unchanged; a transcri
 grew is a changed input, so ``session_history`` and what follows it run again. Within one
 process the round memo (``nodes/lib/round_memo.py``) makes that cheap: only the new rounds
 are parsed, summarized and measured. This module carries the memo's entries to the next
-process (the next ``ctxengine build`` of an agent's turn): after a cached build that made
-something new, the entries the build used are written to ``rounds.pickle`` in the project's
-cache folder for this code version; before a cached build, a file this process has not read
-yet is offered to the memo, which reads it on its first miss (an unchanged rebuild never does).
+process (the next ``ctxengine build`` of an agent's turn): ``rounds.pickle`` in the project's
+cache folder for this code version. Before a cached build a file this process has not read yet
+is offered to the memo, which reads it on its first miss (an unchanged rebuild never does);
+after a build that made something new, the entries it made are appended to the file as one
+frame, or, when the file holds much that the build did not use (or another process changed it
+since), the file is written again with just the entries the build used.
 
 The file is the cache's, with the cache's rules: in the private folder of this code version
-(so another version never reads it, and pruning removes it with that version), written
-atomically (two processes: the last one wins, neither tears it), read only when it is this
-user's and nobody else can write it, left alone when over a quarter of ``cache.maxBytes``, and
-a file that does not load is removed, never an error.
+(so another version never reads it, and pruning removes it with that version), read only when
+it is this user's and nobody else can write it, never over a quarter of ``cache.maxBytes``.
+Each frame carries its length and digest: a frame torn by a crash or a concurrent write ends
+the reading there (what came before is used, the next build writes the file again), and two
+processes appending at once each add a whole frame (one ``write`` to a file opened for
+appending). A file that does not load is never an error.
 """
 
 from __future__ import annotations
@@ -25,13 +29,17 @@ import tempfile
 from pathlib import Path
 
 from .cache import store_dir
+from .nodes.lib.digest import digest16
 from .nodes.lib.round_memo import ROUND_MEMO, RoundMemo
 
 FILE = "rounds.pickle"
-_MAGIC = b"ctxengine-rounds-1\n"
+_MAGIC = b"ctxengine-rounds-2\n"
+_HEAD = 4 + 16  # a frame: its length (4 bytes, big-endian), its digest, then its pickle
 _LOGGER = logging.getLogger(__name__)
 #: path -> (mtime_ns, size) of the file as this process last read or wrote it
 _SEEN: dict[str, tuple[int, int]] = {}
+#: path -> entries in the file as this process last read or wrote it (None: rewrite it)
+_ENTRIES: dict[str, int | None] = {}
 
 
 def rounds_file(cache_dir: str | os.PathLike) -> Path:
@@ -47,10 +55,10 @@ def offer(cache_dir: str | os.PathLike, memo: RoundMemo = ROUND_MEMO) -> bool:
         info = path.stat()
     except OSError:
         return False
-    stamp = (info.st_mtime_ns, info.st_size)
-    if _SEEN.get(str(path)) == stamp:
+    if _SEEN.get(str(path)) == _stamp(info):
         return False
-    _SEEN[str(path)] = stamp
+    _SEEN[str(path)] = _stamp(info)
+    _ENTRIES[str(path)] = None  # unknown until it is read
     if info.st_uid != os.getuid() or info.st_mode & 0o022:
         _LOGGER.debug("round memo %s not read: not this user's, or writable by others", path)
         return False
@@ -59,42 +67,114 @@ def offer(cache_dir: str | os.PathLike, memo: RoundMemo = ROUND_MEMO) -> bool:
 
 
 def load(path: Path) -> dict:
-    """The snapshot kept in ``path``; {} (and the file removed) when it does not load."""
+    """The entries kept in ``path``, its frames merged in order; {} when it does not load (a
+    file that is not a round memo is removed)."""
     try:
         data = path.read_bytes()
-        if not data.startswith(_MAGIC):
-            raise ValueError("not a round memo file")
-        return pickle.loads(data[len(_MAGIC):])  # noqa: S301 - our own private file (see offer)
-    except Exception as exc:  # noqa: BLE001 - a torn or foreign file: rebuilt by the next build
-        _LOGGER.debug("round memo %s dropped: %s", path, exc)
+    except OSError:
+        return {}
+    if not data.startswith(_MAGIC):
+        _LOGGER.debug("round memo %s dropped: not a round memo file", path)
         path.unlink(missing_ok=True)
         return {}
+    merged: dict = {"parses": {}, "derived": {}}
+    position, entries, whole = len(_MAGIC), 0, True
+    while position < len(data):
+        frame = _frame_at(data, position)
+        if frame is None:
+            _LOGGER.debug("round memo %s: a torn frame at byte %d; the rest is not read", path, position)
+            whole = False
+            break
+        snapshot, position = frame
+        for name in merged:
+            merged[name].update(snapshot.get(name) or {})
+            entries += len(snapshot.get(name) or {})
+    _ENTRIES[str(path)] = entries if whole else None
+    return merged
+
+
+def _frame_at(data: bytes, position: int) -> tuple[dict, int] | None:
+    """(the snapshot, the next position) of the frame at ``position``; None when it is torn."""
+    size = int.from_bytes(data[position:position + 4], "big")
+    body = data[position + _HEAD:position + _HEAD + size]
+    if len(body) != size or digest16(body) != data[position + 4:position + _HEAD]:
+        return None
+    try:
+        snapshot = pickle.loads(body)  # noqa: S301 - our own private file (see offer), digest checked
+    except Exception:  # noqa: BLE001 - a class that changed outside the nodes: as if torn
+        return None
+    return (snapshot, position + _HEAD + size) if isinstance(snapshot, dict) else None
 
 
 def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: RoundMemo = ROUND_MEMO) -> bool:
-    """Write the entries the build used when it made something new (``memo.work`` grew past
-    ``work_before``) or the folder has none; False when there was nothing to write or it was
-    over a quarter of ``max_bytes``."""
+    """Keep what the build made (``memo.work`` grew past ``work_before``), or everything it used
+    when the folder has no file: appended as a frame, or the file written again (see the module
+    docstring). False when there was nothing to write, it would pass a quarter of ``max_bytes``,
+    or the disk refused."""
     path = rounds_file(cache_dir)
-    if memo.work == work_before and path.exists():
+    try:
+        info = path.stat()
+    except OSError:
+        info = None
+    if memo.work == work_before and info is not None:
         return False
-    snapshot = memo.snapshot()
-    if not (snapshot["parses"] or snapshot["derived"]):
+    known = _ENTRIES.get(str(path))
+    if (info is not None and known is not None and _SEEN.get(str(path)) == _stamp(info)
+            and known <= 2 * memo.used + 64):
+        snapshot = memo.snapshot(made_only=True)
+        frame = _frame(snapshot)
+        if info.st_size + len(frame) > max_bytes // 4:
+            return False
+        written = _append(path, frame)
+    else:
+        snapshot = memo.snapshot()
+        if not any(snapshot.values()):
+            return False
+        data = _MAGIC + _frame(snapshot)
+        if len(data) > max_bytes // 4:
+            return False
+        written = _replace(path, data)
+        known = 0
+    if not written:
         return False
-    data = _MAGIC + pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(data) > max_bytes // 4:
+    _SEEN[str(path)] = _stamp(path.stat())
+    _ENTRIES[str(path)] = known + sum(map(len, snapshot.values()))
+    return True
+
+
+def _frame(snapshot: dict) -> bytes:
+    body = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(body).to_bytes(4, "big") + digest16(body) + body
+
+
+def _append(path: Path, frame: bytes) -> bool:
+    """``frame`` added at the end of ``path`` in one write (another process's frame never lands inside it)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            return os.write(fd, frame) == len(frame)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        _LOGGER.debug("round memo %s not appended to: %s", path, exc)
         return False
+
+
+def _replace(path: Path, data: bytes) -> bool:
+    """``path`` written again atomically (a reader sees the old file or the new one, whole)."""
     temp = None
     try:
         handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".rounds-")
         with os.fdopen(handle, "wb") as fh:
             fh.write(data)
         os.replace(temp, path)
-        info = path.stat()
+        return True
     except OSError as exc:  # a full disk or a folder gone: the next build makes them again
         _LOGGER.debug("round memo %s not written: %s", path, exc)
         if temp is not None:
             Path(temp).unlink(missing_ok=True)
         return False
-    _SEEN[str(path)] = (info.st_mtime_ns, info.st_size)
-    return True
+
+
+def _stamp(info: os.stat_result) -> tuple[int, int]:
+    return info.st_mtime_ns, info.st_size

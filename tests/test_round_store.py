@@ -4,7 +4,6 @@ summarized and measured only in its new rounds by the next process too."""
 from __future__ import annotations
 
 import os
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -70,15 +69,33 @@ def test_a_file_others_could_write_or_a_torn_one_is_not_used(grown):
     path.chmod(0o666)
     _build(project, folder)
     assert S.ROUND_MEMO.parsed == 13  # not read: every round parsed again
-    path.write_bytes(b"ctxengine-rounds-1\nnot a pickle")
+    path.write_bytes(b"ctxengine-rounds-0\nnot a round memo")
     path.chmod(0o600)
     with (project / ".aider.chat.history.md").open("a", encoding="utf-8") as fh:
         fh.write("\n#### Step 14: release\n\nTagged v1.0.\n")
     _new_process()
     out = _build(project, folder)  # no error: the torn file is dropped, then written again, whole
     assert len(out["session_history"].rounds) == 14 and S.ROUND_MEMO.parsed == 14
-    data = path.read_bytes()
-    assert len(pickle.loads(data[len(b"ctxengine-rounds-1\n"):])["parses"]) == 14
+    assert len(round_store.load(path)["parses"]) == 14
+
+
+def test_a_grown_transcript_appends_a_frame_and_a_torn_frame_ends_the_reading(grown):
+    project, folder, _ = grown
+    path = round_store.rounds_file(folder)
+    size = path.stat().st_size
+    _build(project, folder)  # round 13: its parse, summary and counts are appended, not the file rewritten
+    assert size < path.stat().st_size < size + 4096
+    assert len(round_store.load(path)["parses"]) == 13
+    with path.open("r+b") as fh:  # a crash in the middle of that append
+        fh.truncate(path.stat().st_size - 5)
+    with (project / ".aider.chat.history.md").open("a", encoding="utf-8") as fh:
+        fh.write("\n#### Step 14: release\n\nTagged v1.0.\n")
+    _new_process()
+    out = _build(project, folder)
+    assert S.ROUND_MEMO.parsed == 2  # rounds 13 (its frame was torn) and 14; the first frame still served
+    assert len(out["session_history"].rounds) == 14
+    assert len(round_store.load(path)["parses"]) == 14  # written again whole after the torn frame
+    assert round_store._ENTRIES[str(path)] is not None
 
 
 def test_a_snapshot_over_a_quarter_of_the_cache_cap_is_not_written(tmp_path):

@@ -56,6 +56,7 @@ class RoundMemo:
             self._digests: dict[int, tuple[Round, bytes]] = {}
             self._used_parses: set = set()
             self._used_derived: set = set()
+            self._made: set = set()  # ("parses" | "derived", key) made since start_tracking
             self._offered: Callable[[], dict] | None = None
             self._last_parses: OrderedDict = OrderedDict()
             self._lines: dict = {}
@@ -74,6 +75,7 @@ class RoundMemo:
             with self._lock:
                 self.parsed += 1
                 self._put(self._parses, key, found)
+                self._made.add(("parses", key))
         return found
 
     def round(self, key, index: int, build: Callable[[], Round]) -> Round:
@@ -149,6 +151,7 @@ class RoundMemo:
                 if kind == SUMMARY:
                     self.summarized += 1
                 self._put(self._derived, key, found)
+                self._made.add(("derived", key))
         return found
 
     def summary(self, round_: Round, summarize: Callable[[Round], str]) -> str:
@@ -165,14 +168,23 @@ class RoundMemo:
     def start_tracking(self) -> None:
         """Start recording which entries are used (:meth:`snapshot` returns them)."""
         with self._lock:
-            self._used_parses, self._used_derived = set(), set()
+            self._used_parses, self._used_derived, self._made = set(), set(), set()
 
-    def snapshot(self) -> dict:
-        """The entries used since :meth:`start_tracking`: {"parses": {key: value}, "derived":
-        {key: value}}, plain data that pickles (for the next process)."""
+    @property
+    def used(self) -> int:
+        """How many entries were used since :meth:`start_tracking`."""
+        return len(self._used_parses) + len(self._used_derived)
+
+    def snapshot(self, made_only: bool = False) -> dict:
+        """The entries used since :meth:`start_tracking` (``made_only``: only those made since):
+        {"parses": {key: value}, "derived": {key: value}}, plain data that pickles (for the next
+        process)."""
         with self._lock:
-            return {"parses": {k: self._parses[k] for k in self._used_parses if k in self._parses},
-                    "derived": {k: self._derived[k] for k in self._used_derived if k in self._derived}}
+            tables = {"parses": (self._parses, self._used_parses), "derived": (self._derived, self._used_derived)}
+            if made_only:
+                return {name: {k: table[k] for kind, k in self._made if kind == name and k in table}
+                        for name, (table, _) in tables.items()}
+            return {name: {k: table[k] for k in used if k in table} for name, (table, used) in tables.items()}
 
     def offer(self, load: Callable[[], dict]) -> None:
         """Entries to take in on the first miss: ``load()`` gives a :meth:`snapshot` (so a build
