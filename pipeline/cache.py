@@ -334,7 +334,7 @@ class SQLiteResultStore(ResultStore):
             data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
             self._pending[key] = data
             MEMORY.put(key, part, len(data))
-        elif row[0] < _now() - self.TOUCH_AFTER:
+        else:  # as recent as the value now stored that refers to it: pruning never takes it first
             self._touched.add(key)
         self._shared_here.add(key)
 
@@ -942,7 +942,10 @@ def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore |
             total = _tree_size(cache_dir)
             dropped: list[str] = []
             if total > max_bytes * (0.8 if over else 1.0):  # once over: down to 80%, room for some builds
-                rows = connection.execute("SELECT data_version, size FROM results ORDER BY used").fetchall()
+                # at equal times a value goes before the shared parts it refers to (a part is as
+                # recent as the newest value referring to it): no kept value loses a part
+                rows = connection.execute("SELECT data_version, size FROM results "
+                                          "ORDER BY used, data_version LIKE 'shared-%'").fetchall()
                 for data_version, size in rows:
                     if total <= max_bytes * 0.8:
                         break

@@ -8,8 +8,8 @@ process (the next ``ctxengine build`` of an agent's turn): ``rounds.pickle`` in 
 cache folder for this code version. Before a cached build a file this process has not read yet
 is offered to the memo, which reads it on its first miss (an unchanged rebuild never does);
 after a build that made something new, the entries it made are appended to the file as one
-frame, or, when the file holds much that the build did not use (or another process changed it
-since), the file is written again with just the entries the build used.
+frame, or, when the file would then hold much that the build did not use (a third), or another
+process changed it since, the file is written again with just the entries the build used.
 
 The file is the cache's, with the cache's rules: in the private folder of this code version
 (so another version never reads it, and pruning removes it with that version), read only when
@@ -119,12 +119,14 @@ def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: R
     if memo.work == work_before and info is not None:
         return False
     known = _ENTRIES.get(str(path))
-    if (info is not None and known is not None and _SEEN.get(str(path)) == _stamp(info)
-            and known <= 2 * memo.used + 64):
+    frame = None
+    if info is not None and known is not None and _SEEN.get(str(path)) == _stamp(info):
         snapshot = memo.snapshot(made_only=True)
-        frame = _frame(snapshot)
-        if info.st_size + len(frame) > max_bytes // 4:
-            return False
+        if known + sum(map(len, snapshot.values())) <= 1.5 * memo.used + 64:  # else: mostly unused, rewritten
+            frame = _frame(snapshot)
+            if info.st_size + len(frame) > max_bytes // 4:
+                frame = None  # too big with it: written again with what this build used only
+    if frame is not None:
         written = _append(path, frame)
     else:
         snapshot = memo.snapshot()

@@ -285,6 +285,19 @@ def test_prune_drops_the_least_recently_used_results_and_their_metadata(tmp_path
     assert cache.stats(tmp_path)["bytes"] <= cap  # the file gave the space back
 
 
+def test_prune_never_drops_a_shared_part_before_a_value_of_the_same_time(tmp_path):
+    stores = cache.stores_for(tmp_path)
+    db = stores.metadata.connection
+    for name in ("shared-a", "value-a", "shared-b", "value-b"):  # one build: the same time for all
+        payload = os.urandom(150_000)
+        db.execute("INSERT INTO results VALUES (?, ?, ?, ?, ?)",
+                   (name, hashlib.sha256(payload).digest()[:16], payload, len(payload), 1000))
+    db.commit()
+    cache.prune(tmp_path, 450_000, stores.metadata)
+    left = {row[0] for row in db.execute("SELECT data_version FROM results")}
+    assert left and left <= {"shared-a", "shared-b"}  # the values went first: nothing kept refers to a lost part
+
+
 def test_long_tuples_are_stored_once_and_an_unchanged_rebuild_does_not_unpickle_them(long_session, tmp_path):
     folder = tmp_path / "c"
     first, _ = build(long_session, folder)
