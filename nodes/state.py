@@ -13,7 +13,6 @@ ROADMAP.md, phases/); aider's ``.aider.chat.history.md``.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import os
 import platform
 import shutil
@@ -32,6 +31,7 @@ from .lib import session as _session
 from .lib.layout import POOL_OF_KIND
 from .lib.settings import StateSettings, trust_at
 from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path
+from .lib.usercache import program_output
 from .types import ConfigError, CtxEngineError, Section, Source
 
 STAGE = "state"
@@ -505,9 +505,15 @@ def file_tree_section(file_listing: _filetree.FileListing, state_settings: State
 
 @functools.lru_cache(maxsize=None)
 def _version_of(program: str, path: str | None = None) -> str | None:
-    """``program --version``'s first line; cached per program and PATH (it does not change in a run)."""
-    if shutil.which(program, path=path) is None:
+    """``program --version``'s first line; cached per program and PATH (it does not change in a
+    run), and between processes per binary (:func:`program_output`)."""
+    where = shutil.which(program, path=path)
+    if where is None:
         return None
+    return program_output(where, ("--version",), lambda: _first_version_line(where))
+
+
+def _first_version_line(program: str) -> str | None:
     try:
         result = subprocess.run(
             [program, "--version"], capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL
@@ -520,8 +526,10 @@ def _version_of(program: str, path: str | None = None) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def _git_version(path: str | None) -> str | None:
-    """The git version through the safe runner; cached per PATH (it does not change in a run)."""
-    return _git.git_version()
+    """The git version through the safe runner; cached per PATH (it does not change in a run),
+    and between processes per binary (:func:`program_output`)."""
+    where = shutil.which("git", path=path)
+    return None if where is None else program_output(where, ("--version", "safe runner"), _git.git_version)
 
 
 @tag(stage=STAGE, loader="environment")
@@ -615,10 +623,9 @@ def state_warnings(
             + session_history.warnings + git_state.warnings + file_listing.warnings)
 
 
-@functools.lru_cache(maxsize=1)
 def _ctxengine_version() -> str:
-    """The installed ctxengine version (read once per process: metadata lookups cost ~2 ms)."""
-    try:
-        return importlib.metadata.version("ctxengine")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    """ctxengine's version (from the package: a metadata lookup costs up to 0.1 s in a process
+    that has imported pandas)."""
+    from .. import __version__
+
+    return __version__

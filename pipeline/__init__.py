@@ -11,6 +11,8 @@ The names below load on first use (PEP 562), so ``import ctxengine`` and the CLI
 from __future__ import annotations
 
 from importlib import import_module
+
+__version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it)
 from typing import TYPE_CHECKING, Any
 
 #: Public name -> the submodule defining it (imported on first access).

@@ -41,6 +41,7 @@ from hamilton.caching.adapter import CachingBehavior, CachingEventType, Hamilton
 from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
+from . import __version__
 from .nodes.lib.digest import digest16, text_digest
 from .nodes.lib.monitor import RoundUse
 from .nodes.lib.round_memo import ROUND_MEMO
@@ -82,21 +83,22 @@ def project_cache_dir(project_dir: str | os.PathLike) -> Path:
 
 @lru_cache(maxsize=1)
 def code_version() -> str:
-    """ctxengine's version and a hash of its node sources and bundled configs."""
-    from importlib import metadata
-
-    try:
-        version = metadata.version("ctxengine")
-    except metadata.PackageNotFoundError:
-        version = "dev"
-    package = Path(__file__).resolve().parent
-    digest = hashlib.sha256(version.encode())
-    for folder in ("nodes", "configs"):
-        for path in sorted((package / folder).rglob("*")):
-            if path.is_file() and path.suffix in (".py", ".yaml", ".yml", ".md", ".json"):
-                digest.update(str(path.relative_to(package)).encode())
+    """ctxengine's version and a hash of its node sources and bundled configs (found where the
+    install put them: beside this module in a wheel, in the source tree in an editable install)."""
+    digest = hashlib.sha256(__version__.encode())
+    for folder in code_folders():
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".yaml", ".yml", ".md", ".json") and "__pycache__" not in path.parts:
+                digest.update(f"{folder.name}/{path.relative_to(folder).as_posix()}".encode())
                 digest.update(path.read_bytes())
-    return f"{version}-{digest.hexdigest()[:12]}"
+    return f"{__version__}-{digest.hexdigest()[:12]}"
+
+
+def code_folders() -> list[Path]:
+    """The folders of the node sources and the bundled configs."""
+    from . import configs, nodes
+
+    return [Path(nodes.__file__).resolve().parent, Path(configs.__file__).resolve().parent]
 
 
 def store_dir(cache_dir: str | os.PathLike) -> Path:

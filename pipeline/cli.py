@@ -309,12 +309,9 @@ class _VersionAction(argparse._VersionAction):
 
 
 def _version() -> str:
-    from importlib import metadata
+    from . import __version__
 
-    try:
-        return metadata.version("ctxengine")
-    except metadata.PackageNotFoundError:
-        return "(not installed: run pip install -e .)"
+    return __version__
 
 
 def _example_names() -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DEMO
+import ctxengine
 from ctxengine import cache, driver
 from ctxengine.cli import main
 
@@ -143,6 +144,22 @@ def test_a_new_request_and_a_config_value_rerun_their_readers_only(demo, tmp_pat
     plain = driver.execute(["build_result"], demo, {"truncation.keepRecentRounds": 2}, "Add a logout endpoint",
                            cache=False)["build_result"]
     assert rendered(plain) == rendered(result)
+
+
+def test_the_code_version_follows_every_node_source_and_config_wherever_installed(tmp_path, monkeypatch):
+    folders = cache.code_folders()
+    assert (folders[0] / "state.py").is_file() and (folders[1] / "defaults.yaml").is_file()
+    copies = [Path(shutil.copytree(folder, tmp_path / folder.name)) for folder in folders]
+    monkeypatch.setattr(cache, "code_folders", lambda: copies)
+    versions = []
+    for edit in (None, "nodes/lib/session.py", "configs/defaults.yaml"):
+        if edit:
+            with (tmp_path / edit).open("a", encoding="utf-8") as fh:
+                fh.write("\n# edited\n")
+        cache.code_version.cache_clear()
+        versions.append(cache.code_version())
+    cache.code_version.cache_clear()
+    assert len(set(versions)) == 3 and all(v.startswith(ctxengine.__version__ + "-") for v in versions)
 
 
 def test_a_new_code_version_starts_an_empty_cache_and_removes_the_old(demo, tmp_path, monkeypatch):

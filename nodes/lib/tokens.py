@@ -19,7 +19,6 @@ import hashlib
 import importlib.util
 import math
 import pickle
-import stat
 import os
 import tempfile
 import zlib
@@ -28,6 +27,7 @@ from functools import lru_cache, partial
 from importlib import resources
 
 from .quote import quoted
+from .usercache import trusted_file, user_cache_dir, write_atomically
 from ..types import BudgetReport
 from .yamlio import load_yaml
 
@@ -335,13 +335,13 @@ def _cached_encoding(name: str):
     import tiktoken
 
     constructor, source = _constructor(name)
-    cache = os.path.join(_cache_dir(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
-    if _trusted(cache):
+    cache = os.path.join(user_cache_dir(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
+    if trusted_file(cache):
         with open(cache, "rb") as fh:
-            params = pickle.load(fh)  # noqa: S301 - our own file, in the user's own cache (see _trusted)
+            params = pickle.load(fh)  # noqa: S301 - our own file, in the user's own cache (see usercache.trusted_file)
     else:
         params = constructor()
-        _write_atomically(cache, pickle.dumps(params, protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomically(cache, pickle.dumps(params, protocol=pickle.HIGHEST_PROTOCOL))
     return tiktoken.Encoding(**params)
 
 
@@ -374,8 +374,8 @@ def verified_table_path(encoding: str) -> str:
     path = bundled_table_path(encoding)
     expected = BUNDLED_TABLES[encoding][1]
     try:
-        marker = os.path.join(_cache_dir(), f"{encoding}-{_stamp(path)}.sha256")
-        if _trusted(marker):
+        marker = os.path.join(user_cache_dir(), f"{encoding}-{_stamp(path)}.sha256")
+        if trusted_file(marker):
             with open(marker, encoding="ascii") as fh:
                 if fh.read() == expected:
                     return path
@@ -384,7 +384,7 @@ def verified_table_path(encoding: str) -> str:
     _official_table(encoding, path)
     if marker is not None:
         try:
-            _write_atomically(marker, expected.encode("ascii"))
+            write_atomically(marker, expected.encode("ascii"))
         except OSError:  # an unwritable cache: checked again next time
             pass
     return path
@@ -416,29 +416,6 @@ def bundled_encoding_params(encoding: str, path: str) -> dict:
 def parse_bpe_ranks(raw: bytes) -> dict[bytes, int]:
     """The merge ranks of a ``.tiktoken`` table: one ``base64-token rank`` pair a line."""
     return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
-
-
-def _trusted(path: str) -> bool:
-    """A cache file only this user could have written: owned by them, writable by no one else."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return False
-    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
-def _cache_dir() -> str:
-    base = os.environ.get("CTXENGINE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxengine")
-    os.makedirs(base, exist_ok=True)
-    return base
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    handle, temp = tempfile.mkstemp(dir=os.path.dirname(path))
-    with os.fdopen(handle, "wb") as fh:
-        fh.write(data)
-    os.replace(temp, path)
 
 
 def budget_report_for(total_tokens: int, available: int, exact: bool = True) -> BudgetReport:
