@@ -516,3 +516,20 @@ def test_a_state_file_that_is_not_a_regular_file_is_a_warning_naming_it(tmp_path
     what = {"fifo": "is a FIFO", "folder": "is a directory", "device": "a character device"}[kind]
     warnings = [w for w in json.loads(done.stdout)["warnings"] if name in w and what in w]
     assert warnings and "not a regular file" in warnings[0], json.loads(done.stdout)["warnings"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_CONTROL_HEAVY, st.booleans(), _CONTROL_HEAVY, st.booleans())
+def test_a_file_read_again_after_it_grew_reads_as_a_file_read_whole(head, line_end, tail, crlf):
+    from ctxengine.nodes.lib.grown import GrownTexts
+
+    grown = GrownTexts(min_bytes=0)
+    head += "\n" if line_end else ""  # a prefix that ends a line can be re-used; others are read whole
+    first, whole = head.encode("utf-8"), (head + tail).encode("utf-8")
+
+    def make(raw: bytes) -> tuple[str, int]:
+        cleaned, removed = textio.clean_utf8(raw)
+        return (cleaned.replace(b"\r\n", b"\n") if crlf else cleaned).decode("utf-8"), removed
+
+    assert grown.text("t.md", first, make, textio._prefix_safe) == make(first)
+    assert grown.text("t.md", whole, make, textio._prefix_safe) == make(whole)
