@@ -15,6 +15,8 @@ wall time there measures the neighbours. Wall medians are printed beside them.
    measured in the same run (targets 0.4, 0.15 and 0.3). A CLI row's target applies to its
    own cost: its time less the CLI's fixed cost, the same command on an empty folder
    (interpreter, imports, driver, tokenizer; ``ctxengine --version`` alone is shown too).
+   langchain-core's trim_messages on the same transcript's messages (parsed, counted by
+   tiktoken) is the yardstick the warm API builds are compared with (target: 10x faster).
 3. Memory: the resident size over --builds (1000) cached builds of the demo in one process
    (it should stay flat), and the cache folder's size against its cap.
 --nodes: per node, its compute time in a warm uncached run against the cost of a hit (memory
@@ -168,9 +170,11 @@ def transcript_table(repeat: int, folder: Path) -> None:
         with history.open("a", encoding="utf-8") as fh:
             fh.write(ROUND.replace("helper", f"api helper {n}"))
         rows.setdefault("API build, one round appended, warm process", []).append(api())
+    trim = _trim_messages_cpu(history, repeat)
+    if trim is not None:
+        rows["langchain-core trim_messages(last), parsed messages"] = [(trim, trim)]
     targets = {"CLI build, empty cache": 0.4, "CLI build, one round appended, cache warm": 0.15,
                "API build, unchanged, warm process": 0.3, "API build, one round appended, warm process": 0.3}
-    start_cpu = statistics.median(c for c, _ in startup)
     fixed_cpu = statistics.median(c for c, _ in fixed)
     print(f"\n2. the 4.1 MB transcript ({len(text):,} chars, {tokens:,} tokens) fitted into 100K "
           f"(CPU, median of {repeat}); one tiktoken pass: {one_pass * 1e3:.0f} ms")
@@ -188,6 +192,39 @@ def transcript_table(repeat: int, folder: Path) -> None:
         flag = "" if target is None else f"<= {target}  {'ok' if own <= target else 'MISSED'}"
         own_text = f"{own:.2f}" if name.startswith("CLI") else ""
         print(f"{name:<46} {cpu * 1e3:>7.0f} {wall * 1e3:>8.0f} {cpu / one_pass:>6.2f} {own_text:>7}  {flag}")
+    if trim is not None:
+        for name in ("API build, unchanged, warm process", "API build, one round appended, warm process"):
+            cpu = statistics.median(c for c, _ in rows[name])
+            print(f"trim_messages / {name}: {trim / cpu:.1f}x (target >= 10x)")
+
+
+def _trim_messages_cpu(history: Path, repeat: int) -> float | None:
+    """CPU seconds (median) of langchain-core's trim_messages(strategy="last") fitting the
+    transcript's messages, already parsed, into 100K tokens counted by tiktoken (the yardstick
+    of benchmarks/truncation.py); None without langchain-core."""
+    try:
+        from langchain_core.messages import trim_messages
+    except ImportError:
+        return None
+    sys.path.insert(0, str(Path(__file__).parent))
+    from truncation import AVAILABLE, langchain_messages
+
+    from ctxengine.nodes.lib.session import parse_session
+    from ctxengine.nodes.lib.tokens import token_counter_for
+
+    counter = token_counter_for("cl100k_base")
+    messages = langchain_messages(parse_session(history.read_text(encoding="utf-8", errors="replace"),
+                                                str(history)).rounds)
+
+    def count(msgs) -> int:
+        return sum(counter.count(m.content if isinstance(m.content, str) else str(m.content)) + 4 for m in msgs)
+
+    runs = []
+    for _ in range(max(1, repeat // 2)):
+        start = time.process_time()
+        trim_messages(messages, strategy="last", token_counter=count, max_tokens=AVAILABLE)
+        runs.append(time.process_time() - start)
+    return statistics.median(runs)
 
 
 def memory_table(builds: int, folder: Path) -> None:
