@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import chain as _chain
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -332,57 +333,55 @@ def _user_run_starts(text: str) -> list[int]:
 
 def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tuple[str, str, int, int]]:
     """(kind, content, first line, last line) of each run and assistant stretch of ``text[begin:end]``,
-    whose first line is number ``first_line``; tool output across blank lines is one event."""
-    pos_line = [begin, first_line]  # (position, 1-based line number at that position)
+    whose first line is number ``first_line``; tool output across blank lines is one event.
 
-    def line_of(pos: int) -> int:
-        # 1-based number of the line holding text[pos]; positions only move forward
-        p, n = pos_line
-        n += text.count("\n", p, pos)
-        pos_line[0], pos_line[1] = pos, n
-        return n
-
+    Line numbers follow from the newlines counted between two runs (each counted once)."""
     events: list[tuple[str, str, int, int]] = []
-
-    def assistant(start: int, stop: int) -> None:
-        found = _NON_SPACE.search(text, start, stop)
-        if found is None:
-            return
-        line_start = text.rfind("\n", start, found.start()) + 1 or start
-        body = text[line_start:stop].rstrip()
-        first = line_of(line_start)
-        events.append(("assistant", body, first, first + body.count("\n")))
-
-    def run(kind: str, block: str, start: int, blank_gap: bool, gap_newlines: int) -> None:
-        first = line_of(start)
-        last = first + block.count("\n")
-        if kind == "user":
-            body = _USER_PREFIX.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
-        elif kind == "tool":
-            body = _TOOL_PREFIX.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
-        else:
-            body = block[2:].rstrip()
-        if kind == "tool" and blank_gap and events and events[-1][0] == "tool":
-            _, before, start_line, _ = events[-1]  # tool output across blank lines: one message
-            events[-1] = ("tool", before + "\n" * gap_newlines + body, start_line, last)
-        else:
-            events.append((kind, body, first, last))
-
+    append = events.append
+    count, search = text.count, _NON_SPACE.search
+    line = first_line  # the number of the line holding text[previous_end]
     previous_end = begin
     opening = _AIDER_FIRST.match(text, begin, end)
-    if opening:
-        run(opening.lastgroup, opening.group(opening.lastgroup), begin, False, 0)
-        previous_end = opening.end()
-    for match in _AIDER_RUNS.finditer(text, previous_end, end):
-        start = match.start()
-        blank_gap = _NON_SPACE.search(text, previous_end, start) is None
-        if not blank_gap:
-            assistant(previous_end, start)
+    matches = _AIDER_RUNS.finditer(text, opening.end() if opening else begin, end)
+    for match in _chain((opening,), matches) if opening else matches:
+        newline = match.start() - (match is opening)  # the newline before the run (none at the start)
+        found = search(text, previous_end, newline)  # None for an empty range
+        gap = count("\n", previous_end, newline + 1)
+        if found is not None:  # the assistant's stretch between two runs
+            append(_assistant_event(text, previous_end, newline, found.start(), line))
         kind = match.lastgroup
-        run(kind, match.group(kind), start + 1, blank_gap, text.count("\n", previous_end, start + 1))
+        block = match.group(kind)
+        first = line + gap
+        line = first + block.count("\n")
+        if kind == "header":
+            append((kind, block[2:].rstrip(), first, line))
+        else:
+            if kind == "user":  # the first line's prefix cut off, the others' substituted (a literal newline leads)
+                body, prefix = block[5:] if block.startswith((" ", "\t"), 4) else block[4:], _USER_PREFIX
+            else:
+                body, prefix = block[2:] if block.startswith(" ", 1) else block[1:], _TOOL_PREFIX
+            if "\n" in body:
+                body = prefix.sub("\n", body).replace("  \n", "\n")
+            body = body.rstrip()
+            if kind == "tool" and found is None and events and events[-1][0] == "tool":
+                _, before, start_line, _ = events[-1]  # tool output across blank lines: one message
+                events[-1] = ("tool", before + "\n" * gap + body, start_line, line)
+            else:
+                append((kind, body, first, line))
         previous_end = match.end()
-    assistant(previous_end, end)
+    found = search(text, previous_end, end)
+    if found is not None:
+        append(_assistant_event(text, previous_end, end, found.start(), line))
     return events
+
+
+def _assistant_event(text: str, start: int, stop: int, non_space: int, line: int) -> tuple[str, str, int, int]:
+    """The assistant's event of ``text[start:stop]`` (line ``line`` at ``start``), from the line of
+    its first non-blank character ``non_space``."""
+    line_start = text.rfind("\n", start, non_space) + 1 or start
+    body = text[line_start:stop].rstrip()
+    first = line + text.count("\n", start, line_start)
+    return "assistant", body, first, first + body.count("\n")
 
 
 def _aider_round(text: str, begin: int, end: int, first_line: int, header):
