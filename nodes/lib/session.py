@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from itertools import chain as _chain
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, Iterable, Mapping, Sequence
 
 from .digest import text_digest
@@ -413,9 +414,26 @@ def _aider_round_of(key, group, last: int, index: int) -> Round:
 
 
 def _round_from(group, last: int, index: int) -> Round:
-    messages = tuple([Message(role, body, index, first) for role, body, first in group])
-    begin = next((m.line for m in messages if m.role == "user"), messages[0].line)
+    messages = tuple([_message(role, body, index, first) for role, body, first in group])
+    begin = next((line for role, _, line in group if role == "user"), group[0][2])
     return Round(index=index, messages=messages, lines=(begin, last))
+
+
+_MESSAGE_FIELDS = tuple(f.name for f in fields(Message))
+_MESSAGE_TAIL = {f.name: f.default for f in fields(Message)[4:]}  # tool_calls, call_id, usage: their defaults
+
+
+def _message(role: str, content: str, index: int, line: int) -> Message:
+    """``Message(role, content, index, line)``, the same object (its fields in the same order),
+    made without the frozen dataclass's ``__setattr__`` per field."""
+    message = object.__new__(Message)
+    message.__dict__.update(role=role, content=content, round=index, line=line, **_MESSAGE_TAIL)
+    return message
+
+
+if _MESSAGE_FIELDS[:4] != ("role", "content", "round", "line") or hasattr(Message, "__post_init__") \
+        or any(v is MISSING for v in _MESSAGE_TAIL.values()):
+    _message = Message  # noqa: F811 - the fields changed: the constructor itself
 
 
 _USER_LINE = r"####(?:[ \t][^\n]*)?(?![^\n])"
@@ -503,6 +521,21 @@ def render_rounds(rounds: Iterable[Round]) -> str:
 
 # ----------------------------------------------------------------------------- summaries
 
+
+def _alternation_trie(words: Sequence[str]) -> str:
+    """A regex matching exactly ``words`` (plain letters), factored by their leading characters:
+    ``["py", "pyi", "php"]`` gives ``p(?:y(?:i)?|hp)``."""
+    tails: dict[str, list[str]] = {}
+    for word in words:
+        tails.setdefault(word[:1], []).append(word[1:])
+    branches = [re.escape(head) + _alternation_trie(rest) for head, rest in sorted(tails.items()) if head]
+    if not branches:
+        return ""
+    if "" not in tails and len(branches) == 1:
+        return branches[0]
+    return "(?:" + "|".join(branches) + ")" + ("?" if "" in tails else "")
+
+
 _EXT = (
     r"py|pyi|js|jsx|mjs|cjs|ts|tsx|go|rs|java|kt|kts|swift|c|h|cc|cpp|hpp|cs|rb|php|scala|sh|bash|zsh|"
     r"sql|md|mdx|rst|txt|toml|yaml|yml|json|jsonl|ini|cfg|conf|lock|html|css|scss|vue|svelte|"
@@ -511,7 +544,9 @@ _EXT = (
 # Paths are found from their extension (a regex with a literal "." prefix, which the regex
 # engine searches for fast) and grown backwards over path characters: a regex that starts with
 # a character class would be tried at every position of a 4 MB transcript.
-_EXTENSION = lazy_regex(r"\.(?:" + _EXT + r")(?![\w-])")
+# The alternation is factored by leading letters (a trie), so a "." that starts no extension
+# costs one character test, not sixty.
+_EXTENSION = lazy_regex(r"\.(?:" + _alternation_trie(_EXT.split("|")) + r")(?![\w-])")
 _PATH_CHARS_BACK = lazy_regex(r"[\w./~-]*")
 _APPLIED = lazy_regex(r"\n(?:Applied edit to|Creating empty file|Wrote) ([^\n]+)")
 _SEARCH_BLOCK = lazy_regex(r"\n<<<<<<< SEARCH")
@@ -532,20 +567,27 @@ _MAX_SCAN = 200_000  # characters of one message scanned for paths and test resu
 
 
 def _first_line(text: str) -> str:
-    for line in text.split("\n", 50):
-        if line.strip():
-            return line.strip()
-    return ""
+    """The first non-blank line of ``text``, stripped; past 50 blank lines, all the rest, stripped."""
+    found = _NON_SPACE.search(text)
+    if found is None:
+        return ""
+    start = text.rfind("\n", 0, found.start()) + 1
+    if start and text.count("\n", 0, start) >= 50:  # the first 50 lines are blank: the rest is one piece
+        return text.split("\n", 50)[-1].strip()
+    end = text.find("\n", start)
+    return text[start:end if end >= 0 else len(text)].strip()
 
 
 def _first_sentence(text: str) -> str:
     """The first sentence of the first line, skipping fillers such as "Certainly!"."""
     line = _first_line(text)
-    sentences = _SENTENCE_END.split(line)
-    for sentence in sentences:
+    start = 0
+    for end in _SENTENCE_END.finditer(line):
+        sentence = line[start:end.start()]
         if sentence.strip(" !.,").lower() not in _FILLER:
             return sentence
-    return sentences[-1] if sentences else ""
+        start = end.end()
+    return line[start:]
 
 
 def find_paths(text: str, limit: int = 64) -> list[str]:
@@ -564,11 +606,12 @@ def find_paths(text: str, limit: int = 64) -> list[str]:
         if width == 0:
             continue
         path = text[dot - width : match.end()]
-        if path.startswith("..."):
-            path = path.lstrip(".")  # an ellipsis, not a relative path
-        while path.startswith("./"):
-            path = path[2:]
-        if path.startswith("//") or (path.startswith("/") and text[dot - width - 1 : dot - width] == ":"):
+        if path[0] == ".":
+            if path.startswith("..."):
+                path = path.lstrip(".")  # an ellipsis, not a relative path
+            while path.startswith("./"):
+                path = path[2:]
+        if path[:1] == "/" and (path.startswith("//") or text[dot - width - 1 : dot - width] == ":"):
             continue  # a URL
         if path and path[0] != "-" and path[0] != "." or path.startswith((".github", ".planning", "../")):
             seen.setdefault(path, None)
