@@ -654,13 +654,21 @@ def _files_in(round_: Round) -> list[str]:
     for path in later:
         first.setdefault(path, None)
     paths = [p for p in first if p][:64]
-    relative = [p for p in paths if not p.startswith(("/", "~"))]
+    relative = {p for p in paths if not p.startswith(("/", "~"))}
+    names = {r.rpartition("/")[2] for r in relative if "/" in r}  # what a bare name would repeat
     # an absolute path or a bare name that repeats a relative path already listed says nothing new
-    return [
-        p for p in paths
-        if not (p.startswith(("/", "~")) and any(p.endswith("/" + r) for r in relative))
-        and not ("/" not in p and any(r.endswith("/" + p) for r in relative))
-    ]
+    return [p for p in paths if not (p.startswith(("/", "~")) and _ends_with_one_of(p, relative))
+            and not ("/" not in p and p in names)]
+
+
+def _ends_with_one_of(path: str, relative: set[str]) -> bool:
+    """Whether ``path`` ends with "/" + one of ``relative`` (each tail after a "/" looked up)."""
+    slash = path.find("/")
+    while slash >= 0:
+        if path[slash + 1:] in relative:
+            return True
+        slash = path.find("/", slash + 1)
+    return False
 
 
 def _line_at(text: str, pos: int) -> str:
