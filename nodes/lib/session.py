@@ -485,7 +485,7 @@ def render_round(round_: Round) -> str:
     out = [f"### Round {round_.index}{lines_note}"]
     call_ids = {str(c.get("id")) for m in round_.messages for c in m.tool_calls}
     results: dict[str, list[Message]] = {}
-    for message in round_.messages:
+    for message in round_.messages if call_ids else ():  # (an aider round has no calls)
         if message.role == "tool" and message.call_id is not None and message.call_id in call_ids:
             results.setdefault(message.call_id, []).append(message)
     for message in round_.messages:
