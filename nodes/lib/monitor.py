@@ -105,7 +105,7 @@ def round_use(
             reported += reported_here
     if render is None:
         measured = sum(count(message_text(m)) for m in counted)
-    elif len(counted) == len(round_.messages):  # no usage field: the round as it is
+    elif counted and len(counted) == len(round_.messages):  # no usage field: the round as it is
         measured = count(render(round_))
     elif counted:
         measured = count(render(Round(round_.index, tuple(counted), round_.lines)))

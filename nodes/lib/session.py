@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from itertools import chain as _chain
 from dataclasses import MISSING, dataclass, fields
+from itertools import chain as _chain
 from typing import Any, Iterable, Mapping, Sequence
 
 from .digest import text_digest
