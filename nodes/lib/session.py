@@ -286,8 +286,8 @@ def parse_aider(text: str, path: str) -> SessionHistory:
         sessions += found
         if group:
             rounds.append(_aider_round_of(key, group, last, len(rounds) + 1))
-    newlines = text.count("\n") if resumed is None else resumed[0].newlines + text.count("\n", len(resumed[0].text))
-    ROUND_MEMO.keep_parse(path, _AiderParse(text, starts, tuple(cursors), tuple(rounds), newlines))
+    newlines = line - 1 + text.count("\n", position)  # line: the number of the line at position
+    ROUND_MEMO.keep_parse(path, _AiderParse(text, starts, tuple(cursors), tuple(rounds)))
     total = newlines + (0 if text.endswith("\n") or not text else 1)
     return SessionHistory(tuple(rounds), (), path, AIDER, sessions, total)
 
@@ -301,7 +301,6 @@ class _AiderParse:
     starts: list[int]
     cursors: tuple[tuple, ...]
     rounds: tuple[Round, ...]
-    newlines: int
 
 
 def _resume_point(prev: _AiderParse | None, text: str) -> tuple[_AiderParse, int] | None:
