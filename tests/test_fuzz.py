@@ -13,8 +13,10 @@ examples. ``--hypothesis-show-statistics`` prints the examples run per target.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import string
 from collections import Counter
 from datetime import timedelta
@@ -23,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxengine.nodes.lib import disclosure, markdown, plan, session, template
+from ctxengine.nodes.lib import digest, disclosure, markdown, plan, session, template, textio
 from ctxengine.nodes.lib import gsd
 from ctxengine.nodes.types import CtxEngineError, TemplateError
 
@@ -387,3 +389,126 @@ def test_the_configuration_resolves_or_raises_a_config_error(overrides, project)
     for key, value in project.items():
         project_layer.update(_nest(key, value))  # a config.json as parsed JSON (top-level keys replace)
     _ours_only(lambda: config_nodes.resolved_config("/p", config_nodes.defaults(), project_layer, overrides))
+
+
+# ----------------------------------------------------------------------------- fast paths equal the old algorithms
+
+# The aider event reader as it was before its fast path (91c5d8b): per-event line counting and
+# prefixes substituted on a copy of each run with a newline in front.
+_OLD_USER_PREFIX, _OLD_TOOL_PREFIX = re.compile(r"\n####[ \t]?"), re.compile(r"\n> ?")
+
+
+def _old_aider_events(text: str, begin: int, end: int, first_line: int) -> list:
+    pos_line = [begin, first_line]
+
+    def line_of(pos: int) -> int:
+        p, n = pos_line
+        n += text.count("\n", p, pos)
+        pos_line[0], pos_line[1] = pos, n
+        return n
+
+    events: list = []
+
+    def assistant(start: int, stop: int) -> None:
+        found = re.compile(r"\S").search(text, start, stop)
+        if found is None:
+            return
+        line_start = text.rfind("\n", start, found.start()) + 1 or start
+        body = text[line_start:stop].rstrip()
+        first = line_of(line_start)
+        events.append(("assistant", body, first, first + body.count("\n")))
+
+    def run(kind: str, block: str, start: int, blank_gap: bool, gap_newlines: int) -> None:
+        first = line_of(start)
+        last = first + block.count("\n")
+        if kind in ("user", "tool"):
+            prefix = _OLD_USER_PREFIX if kind == "user" else _OLD_TOOL_PREFIX
+            body = prefix.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
+        else:
+            body = block[2:].rstrip()
+        if kind == "tool" and blank_gap and events and events[-1][0] == "tool":
+            _, before, start_line, _ = events[-1]
+            events[-1] = ("tool", before + "\n" * gap_newlines + body, start_line, last)
+        else:
+            events.append((kind, body, first, last))
+
+    previous_end = begin
+    opening = session._AIDER_FIRST.match(text, begin, end)
+    if opening:
+        run(opening.lastgroup, opening.group(opening.lastgroup), begin, False, 0)
+        previous_end = opening.end()
+    for match in session._AIDER_RUNS.finditer(text, previous_end, end):
+        start = match.start()
+        blank_gap = re.compile(r"\S").search(text, previous_end, start) is None
+        if not blank_gap:
+            assistant(previous_end, start)
+        kind = match.lastgroup
+        run(kind, match.group(kind), start + 1, blank_gap, text.count("\n", previous_end, start + 1))
+        previous_end = match.end()
+    assistant(previous_end, end)
+    return events
+
+
+@FUZZ
+@given(text=_lines(_AIDER_LINES, 25), cut=st.integers(0, 30), spaces=st.booleans())
+def test_aider_events_fast_path_equals_the_old_reader(text, cut, spaces):
+    RUN["aider-events-old-new"] += 1
+    if spaces:
+        text = text.replace("\n", "  \n")  # aider's markdown line breaks
+    assert session._aider_events(text, 0, len(text), 1) == _old_aider_events(text, 0, len(text), 1)
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    begin = starts[min(cut, len(starts) - 1)]
+    end = max(begin, text.rfind("\n", begin))  # a stretch as parse_aider cuts them: from a line start to a newline
+    line = text.count("\n", 0, begin) + 1
+    assert session._aider_events(text, begin, end, line) == _old_aider_events(text, begin, end, line)
+
+
+_OLD_EXTENSION = re.compile(r"\.(?:" + session._EXT + r")(?![\w-])")
+_OLD_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_PROSE = _lines(st.sampled_from([
+    "see src/app.py and .github/x.yml", "a.py.md", "x.pyi y.pyx z.json5 w.jsonl", ".py", "file.c-d", "v.ts_x",
+    "Certainly! Done. Next.", "Sure. ok. Yes!", "", "  ", "\t", "\u2028 x", "a.b.c", "https://x.io/a.md", "...x.md",
+]), 60)
+
+
+def _old_first_line(text: str) -> str:
+    for line in text.split("\n", 50):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _old_first_sentence(text: str) -> str:
+    sentences = _OLD_SENTENCE_END.split(_old_first_line(text))
+    for sentence in sentences:
+        if sentence.strip(" !.,").lower() not in session._FILLER:
+            return sentence
+    return sentences[-1] if sentences else ""
+
+
+@FUZZ
+@given(text=_PROSE, blank=st.integers(0, 60))
+def test_summary_fast_paths_equal_the_old_ones(text, blank):
+    RUN["summary-old-new"] += 1
+    assert [m.span() for m in session._EXTENSION.finditer(text)] == [m.span() for m in _OLD_EXTENSION.finditer(text)]
+    padded = "\n" * blank + text  # past 50 blank lines the old reader took the rest whole
+    for sample in (text, padded, " \n" * blank + text):
+        assert session._first_line(sample) == _old_first_line(sample)
+        assert session._first_sentence(sample) == _old_first_sentence(sample)
+
+
+@FUZZ
+@given(data=st.lists(st.sampled_from([b"a", b"\x1b", b"[31m", b"]0;t", b"\x07", b"\\", b"P", b"X", b"\n", b"\xc2\x85",
+                                      b"\xff", b"\xed\xa0\x80", b"\r\n", b"\xe4\xb8\x96", b"\x01"]), max_size=40).map(b"".join))
+def test_escape_removal_and_the_grown_text_digest_equal_the_old_ways(data):
+    RUN["clean-old-new"] += 1
+    assert textio._without_escapes(data) == textio._ANSI_BYTES.subn(b"", data)
+    plain = textio._loaded(data, "/p/x", crlf=True)
+    textio.GROWN.min_bytes, kept = 0, textio.GROWN.min_bytes
+    try:
+        grown = textio._loaded(data, "/p/x", crlf=True, grown="/p/fuzz-grown-key")
+    finally:
+        textio.GROWN.min_bytes = kept
+    assert (grown.text, grown.removed) == (plain.text, plain.removed)
+    # the digest kept for the text (hashed from the cleaned bytes when they decoded strictly) is its UTF-8's
+    assert digest.text_digest(grown.text) == hashlib.sha256(grown.text.encode("utf-8", "surrogatepass")).digest()[:16]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 from pathlib import Path
@@ -378,3 +379,28 @@ def test_a_grown_session_log_reads_only_its_new_lines():
     assert grown == S.parse_jsonl(whole, "/p/session.log") and len(grown.rounds) == 20
     moved = S.parse_jsonl("\n" + whole, "/p/session.log")  # every line one further down: read again, numbered right
     assert [m.line for m in moved.rounds[0].messages] == [2, 3]
+
+
+# The digest of everything parse, summaries, render and compact make of a small real transcript,
+# as the code before the cold-path work (91c5d8b) made it: a faster path must give the same bytes.
+_BEFORE_FAST_PATHS = {
+    "AbdulAlkawasmeh__metadata-aider.aider.chat.history.md":
+        "a2f449a007673e5d9f9899d04bb5a33fecb485a4295c8bfdb6624546afa6a363",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BEFORE_FAST_PATHS))
+def test_a_real_transcript_parses_summarizes_and_renders_as_before_the_fast_paths(name):
+    path = CORPUS_SESSIONS / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not there (../shared/corpus)")
+    S.ROUND_MEMO.clear()
+    history = S.parse_aider(path.read_text(encoding="utf-8"), "/p/.aider.chat.history.md")
+    parts = [repr((history.sessions, history.total_lines, history.warnings))]
+    parts += [repr((r.index, r.lines, [(m.role, m.content, m.round, m.line) for m in r.messages])) for r in history.rounds]
+    parts += list(S.round_summaries(history.rounds))
+    parts += [S.render_rounds(history.rounds), S.compact_history(history.rounds, 3)]
+    assert len(history.rounds) == 12
+    assert hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest() == _BEFORE_FAST_PATHS[name]
+    assert [S._message(m.role, m.content, m.round, m.line) for r in history.rounds for m in r.messages] == \
+        [Message(m.role, m.content, m.round, m.line) for r in history.rounds for m in r.messages]

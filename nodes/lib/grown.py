@@ -47,22 +47,23 @@ class GrownTexts:
             self._kept.clear()
             self.reused = 0
 
-    def text(self, key: str, data: bytes, make: Callable[[bytes], tuple[str, int]],
+    def text(self, key: str, data: bytes, make: Callable[[bytes], tuple[str, int, bytes | None]],
              safe: Callable[[bytes], bool]) -> tuple[str, int]:
         """(text, removed) of ``data``: ``make(data)``, or, when ``data`` grew from the bytes
-        kept under ``key``, the kept text plus ``make`` of the new bytes only."""
+        kept under ``key``, the kept text plus ``make`` of the new bytes only. ``make`` gives
+        (text, removed, the text's UTF-8 bytes when it has them at hand, else None)."""
         if len(data) < self.min_bytes:
-            return make(data)
+            return make(data)[:2]
         with self._lock:
             kept = self._kept.get(key)
         if kept is not None and kept.safe and len(data) >= len(kept.raw) and data.startswith(kept.raw):
-            tail, removed = make(data[len(kept.raw):])
+            tail, removed, utf8 = make(data[len(kept.raw):])
             text, removed, state = kept.text + tail, kept.removed + removed, kept.state.copy()
-            state.update(tail.encode("utf-8", "surrogatepass"))
+            state.update(_utf8(tail, utf8))
             self.reused += 1
         else:
-            text, removed = make(data)
-            state = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
+            text, removed, utf8 = make(data)
+            state = hashlib.sha256(_utf8(text, utf8))
         remember_text_digest(text, state.digest()[:16])
         with self._lock:
             self._kept[key] = _Kept(data, text, removed, state, safe(data))
@@ -70,6 +71,11 @@ class GrownTexts:
             while len(self._kept) > self.max_files:
                 self._kept.popitem(last=False)
         return text, removed
+
+
+def _utf8(text: str, known: bytes | None) -> bytes:
+    """The UTF-8 bytes of ``text`` (lone surrogates kept): ``known`` when given."""
+    return known if known is not None else text.encode("utf-8", "surrogatepass")
 
 
 #: The process's kept texts.

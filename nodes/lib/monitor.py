@@ -98,13 +98,15 @@ def round_use(
     reported = 0
     counted: list[Message] = []
     for message in round_.messages:
-        reported_here = usage_tokens(message.usage)
+        reported_here = None if message.usage is None else usage_tokens(message.usage)
         if reported_here is None:
             counted.append(message)
         else:
             reported += reported_here
     if render is None:
         measured = sum(count(message_text(m)) for m in counted)
+    elif counted and len(counted) == len(round_.messages):  # no usage field: the round as it is
+        measured = count(render(round_))
     elif counted:
         measured = count(render(Round(round_.index, tuple(counted), round_.lines)))
     else:

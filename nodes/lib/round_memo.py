@@ -25,6 +25,7 @@ actually done (misses).
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import threading
 from collections import OrderedDict
@@ -84,7 +85,8 @@ class RoundMemo:
         made = self._rounds.get(key)
         if made is None or made.index != index:
             made = build()
-            digest = digest16(b"aider-round", pickle.dumps((key, index), protocol=pickle.HIGHEST_PROTOCOL))
+            # one pickle, hashed once (it starts with pickle's protocol byte, never with digest16's length prefix)
+            digest = hashlib.sha256(pickle.dumps((b"aider-round", key, index), protocol=5)).digest()[:16]
             with self._lock:
                 if len(self._rounds) >= self.max_entries:
                     self._rounds.clear()

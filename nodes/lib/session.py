@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import MISSING, dataclass, fields
+from itertools import chain as _chain
 from typing import Any, Iterable, Mapping, Sequence
 
 from .digest import text_digest
@@ -284,8 +286,8 @@ def parse_aider(text: str, path: str) -> SessionHistory:
         sessions += found
         if group:
             rounds.append(_aider_round_of(key, group, last, len(rounds) + 1))
-    newlines = text.count("\n") if resumed is None else resumed[0].newlines + text.count("\n", len(resumed[0].text))
-    ROUND_MEMO.keep_parse(path, _AiderParse(text, starts, tuple(cursors), tuple(rounds), newlines))
+    newlines = line - 1 + text.count("\n", position)  # line: the number of the line at position
+    ROUND_MEMO.keep_parse(path, _AiderParse(text, starts, tuple(cursors), tuple(rounds)))
     total = newlines + (0 if text.endswith("\n") or not text else 1)
     return SessionHistory(tuple(rounds), (), path, AIDER, sessions, total)
 
@@ -299,7 +301,6 @@ class _AiderParse:
     starts: list[int]
     cursors: tuple[tuple, ...]
     rounds: tuple[Round, ...]
-    newlines: int
 
 
 def _resume_point(prev: _AiderParse | None, text: str) -> tuple[_AiderParse, int] | None:
@@ -332,57 +333,55 @@ def _user_run_starts(text: str) -> list[int]:
 
 def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tuple[str, str, int, int]]:
     """(kind, content, first line, last line) of each run and assistant stretch of ``text[begin:end]``,
-    whose first line is number ``first_line``; tool output across blank lines is one event."""
-    pos_line = [begin, first_line]  # (position, 1-based line number at that position)
+    whose first line is number ``first_line``; tool output across blank lines is one event.
 
-    def line_of(pos: int) -> int:
-        # 1-based number of the line holding text[pos]; positions only move forward
-        p, n = pos_line
-        n += text.count("\n", p, pos)
-        pos_line[0], pos_line[1] = pos, n
-        return n
-
+    Line numbers follow from the newlines counted between two runs (each counted once)."""
     events: list[tuple[str, str, int, int]] = []
-
-    def assistant(start: int, stop: int) -> None:
-        found = _NON_SPACE.search(text, start, stop)
-        if found is None:
-            return
-        line_start = text.rfind("\n", start, found.start()) + 1 or start
-        body = text[line_start:stop].rstrip()
-        first = line_of(line_start)
-        events.append(("assistant", body, first, first + body.count("\n")))
-
-    def run(kind: str, block: str, start: int, blank_gap: bool, gap_newlines: int) -> None:
-        first = line_of(start)
-        last = first + block.count("\n")
-        if kind == "user":
-            body = _USER_PREFIX.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
-        elif kind == "tool":
-            body = _TOOL_PREFIX.sub("\n", "\n" + block)[1:].replace("  \n", "\n").rstrip()
-        else:
-            body = block[2:].rstrip()
-        if kind == "tool" and blank_gap and events and events[-1][0] == "tool":
-            _, before, start_line, _ = events[-1]  # tool output across blank lines: one message
-            events[-1] = ("tool", before + "\n" * gap_newlines + body, start_line, last)
-        else:
-            events.append((kind, body, first, last))
-
+    append = events.append
+    count, search = text.count, _NON_SPACE.search
+    line = first_line  # the number of the line holding text[previous_end]
     previous_end = begin
     opening = _AIDER_FIRST.match(text, begin, end)
-    if opening:
-        run(opening.lastgroup, opening.group(opening.lastgroup), begin, False, 0)
-        previous_end = opening.end()
-    for match in _AIDER_RUNS.finditer(text, previous_end, end):
-        start = match.start()
-        blank_gap = _NON_SPACE.search(text, previous_end, start) is None
-        if not blank_gap:
-            assistant(previous_end, start)
+    matches = _AIDER_RUNS.finditer(text, opening.end() if opening else begin, end)
+    for match in _chain((opening,), matches) if opening else matches:
+        newline = match.start() - (match is opening)  # the newline before the run (none at the start)
+        found = search(text, previous_end, newline)  # None for an empty range
+        gap = count("\n", previous_end, newline + 1)
+        if found is not None:  # the assistant's stretch between two runs
+            append(_assistant_event(text, previous_end, newline, found.start(), line))
         kind = match.lastgroup
-        run(kind, match.group(kind), start + 1, blank_gap, text.count("\n", previous_end, start + 1))
+        block = match.group(kind)
+        first = line + gap
+        line = first + block.count("\n")
+        if kind == "header":
+            append((kind, block[2:].rstrip(), first, line))
+        else:
+            if kind == "user":  # the first line's prefix cut off, the others' substituted (a literal newline leads)
+                body, prefix = block[5:] if block.startswith((" ", "\t"), 4) else block[4:], _USER_PREFIX
+            else:
+                body, prefix = block[2:] if block.startswith(" ", 1) else block[1:], _TOOL_PREFIX
+            if "\n" in body:
+                body = prefix.sub("\n", body).replace("  \n", "\n")
+            body = body.rstrip()
+            if kind == "tool" and found is None and events and events[-1][0] == "tool":
+                _, before, start_line, _ = events[-1]  # tool output across blank lines: one message
+                events[-1] = ("tool", before + "\n" * gap + body, start_line, line)
+            else:
+                append((kind, body, first, line))
         previous_end = match.end()
-    assistant(previous_end, end)
+    found = search(text, previous_end, end)
+    if found is not None:
+        append(_assistant_event(text, previous_end, end, found.start(), line))
     return events
+
+
+def _assistant_event(text: str, start: int, stop: int, non_space: int, line: int) -> tuple[str, str, int, int]:
+    """The assistant's event of ``text[start:stop]`` (line ``line`` at ``start``), from the line of
+    its first non-blank character ``non_space``."""
+    line_start = text.rfind("\n", start, non_space) + 1 or start
+    body = text[line_start:stop].rstrip()
+    first = line + text.count("\n", start, line_start)
+    return "assistant", body, first, first + body.count("\n")
 
 
 def _aider_round(text: str, begin: int, end: int, first_line: int, header):
@@ -414,9 +413,26 @@ def _aider_round_of(key, group, last: int, index: int) -> Round:
 
 
 def _round_from(group, last: int, index: int) -> Round:
-    messages = tuple([Message(role, body, index, first) for role, body, first in group])
-    begin = next((m.line for m in messages if m.role == "user"), messages[0].line)
+    messages = tuple([_message(role, body, index, first) for role, body, first in group])
+    begin = next((line for role, _, line in group if role == "user"), group[0][2])
     return Round(index=index, messages=messages, lines=(begin, last))
+
+
+_MESSAGE_FIELDS = tuple(f.name for f in fields(Message))
+_MESSAGE_TAIL = {f.name: f.default for f in fields(Message)[4:]}  # tool_calls, call_id, usage: their defaults
+
+
+def _message(role: str, content: str, index: int, line: int) -> Message:
+    """``Message(role, content, index, line)``, the same object (its fields in the same order),
+    made without the frozen dataclass's ``__setattr__`` per field."""
+    message = object.__new__(Message)
+    message.__dict__.update(role=role, content=content, round=index, line=line, **_MESSAGE_TAIL)
+    return message
+
+
+if _MESSAGE_FIELDS[:4] != ("role", "content", "round", "line") or hasattr(Message, "__post_init__") \
+        or any(v is MISSING for v in _MESSAGE_TAIL.values()):
+    _message = Message  # noqa: F811 - the fields changed: the constructor itself
 
 
 _USER_LINE = r"####(?:[ \t][^\n]*)?(?![^\n])"
@@ -468,7 +484,7 @@ def render_round(round_: Round) -> str:
     out = [f"### Round {round_.index}{lines_note}"]
     call_ids = {str(c.get("id")) for m in round_.messages for c in m.tool_calls}
     results: dict[str, list[Message]] = {}
-    for message in round_.messages:
+    for message in round_.messages if call_ids else ():  # (an aider round has no calls)
         if message.role == "tool" and message.call_id is not None and message.call_id in call_ids:
             results.setdefault(message.call_id, []).append(message)
     for message in round_.messages:
@@ -504,6 +520,21 @@ def render_rounds(rounds: Iterable[Round]) -> str:
 
 # ----------------------------------------------------------------------------- summaries
 
+
+def _alternation_trie(words: Sequence[str]) -> str:
+    """A regex matching exactly ``words`` (plain letters), factored by their leading characters:
+    ``["py", "pyi", "php"]`` gives ``p(?:y(?:i)?|hp)``."""
+    tails: dict[str, list[str]] = {}
+    for word in words:
+        tails.setdefault(word[:1], []).append(word[1:])
+    branches = [re.escape(head) + _alternation_trie(rest) for head, rest in sorted(tails.items()) if head]
+    if not branches:
+        return ""
+    if "" not in tails and len(branches) == 1:
+        return branches[0]
+    return "(?:" + "|".join(branches) + ")" + ("?" if "" in tails else "")
+
+
 _EXT = (
     r"py|pyi|js|jsx|mjs|cjs|ts|tsx|go|rs|java|kt|kts|swift|c|h|cc|cpp|hpp|cs|rb|php|scala|sh|bash|zsh|"
     r"sql|md|mdx|rst|txt|toml|yaml|yml|json|jsonl|ini|cfg|conf|lock|html|css|scss|vue|svelte|"
@@ -512,7 +543,9 @@ _EXT = (
 # Paths are found from their extension (a regex with a literal "." prefix, which the regex
 # engine searches for fast) and grown backwards over path characters: a regex that starts with
 # a character class would be tried at every position of a 4 MB transcript.
-_EXTENSION = lazy_regex(r"\.(?:" + _EXT + r")(?![\w-])")
+# The alternation is factored by leading letters (a trie), so a "." that starts no extension
+# costs one character test, not sixty.
+_EXTENSION = lazy_regex(r"\.(?:" + _alternation_trie(_EXT.split("|")) + r")(?![\w-])")
 _PATH_CHARS_BACK = lazy_regex(r"[\w./~-]*")
 _APPLIED = lazy_regex(r"\n(?:Applied edit to|Creating empty file|Wrote) ([^\n]+)")
 _SEARCH_BLOCK = lazy_regex(r"\n<<<<<<< SEARCH")
@@ -533,20 +566,27 @@ _MAX_SCAN = 200_000  # characters of one message scanned for paths and test resu
 
 
 def _first_line(text: str) -> str:
-    for line in text.split("\n", 50):
-        if line.strip():
-            return line.strip()
-    return ""
+    """The first non-blank line of ``text``, stripped; past 50 blank lines, all the rest, stripped."""
+    found = _NON_SPACE.search(text)
+    if found is None:
+        return ""
+    start = text.rfind("\n", 0, found.start()) + 1
+    if start and text.count("\n", 0, start) >= 50:  # the first 50 lines are blank: the rest is one piece
+        return text.split("\n", 50)[-1].strip()
+    end = text.find("\n", start)
+    return text[start:end if end >= 0 else len(text)].strip()
 
 
 def _first_sentence(text: str) -> str:
     """The first sentence of the first line, skipping fillers such as "Certainly!"."""
     line = _first_line(text)
-    sentences = _SENTENCE_END.split(line)
-    for sentence in sentences:
+    start = 0
+    for end in _SENTENCE_END.finditer(line):
+        sentence = line[start:end.start()]
         if sentence.strip(" !.,").lower() not in _FILLER:
             return sentence
-    return sentences[-1] if sentences else ""
+        start = end.end()
+    return line[start:]
 
 
 def find_paths(text: str, limit: int = 64) -> list[str]:
@@ -565,11 +605,12 @@ def find_paths(text: str, limit: int = 64) -> list[str]:
         if width == 0:
             continue
         path = text[dot - width : match.end()]
-        if path.startswith("..."):
-            path = path.lstrip(".")  # an ellipsis, not a relative path
-        while path.startswith("./"):
-            path = path[2:]
-        if path.startswith("//") or (path.startswith("/") and text[dot - width - 1 : dot - width] == ":"):
+        if path[0] == ".":
+            if path.startswith("..."):
+                path = path.lstrip(".")  # an ellipsis, not a relative path
+            while path.startswith("./"):
+                path = path[2:]
+        if path[:1] == "/" and (path.startswith("//") or text[dot - width - 1 : dot - width] == ":"):
             continue  # a URL
         if path and path[0] != "-" and path[0] != "." or path.startswith((".github", ".planning", "../")):
             seen.setdefault(path, None)
@@ -612,13 +653,21 @@ def _files_in(round_: Round) -> list[str]:
     for path in later:
         first.setdefault(path, None)
     paths = [p for p in first if p][:64]
-    relative = [p for p in paths if not p.startswith(("/", "~"))]
+    relative = {p for p in paths if not p.startswith(("/", "~"))}
+    names = {r.rpartition("/")[2] for r in relative if "/" in r}  # what a bare name would repeat
     # an absolute path or a bare name that repeats a relative path already listed says nothing new
-    return [
-        p for p in paths
-        if not (p.startswith(("/", "~")) and any(p.endswith("/" + r) for r in relative))
-        and not ("/" not in p and any(r.endswith("/" + p) for r in relative))
-    ]
+    return [p for p in paths if not (p.startswith(("/", "~")) and _ends_with_one_of(p, relative))
+            and not ("/" not in p and p in names)]
+
+
+def _ends_with_one_of(path: str, relative: set[str]) -> bool:
+    """Whether ``path`` ends with "/" + one of ``relative`` (each tail after a "/" looked up)."""
+    slash = path.find("/")
+    while slash >= 0:
+        if path[slash + 1:] in relative:
+            return True
+        slash = path.find("/", slash + 1)
+    return False
 
 
 def _line_at(text: str, pos: int) -> str:

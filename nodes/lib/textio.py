@@ -209,13 +209,26 @@ def clean_utf8(data: bytes | bytearray) -> tuple[bytes, int]:
     afterwards, as they would have been."""
     data, removed = bytes(data), 0
     if b"\x1b" in data:
-        data, removed = _ANSI_BYTES.subn(b"", data)
+        data, removed = _without_escapes(data)
     kept = data.translate(None, _C0_BYTES)
     removed += len(data) - len(kept)
     if b"\xc2" in kept:
         kept, c1 = _C1_BYTES.subn(b"", kept)
         removed += c1
     return kept, removed
+
+
+def _without_escapes(data: bytes) -> tuple[bytes, int]:
+    """``_ANSI_BYTES.subn(b"", data)``, each sequence matched where ``bytes.find`` puts an ESC
+    (every ESC starts a match): a few times faster than the regex's own scan of a large file."""
+    pieces, start, match = [], 0, _ANSI_BYTES.match
+    found = data.find(b"\x1b")
+    while found >= 0:
+        pieces.append(data[start:found])
+        start = match(data, found).end()
+        found = data.find(b"\x1b", start)
+    pieces.append(data[start:])
+    return b"".join(pieces), len(pieces) - 1
 
 
 def cleaned_warning(where: str, removed: int) -> str | None:
@@ -266,12 +279,17 @@ def _loaded(data: bytes | bytearray, where: str, charset: str = "utf-8", crlf: b
     if b"\0" in data[:BINARY_PROBE]:
         decode_text(data, where, charset)  # raises: a binary file
 
-    def make(raw: bytes) -> tuple[str, int]:
+    def make(raw: bytes) -> tuple[str, int, bytes | None]:
         cleaned, removed = clean_utf8(raw)
-        return decode_text(cleaned.replace(b"\r\n", b"\n") if crlf else cleaned, where, charset), removed
+        if crlf:
+            cleaned = cleaned.replace(b"\r\n", b"\n")
+        try:  # strictly decoded, the cleaned bytes are the text's UTF-8 (no need to encode it to hash it)
+            return cleaned.decode("utf-8"), removed, cleaned
+        except UnicodeDecodeError:
+            return decode_text(cleaned, where, charset), removed, None
 
     if grown is None:
-        return LoadedText(*make(data), **extra)
+        return LoadedText(*make(data)[:2], **extra)
     return LoadedText(*GROWN.text(grown, bytes(data), make, _prefix_safe), **extra)
 
 
