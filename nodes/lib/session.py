@@ -422,17 +422,19 @@ _MESSAGE_FIELDS = tuple(f.name for f in fields(Message))
 _MESSAGE_TAIL = {f.name: f.default for f in fields(Message)[4:]}  # tool_calls, call_id, usage: their defaults
 
 
+#: Whether Message is still the plain frozen dataclass _message fills directly (else: its constructor).
+_PLAIN_MESSAGE = (_MESSAGE_FIELDS[:4] == ("role", "content", "round", "line") and not hasattr(Message, "__post_init__")
+                  and all(v is not MISSING for v in _MESSAGE_TAIL.values()))
+
+
 def _message(role: str, content: str, index: int, line: int) -> Message:
     """``Message(role, content, index, line)``, the same object (its fields in the same order),
     made without the frozen dataclass's ``__setattr__`` per field."""
+    if not _PLAIN_MESSAGE:
+        return Message(role, content, index, line)
     message = object.__new__(Message)
     message.__dict__.update(role=role, content=content, round=index, line=line, **_MESSAGE_TAIL)
     return message
-
-
-if _MESSAGE_FIELDS[:4] != ("role", "content", "round", "line") or hasattr(Message, "__post_init__") \
-        or any(v is MISSING for v in _MESSAGE_TAIL.values()):
-    _message = Message  # noqa: F811 - the fields changed: the constructor itself
 
 
 _USER_LINE = r"####(?:[ \t][^\n]*)?(?![^\n])"
