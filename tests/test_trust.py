@@ -521,15 +521,21 @@ def test_a_state_file_that_is_not_a_regular_file_is_a_warning_naming_it(tmp_path
 @settings(max_examples=300, deadline=None)
 @given(_CONTROL_HEAVY, st.booleans(), _CONTROL_HEAVY, st.booleans())
 def test_a_file_read_again_after_it_grew_reads_as_a_file_read_whole(head, line_end, tail, crlf):
+    import hashlib
+
+    from ctxengine.nodes.lib import digest
     from ctxengine.nodes.lib.grown import GrownTexts
 
     grown = GrownTexts(min_bytes=0)
     head += "\n" if line_end else ""  # a prefix that ends a line can be re-used; others are read whole
     first, whole = head.encode("utf-8"), (head + tail).encode("utf-8")
 
-    def make(raw: bytes) -> tuple[str, int]:
+    def make(raw: bytes) -> tuple[str, int, bytes]:
         cleaned, removed = textio.clean_utf8(raw)
-        return (cleaned.replace(b"\r\n", b"\n") if crlf else cleaned).decode("utf-8"), removed
+        cleaned = cleaned.replace(b"\r\n", b"\n") if crlf else cleaned
+        return cleaned.decode("utf-8"), removed, cleaned
 
-    assert grown.text("t.md", first, make, textio._prefix_safe) == make(first)
-    assert grown.text("t.md", whole, make, textio._prefix_safe) == make(whole)
+    assert grown.text("t.md", first, make, textio._prefix_safe) == make(first)[:2]
+    text, removed = grown.text("t.md", whole, make, textio._prefix_safe)
+    assert (text, removed) == make(whole)[:2]
+    assert digest.text_digest(text) == hashlib.sha256(text.encode("utf-8")).digest()[:16]  # the extended digest
