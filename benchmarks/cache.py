@@ -143,7 +143,7 @@ def transcript_table(repeat: int, folder: Path) -> None:
              "-o", str(folder / "out.txt"), "--cache-dir", str(cache_dir)]
     startup = [_cli("--version") for _ in range(repeat)]
     empty = folder / "empty-project"
-    empty.mkdir()
+    empty.mkdir(exist_ok=True)
     empty_flags = [str(empty), *flags[1:-2], "--cache-dir", str(folder / "empty-cache")]
     _cli("build", *empty_flags)  # its cache filled: what every build of a project pays before its own work
     fixed = []
