@@ -133,13 +133,13 @@ def round_uses(
     ways = ((estimate, "estimate"), (count, "exact:" + counted_as))
     shape = "rendered" if render is not None else "text"
 
-    def use(round_: Round, exact: bool) -> RoundUse:
+    def uses(part: tuple[Round, ...], exact: bool) -> list[RoundUse]:
         counter, name = ways[exact]
         if memo is None:
-            return round_use(round_, counter, render)
-        return memo.derived(round_, f"use:{name}:{shape}", lambda r: round_use(r, counter, render))
+            return [round_use(r, counter, render) for r in part]
+        return memo.derived_all(part, f"use:{name}:{shape}", lambda r: round_use(r, counter, render))
 
-    return tuple(use(r, i >= cut) for i, r in enumerate(rounds))
+    return tuple(uses(rounds[:cut], False) + uses(rounds[cut:], True))
 
 
 def growth_rate(tokens: Sequence[int], window: int = GROWTH_WINDOW) -> float:

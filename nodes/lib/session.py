@@ -731,7 +731,7 @@ def round_summary(round_: Round) -> str:
 
 def round_summaries(rounds: Iterable[Round]) -> tuple[str, ...]:
     """The summary bullet of every round, oldest first (each made once: :func:`round_summary`)."""
-    return tuple(round_summary(r) for r in rounds)
+    return tuple(ROUND_MEMO.derived_all(tuple(rounds), _round_memo.SUMMARY, _summarize_round))
 
 
 def _summarize_round(round_: Round) -> str:
