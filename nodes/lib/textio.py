@@ -65,7 +65,7 @@ def read_config_text(path: str, max_bytes: int = CONFIG_MAX_BYTES) -> str:
         if info.st_size > max_bytes:
             raise ConfigError(f"{path} is {info.st_size} bytes, over the {max_bytes}-byte cap of a configuration "
                               "file; shorten it")
-        data = _read_fd(fd, max_bytes, path, "the configuration file cap")
+        data = _read_fd(fd, max_bytes, path, "the configuration file cap", info.st_size)
     except TextUnavailable as exc:
         raise ConfigError(f"{exc}; fix the file") from None
     except OSError as exc:
@@ -367,7 +367,7 @@ def read_local_text(
             tail = keep_tail and after.st_size > max_bytes
             if tail:
                 os.lseek(fd, after.st_size - max_bytes, os.SEEK_SET)
-            data = _read_fd(fd, max_bytes, shown, cap_key)
+            data = _read_fd(fd, max_bytes, shown, cap_key, min(after.st_size, max_bytes))
         finally:
             os.close(fd)
     except OSError as exc:
@@ -381,21 +381,28 @@ def read_local_text(
     return _loaded(data, shown, crlf=crlf, grown=real if grows else None, size=len(data))
 
 
-def _read_fd(fd: int, max_bytes: int, shown: str, cap_key: str) -> bytearray:
-    """At most ``max_bytes`` of ``fd`` in chunks (growing, never the cap allocated); a binary
-    start is refused as soon as its first bytes are in."""
-    data = bytearray()
-    probed = False
+def _read_fd(fd: int, max_bytes: int, shown: str, cap_key: str, size: int = 0) -> bytes:
+    """At most ``max_bytes`` of ``fd``: the ``size`` its fstat gave in one read (one copy of a
+    4 MB transcript, not sixty), then in chunks to the end (a file that grew meanwhile, or one
+    whose size was not given), never the cap allocated; a binary start is refused as soon as
+    its first bytes are in."""
+    parts: list[bytes] = []
+    total, probed = 0, False
+    want = min(size, max_bytes) + 1 if size > 0 else _CHUNK
     while True:
-        chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - len(data)))
-        if not probed and (not chunk or len(data) + len(chunk) >= BINARY_PROBE):
+        chunk = os.read(fd, min(want, max_bytes + 1 - total))
+        want = _CHUNK
+        if chunk:
+            parts.append(chunk)
+            total += len(chunk)
+        if not probed and (not chunk or total >= BINARY_PROBE):
             probed = True
-            if b"\0" in (bytes(data) + chunk)[:BINARY_PROBE]:
+            head = parts[0] if len(parts) == 1 else b"".join(parts)
+            if b"\0" in head[:BINARY_PROBE]:
                 raise TextUnavailable(f"{shown} is binary, not a text document")
         if not chunk:
-            return data
-        data += chunk
-        if len(data) > max_bytes:
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+        if total > max_bytes:
             raise TextUnavailable(f"{shown} is more than {max_bytes} bytes, over {cap_key}; not loaded")
 
 
