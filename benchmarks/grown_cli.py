@@ -13,38 +13,19 @@ shared; wall time measures the neighbours).
 from __future__ import annotations
 
 import argparse
-import resource
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-TRANSCRIPT = REPO.parent / "shared" / "corpus" / "sessions" / "aider-repo__chat-history.md"
+from cache import TRANSCRIPT, _cli, _tiktoken_pass  # benchmarks/cache.py: the same child timing and pass
+
 FLAGS = ["--request", "Continue with the task in progress.", "--max-tokens", "125600", "--reserve-tokens", "25600"]
 
 
 def cli(*args: str) -> float:
     """CPU seconds of one ``ctxengine`` process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-m", "ctxengine.cli", *args], check=True, capture_output=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-
-
-def one_pass(text: str) -> float:
-    from ctxengine.nodes.lib.tokens import _encoding, token_counter_for
-
-    encoding = _encoding(token_counter_for("cl100k_base").encoding_name)
-    runs = []
-    for _ in range(3):
-        start = time.process_time()
-        encoding.encode_ordinary(text)
-        runs.append(time.process_time() - start)
-    return statistics.median(runs)
+    return _cli(*args)[0]
 
 
 def main() -> None:
@@ -67,7 +48,7 @@ def main() -> None:
             with history.open("a", encoding="utf-8") as fh:
                 fh.write(f"\n#### Rename helper {n} to load_config.\n\nRenamed it and updated the callers.\n")
             grown.append(cli("build", str(project), *FLAGS, *out, "--cache-dir", str(folder / "c-project")))
-        tiktoken_pass = one_pass(TRANSCRIPT.read_text(encoding="utf-8"))
+        tiktoken_pass, _ = _tiktoken_pass(TRANSCRIPT.read_text(encoding="utf-8"), 3)
     own = [g - f for g, f in zip(grown, fixed)]
     print(f"one tiktoken pass: {tiktoken_pass * 1e3:.0f} ms CPU; {args.pairs} pairs")
     print(f"{'':<34} {'min ms':>7} {'median ms':>10}")

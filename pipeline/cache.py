@@ -42,7 +42,7 @@ from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from . import __version__
-from .nodes.lib.digest import digest16, text_digest
+from .nodes.lib.digest import bytes_digest, digest16, text_digest
 from .nodes.lib.monitor import RoundUse
 from .nodes.lib.round_memo import ROUND_MEMO
 from .nodes.types import CtxEngineError, Message, Round
@@ -357,7 +357,7 @@ class SQLiteResultStore(ResultStore):
             payload = self._pending.get(key)
             if payload is None:
                 row = self._row(key, "digest, payload")
-                if row is None or _blake(row[1]) != row[0]:
+                if row is None or bytes_digest(row[1]) != row[0]:
                     raise ResultRetrievalError(f"shared part {key} is gone or torn")
                 payload = row[1]
             value = pickle.loads(payload)
@@ -377,7 +377,7 @@ class SQLiteResultStore(ResultStore):
             if row is None:
                 raise ResultRetrievalError(f"result {data_version} is gone")
             digest, payload, used = row
-            if _blake(payload) != digest:
+            if bytes_digest(payload) != digest:
                 raise ResultRetrievalError(f"result {data_version} is torn")
             if used < _now() - self.TOUCH_AFTER:
                 self._touched.add(data_version)
@@ -409,7 +409,7 @@ class SQLiteResultStore(ResultStore):
         try:
             cur = self.metadata.connection.cursor()
             cur.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
-                            [(dv, _blake(data), data, len(data), now) for dv, data in pending.items()])
+                            [(dv, bytes_digest(data), data, len(data), now) for dv, data in pending.items()])
             cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
             self.metadata.write_rows(cur, rows)
             self.metadata.connection.commit()
@@ -418,10 +418,6 @@ class SQLiteResultStore(ResultStore):
             _LOGGER.debug("cache results not written: %s", exc)
             with _suppress(sqlite3.Error):
                 self.metadata.connection.rollback()
-
-
-def _blake(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()[:16]
 
 
 def _now() -> float:

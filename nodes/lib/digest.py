@@ -21,13 +21,18 @@ def digest16(*parts: bytes) -> bytes:
     return h.digest()[:16]
 
 
+def bytes_digest(data: bytes) -> bytes:
+    """The 16-byte digest of ``data``."""
+    return hashlib.sha256(data).digest()[:16]
+
+
 def text_digest(text: str) -> bytes:
     """The 16-byte digest of a text's UTF-8 bytes (lone surrogates kept): remembered for a large
     text whose digest was computed as it was read (:func:`remember_text_digest`)."""
     known = _KNOWN.get(id(text))
     if known is not None and known[0] is text:
         return known[1]
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+    return bytes_digest(text.encode("utf-8", "surrogatepass"))
 
 
 def remember_text_digest(text: str, digest: bytes) -> None:
