@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import corpus_projects, write_project
+from conftest import corpus_projects, write_project, needs_shared
 
 BUDGET_FIELDS = {"total_tokens", "available_tokens", "is_over_budget", "over_budget_amount", "utilization_rate"}
 SECTION_FIELDS = {"key", "title", "kind", "priority", "tier", "tokens", "sources", "content"}
@@ -115,6 +115,7 @@ def test_dag_svg_when_dot_is_installed(tmp_path):
     assert "<svg" in (tmp_path / "dag.svg").read_text()
 
 
+@needs_shared
 def test_batch_reports_a_broken_project_as_a_row(tmp_path):
     broken = write_project(tmp_path / "broken", {".planning/config.json": "{not json"})
     good = corpus_projects()[0]

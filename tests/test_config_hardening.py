@@ -18,7 +18,7 @@ from ctxengine.nodes.lib.quote import quoted
 from ctxengine.nodes.lib.reserve import effective_reserve
 from ctxengine.nodes.lib.tokens import model_presets
 from ctxengine.nodes.lib.yamlio import YAMLError, load_yaml, nesting_depth
-from conftest import corpus_projects, write_project
+from conftest import corpus_projects, write_project, needs_shared
 from test_cli import run_cli
 
 BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
@@ -311,6 +311,7 @@ def test_effective_reserve():
 
 
 @pytest.mark.parametrize("budget", [4000, 8000])
+@needs_shared
 def test_small_budgets_build_on_the_demo_and_a_corpus_project(tmp_path, budget):
     out = tmp_path / "out.json"
     done = run_cli("build", "--max-tokens", str(budget), "--request", "Fix the login endpoint",

@@ -18,7 +18,7 @@ from ctxengine.nodes.lib import summarize as S
 from ctxengine.nodes.lib import truncate as T
 from ctxengine.nodes.lib.tokens import token_counter_for
 
-from conftest import CORPUS_PLANNING, write_project
+from conftest import CORPUS_PLANNING, write_project, needs_shared
 
 COUNTER = token_counter_for("cl100k_base")
 MARKER = re.compile(r"^\[… .*\]$")
@@ -191,6 +191,7 @@ def _skeleton(text: str) -> list[str]:
             if re.match(r"^\s*<(name|files|verify|done)>.*</\1>\s*$", line)]
 
 
+@needs_shared
 def test_a_real_gsd_plan_summary_keeps_every_task_skeleton_and_drops_context_and_code_first():
     plans = sorted(p for p in CORPUS_PLANNING.glob("*/.planning/phases/*/*-PLAN.md")
                    if "<verify>" in p.read_text(encoding="utf-8") and "```" in p.read_text(encoding="utf-8"))

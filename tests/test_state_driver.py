@@ -15,7 +15,7 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
 from hamilton import driver  # noqa: E402
 
-from conftest import CORPUS_SESSIONS, corpus_projects, write_project  # noqa: E402
+from conftest import CORPUS_SESSIONS, corpus_projects, write_project, needs_shared  # noqa: E402
 from ctxengine.nodes import config, state  # noqa: E402
 from ctxengine.nodes import settings as settings_nodes  # noqa: E402
 from ctxengine.nodes.types import Section  # noqa: E402
@@ -160,6 +160,7 @@ def test_corpus_projects_through_the_driver(dr, project: Path):
     assert all(s.location.startswith(".planning/") for s in plan.sources if s.kind == "file")
 
 
+@needs_shared
 def test_aider_transcript_at_the_project_root(dr, tmp_path: Path):
     source = CORPUS_SESSIONS / "AbdulAlkawasmeh__metadata-aider.aider.chat.history.md"
     project = tmp_path / "aider"

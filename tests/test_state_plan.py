@@ -11,7 +11,7 @@ import pytest
 
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
-from conftest import corpus_projects, write_project  # noqa: E402
+from conftest import corpus_projects, write_project, needs_shared  # noqa: E402
 from ctxengine.nodes import state  # noqa: E402
 from ctxengine.nodes import settings as settings_nodes  # noqa: E402
 from ctxengine.nodes.config import defaults  # noqa: E402
@@ -144,6 +144,7 @@ def test_every_corpus_project_names_its_current_position(project: Path):
     print(f"{project.name}: {view.position}")
 
 
+@needs_shared
 def test_roadmap_is_narrowed_to_the_current_milestone():
     project = next(p for p in corpus_projects() if p.name == "0xCUB3__wBlock")
     view = _views(project)[1]
@@ -159,6 +160,7 @@ def test_roadmap_is_narrowed_to_the_current_milestone():
     assert (1, 10) in kept and all(not (a <= 15 <= b) for a, b in kept)
 
 
+@needs_shared
 def test_phoenix_folds_eight_shipped_milestones():
     project = next(p for p in corpus_projects() if p.name == "9thLevelSoftware__Project-Phoenix-MP")
     plan, view, position = _views(project)
@@ -170,6 +172,7 @@ def test_phoenix_folds_eight_shipped_milestones():
     assert [t["status"] for t in plan.data["tasks"]] == ["next", "pending", "pending"]
 
 
+@needs_shared
 def test_done_plans_show_their_summary_one_liner():
     project = next(p for p in corpus_projects() if p.name == "0xCUB3__wBlock")
     view = _plan_view(project)
@@ -178,6 +181,7 @@ def test_done_plans_show_their_summary_one_liner():
     assert "Plans: 1 done / 0 next / 0 pending" in view.content
 
 
+@needs_shared
 def test_decimal_phase_in_progress_plan_and_pending_outline(tmp_path: Path):
     corpus = next(p for p in corpus_projects() if p.name == "0xLeathery__helix-staking")
     project = tmp_path / "helix"
@@ -237,6 +241,7 @@ def test_missing_phase_folder_is_a_warning_only_when_the_phase_is_being_executed
     assert _plan_view(project).warnings == ()  # before planning no folder is expected
 
 
+@needs_shared
 def test_state_frontmatter_is_shown():
     project = next(p for p in corpus_projects() if p.name == "ai-dynamo__nixl")
     view = _plan_view(project)

@@ -20,7 +20,7 @@ from ctxengine.nodes.lib.markdown import headings  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402
 from ctxengine.nodes.types import ConfigError, Section, Source  # noqa: E402
 
-from conftest import CORPUS_PLANNING  # noqa: E402
+from conftest import CORPUS_PLANNING, needs_shared  # noqa: E402
 
 COUNTER = token_counter_for("cl100k_base")
 
@@ -239,6 +239,7 @@ def test_summaries_are_deterministic():
     assert summarizer.summarize(section(DOC), 80, COUNTER) == summarizer.summarize(section(DOC), 80, COUNTER)
 
 
+@needs_shared
 def test_budgets_hold_on_a_real_document_across_a_range():
     text = (CORPUS_PLANNING / "0xLeathery__helix-staking" / ".planning" / "ROADMAP.md").read_text(encoding="utf-8")
     total = count(text)
@@ -250,6 +251,7 @@ def test_budgets_hold_on_a_real_document_across_a_range():
                 assert out.startswith("# Roadmap: HELIX")
 
 
+@needs_shared
 def test_big_budget_summary_uses_most_of_the_budget():
     text = (CORPUS_PLANNING / "0xLeathery__helix-staking" / ".planning" / "ROADMAP.md").read_text(encoding="utf-8")
     budget = count(text) // 2
@@ -283,6 +285,7 @@ def test_tables_keep_their_header_row():
     assert "| run0 | 0.5s | ok |" in out
 
 
+@needs_shared
 def test_real_long_markdown_at_a_quarter_keeps_every_heading():
     paths = [
         CORPUS_PLANNING / "0xLeathery__helix-staking" / ".planning" / "ROADMAP.md",
@@ -300,6 +303,7 @@ def test_real_long_markdown_at_a_quarter_keeps_every_heading():
             assert (level, title) in kept, (path.name, title)
 
 
+@needs_shared
 def test_500_kb_document_is_summarized_fast():
     parts, size = [], 0
     for name in sorted(glob.glob(str(CORPUS_PLANNING / "*" / ".planning" / "**" / "*.md"), recursive=True)):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_shared
 from ctxengine.nodes.lib.template import compile_template, render
 from ctxengine.nodes.types import TemplateError
 
@@ -34,6 +35,7 @@ def test_mustache_spec(case):
     assert render(case["template"], case["data"], escape="html", name=case["name"]) == case["expected"]
 
 
+@needs_shared
 def test_spec_files_hold_all_cases():
     counts = {stem: len(json.loads((SPEC_DIR / f"{stem}.json").read_text())["tests"]) for stem in SPEC_FILES}
     assert counts == {"interpolation": 42, "sections": 34, "inverted": 22, "comments": 12}
