@@ -325,6 +325,21 @@ def test_cached_counter_counts_o200k_exactly(texts):
         assert cached.count(text) == O200K.count(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXTS, min_size=1, max_size=6))
+def test_count_cache_pieces_are_the_look_behind_split(texts):
+    """The count cache cuts a text where the encodings' pre-tokenizers always do; matching the
+    newlines before a cut (fast) gives exactly the pieces of the look-behind split it replaced."""
+    from ctxengine.nodes.lib.truncate import measure
+
+    after = {"cl100k": r"\S", "o200k": r"[^\s/]"}  # what may follow a cut, by encoding
+    for text in texts + ["\n\n".join(texts), "\n\n\n".join(texts) + "\n", ".\n/".join(texts)]:
+        for name, boundaries in measure.SPLITS.items():
+            nxt = after[name.split("_")[0]]
+            for fast, slow in zip(boundaries, (rf"(?<=\n\n)(?={nxt})", rf"(?<=\n)(?={nxt})")):
+                assert measure.pieces(text, fast) == re.split(slow, text), (name, text)
+
+
 def test_o200k_is_not_split_where_a_newline_joins_a_slash():
     text = "".join(f"return {i};  // end.\n//comment {i}\n" for i in range(60))  # ".\n//" is one o200k pre-token
     assert len(text) > 512 and t.CachedCounter(O200K).count(text) == O200K.count(text)

