@@ -62,24 +62,39 @@ class _Parser(argparse.ArgumentParser):
             super()._print_message(message, file)
 
 
+class _imports_uncollected:
+    """The collector paused while the driver is imported, then what the imports made (Hamilton,
+    pandas: some 80k objects that live as long as the process) moved out of its reach
+    (``gc.freeze``). Imports make modules, classes and functions, never garbage: each of the
+    collector's passes during them is wasted (about 0.1 s of a cold start, measured by
+    benchmarks/coldstart.py), and its full passes over them later cost 50-80 ms of a cold build.
+    The collector's state is restored afterwards (a host calling :func:`main` keeps its own)."""
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc) -> None:
+        gc.freeze()
+        if self.enabled:
+            gc.enable()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script: the exit code, with one line on stderr for any error."""
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)  # until the arguments are parsed
     try:
         args = _parser().parse_args(argv)
         debug = bool(getattr(args, "debug", False))
-        if hasattr(args, "no_cache"):
-            from .driver import set_cache_defaults
+        with _imports_uncollected():
+            if hasattr(args, "no_cache"):
+                from .driver import set_cache_defaults
 
-            # A batch builds each project once: it keeps the cache only when asked (measured by
-            # benchmarks/batch.py: a first cached build costs about 2x an uncached one).
-            asked = args.cache or args.cache_dir is not None
-            set_cache_defaults(not args.no_cache and (asked or args.command != "batch"), args.cache_dir)
-        from .driver import quiet_failures
-
-        # What the imports made (Hamilton, pandas: some 80k objects) lives as long as the process:
-        # out of the collector's full passes, which otherwise cost 50-80 ms of a cold build.
-        gc.freeze()
+                # A batch builds each project once: it keeps the cache only when asked (measured by
+                # benchmarks/batch.py: a first cached build costs about 2x an uncached one).
+                asked = args.cache or args.cache_dir is not None
+                set_cache_defaults(not args.no_cache and (asked or args.command != "batch"), args.cache_dir)
+            from .driver import quiet_failures
         if debug:
             code = args.handler(args)
         else:

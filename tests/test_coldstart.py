@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import DEMO, REPO
 
 SCRIPT = Path(sys.executable).with_name("ctxengine")
 CLI = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "ctxengine"]
@@ -173,3 +173,22 @@ def test_the_coldstart_benchmark_has_the_core_install_and_default_model_rows_and
     assert done.returncode == 0 and "# User Request" in done.stdout, done.stderr
     parts = bench.floor_parts(1)
     assert parts["numpy"] > 0 and parts["pandas (numpy apart)"] > 0 and parts["hamilton and the rest"] > 0
+
+
+_COLLECTIONS = """
+import gc, sys
+seen = []
+gc.callbacks.append(lambda phase, info: seen.append("hamilton" in sys.modules and not gc.get_freeze_count())
+                    if phase == "start" else None)  # a pass while Hamilton is imported, before the freeze
+from ctxengine import cli
+code = cli.main(["config", sys.argv[1]])
+print(sum(seen), gc.isenabled(), gc.get_freeze_count() > 10_000, code)
+"""
+
+
+def test_the_cli_pauses_the_collector_while_it_imports_the_driver_then_freezes_what_they_made():
+    done = subprocess.run([sys.executable, "-c", _COLLECTIONS, str(DEMO)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    collections_during_import, enabled, frozen, code = done.stdout.split()[-4:]
+    assert collections_during_import == "0"  # without the pause: some 190 passes while Hamilton and pandas load
+    assert (enabled, frozen, code) == ("True", "True", "0")
