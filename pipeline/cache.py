@@ -320,8 +320,9 @@ class SQLiteResultStore(ResultStore):
         keys = []
         for start in range(0, len(items), SHARED_MIN_ITEMS):
             part = items[start:start + SHARED_MIN_ITEMS]
-            fp = fingerprint(part, self.memo)
-            if fp is None:
+            try:
+                fp = chunk_fingerprint(part, self.memo)
+            except _Unhashable:
                 return None
             keys.append(_SHARED + fp)
             self._keep_shared(keys[-1], part)
@@ -507,7 +508,10 @@ def fingerprint(value: Any, memo: dict | None = None) -> str | None:
 
     Lists, tuples and dicts (up to 64 items), sets and dataclasses are walked, and each one's
     hash is remembered by identity in ``memo`` (one run: a node's value shares its sections with its
-    inputs, so the 4 MB history section is hashed once a run, not once a node); wider containers
+    inputs, so the 4 MB history section is hashed once a run, not once a node); a tuple of more
+    than :data:`SHARED_MIN_ITEMS` items is hashed by its chunks of that many, as the result store
+    keeps it (:func:`chunk_fingerprint`: a chunk of values that cannot change is remembered for
+    the process); wider containers
     and other objects are hashed through their pickle; sets are walked in sorted order. Equal hashes mean equal values (types
     and field names included), so a fingerprint never serves a stale result; two equal values
     may hash apart (shared references, or a set deep inside a pickle, whose order follows the
@@ -546,6 +550,9 @@ def _fp(value: Any, memo: dict) -> str:
         cells = tuple(cell.cell_contents for cell in (value.__closure__ or ()))
         result = _digest(b"fn", value.__module__.encode(), value.__qualname__.encode(),
                          _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
+    elif kind is tuple and len(value) > SHARED_MIN_ITEMS:  # by its chunks, as the result store keeps it
+        result = _digest(b"chunks", *[chunk_fingerprint(value[start:start + SHARED_MIN_ITEMS], memo).encode()
+                                      for start in range(0, len(value), SHARED_MIN_ITEMS)])
     elif kind is tuple and len(value) > _WIDE and all(type(item) in _PLAIN for item in value):
         result = _pickled(value)  # a long tuple of plain values (a round's token uses): one pickle, C speed
     elif kind is tuple or (kind is list and len(value) <= _WIDE):  # a tuple never changes: walked at any length
@@ -576,6 +583,32 @@ def _fp(value: Any, memo: dict) -> str:
 #: the round memo and never changed afterwards.
 _LASTING_TYPES = frozenset({Round, Message, RoundUse})
 _LASTING: dict[int, tuple[Any, str]] = {}
+
+#: Values of these types never change: a chunk of them is known by the identity of its items.
+_UNCHANGING = frozenset({*_SCALARS, *_LASTING_TYPES})
+#: Chunks of long tuples fingerprinted in this process: the ids of their items -> (the chunk,
+#: held so that those ids keep naming the same objects, its fingerprint). A transcript that
+#: grew by a round brings the same round summaries and token uses in every build: all its
+#: chunks but the last are known without being walked or pickled again.
+_CHUNKS: OrderedDict[tuple[int, ...], tuple[tuple, str]] = OrderedDict()
+_MAX_CHUNKS = 4096
+
+
+def chunk_fingerprint(part: tuple, memo: dict) -> str:
+    """The fingerprint of one chunk of a long tuple (:data:`SHARED_MIN_ITEMS` items): remembered
+    by the identity of its items when none of them can change (:data:`_UNCHANGING`), else made
+    (raises _Unhashable as :func:`_fp` does)."""
+    if not all(type(item) in _UNCHANGING for item in part):
+        return _fp(part, memo)
+    ids = tuple(map(id, part))
+    known = _CHUNKS.get(ids)
+    if known is not None:  # the ids name the objects the held chunk holds: the same items
+        return known[1]
+    result = _fp(part, memo)
+    _CHUNKS[ids] = (part, result)
+    if len(_CHUNKS) > _MAX_CHUNKS:
+        _CHUNKS.popitem(last=False)
+    return result
 
 
 #: Texts longer than this (characters) enter a hash by their own digest (nodes/lib/digest.py).

@@ -464,3 +464,28 @@ def test_fingerprints_are_equal_across_processes_and_differ_for_other_values():
 
     assert cache.fingerprint(closure(1)) != cache.fingerprint(closure(2))
     assert cache.fingerprint(closure(1)) == cache.fingerprint(closure(1))
+
+
+def test_a_long_tuple_is_fingerprinted_by_its_chunks_and_unchanging_chunks_are_remembered(monkeypatch):
+    from ctxengine.nodes.lib.monitor import RoundUse
+
+    uses = tuple(RoundUse(i, 10 + i, 10 + i, 0) for i in range(300))  # three chunks: 128, 128, 44
+    first = cache.fingerprint(uses)
+    assert first == cache.fingerprint(tuple(RoundUse(i, 10 + i, 10 + i, 0) for i in range(300)))  # by content
+    grown = uses + (RoundUse(300, 7, 7, 0),)
+    assert cache.fingerprint(grown) not in (first, cache.fingerprint(uses[:-1] + (RoundUse(299, 1, 1, 0),)))
+    made = []
+    real = cache._fp
+    monkeypatch.setattr(cache, "_fp", lambda value, memo: made.append(len(value)) or real(value, memo)
+                        if type(value) is tuple and len(value) <= cache.SHARED_MIN_ITEMS else real(value, memo))
+    assert cache.fingerprint(uses + (RoundUse(300, 7, 7, 0),)) == cache.fingerprint(grown)
+    assert made == [45]  # the full chunks hold the same items: remembered; the last holds a new object: made
+
+
+def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
+    rows = tuple({"n": i} for i in range(200))
+    before = cache.fingerprint(rows)
+    rows[3]["n"] = -1  # the same objects, changed in place
+    assert cache.fingerprint(rows) != before
+    assert cache.fingerprint(tuple(f"text {i}" for i in range(200))) == cache.fingerprint(
+        tuple("".join(["text ", str(i)]) for i in range(200)))  # other str objects, same content
