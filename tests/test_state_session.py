@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 import pickle
@@ -351,6 +353,26 @@ def test_the_memo_is_bounded_and_a_changed_round_is_parsed_again():
     changed = S.parse_aider(text.replace("reply one", "reply ONE"), "h.md")
     assert S.ROUND_MEMO.parsed - before == 1  # the edited round only
     assert changed.rounds[0].messages[1].content == "reply ONE"
+
+
+def test_derived_values_of_a_grown_transcript_look_up_only_its_new_rounds(monkeypatch):
+    memo = S.RoundMemo()
+    text = "".join(f"#### step {i}\n\nreply {i}: edited src/m{i}.py\n\n" for i in range(40))
+    rounds = S.parse_aider(text, "grown.md").rounds
+    first = memo.derived_all(rounds, "summary", S._summarize_round)
+    assert first == [S._summarize_round(r) for r in rounds]
+    digests = []
+    real = memo.digest
+    monkeypatch.setattr(memo, "digest", lambda r: digests.append(r.index) or real(r))
+    grown = rounds + S.parse_aider(text + "#### step 40\n\nreply 40\n", "grown.md").rounds[40:]
+    assert memo.derived_all(grown, "summary", S._summarize_round) == [S._summarize_round(r) for r in grown]
+    assert set(digests) == {41}  # the 40 rounds it began with (the same objects) were not looked up again
+    digests.clear()
+    changed = grown[:5] + tuple(dataclasses.replace(r) for r in grown[5:])  # equal rounds, other objects
+    assert memo.derived_all(changed, "summary", S._summarize_round) == [S._summarize_round(r) for r in grown]
+    assert digests == list(range(6, 42)) and memo.derived_made == 41  # looked up from the first other object; none made again
+    memo.clear()
+    assert memo.derived_all(changed[:3], "summary", S._summarize_round) == first[:3] and memo.derived_made == 3
 
 
 def test_round_stretches_parse_like_the_whole_corpus_transcript():

@@ -26,6 +26,7 @@ actually done (misses).
 from __future__ import annotations
 
 import hashlib
+import operator
 import pickle
 import threading
 from collections import OrderedDict
@@ -36,6 +37,7 @@ from .digest import digest16
 
 SUMMARY = "summary"
 LAST_PARSES = 8  # transcripts whose last parse is kept
+LAST_ALL = 16  # kinds of derived value whose last derived_all is kept
 MAX_LINES = 200_000  # JSON Lines transcript lines whose reading is kept
 
 
@@ -61,6 +63,7 @@ class RoundMemo:
             self._offered: Callable[[], dict] | None = None
             self._last_parses: OrderedDict = OrderedDict()
             self._lines: dict = {}
+            self._last_all: dict[str, tuple[tuple[Round, ...], list, list]] = {}  # kind -> the last derived_all
             self.lines_read = 0
             self.parsed = 0
             self.summarized = 0
@@ -158,16 +161,27 @@ class RoundMemo:
 
     def derived_all(self, rounds: Sequence[Round], kind: str, make: Callable[[Round], Any]) -> list:
         """:meth:`derived` of every round, the remembered ones looked up together (one lock, not
-        one a round: a 1,776-round transcript's summaries in 2 ms instead of 7)."""
-        keys = [(self.digest(r), kind) for r in rounds]
+        one a round: a 1,776-round transcript's summaries in 2 ms instead of 7). The rounds that
+        begin the last call's for ``kind`` (the same objects: a transcript that grew) take that
+        call's keys and values without a lookup."""
+        rounds = tuple(rounds)
         table = self._derived
         with self._lock:
-            found = [table.get(key) for key in keys]
+            last_rounds, last_keys, last_values = self._last_all.get(kind, ((), [], []))
+        same = _same_start(last_rounds, rounds)
+        keys = last_keys[:same] + [(self.digest(r), kind) for r in rounds[same:]]
+        with self._lock:
+            found = last_values[:same] + [table.get(key) for key in keys[same:]]
             self._used_derived.update(keys)
             for key, value in zip(keys, found):
-                if value is not None:
+                if value is not None and key in table:
                     table.move_to_end(key)
-        return [self.derived(r, kind, make) if value is None else value for r, value in zip(rounds, found)]
+        values = [self.derived(r, kind, make) if value is None else value for r, value in zip(rounds, found)]
+        with self._lock:
+            self._last_all[kind] = (rounds, keys, values)
+            while len(self._last_all) > LAST_ALL:
+                self._last_all.pop(next(iter(self._last_all)))
+        return values
 
     def summary(self, round_: Round, summarize: Callable[[Round], str]) -> str:
         """The summary line of ``round_``: remembered by its content, else ``summarize(round_)``."""
@@ -243,6 +257,14 @@ class RoundMemo:
         table.move_to_end(key)
         while len(table) > self.max_entries:
             table.popitem(last=False)
+
+
+def _same_start(before: tuple, now: tuple) -> int:
+    """How many items ``now`` begins with that ``before`` began with too (the same objects)."""
+    n = min(len(before), len(now))
+    if all(map(operator.is_, before[:n], now[:n])):  # a transcript that grew: one C-speed pass
+        return n
+    return next(i for i, (a, b) in enumerate(zip(before, now)) if a is not b)
 
 
 def _get(table: OrderedDict, key):
