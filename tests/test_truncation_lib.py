@@ -386,6 +386,30 @@ class _LengthCounter:
         return len(text)
 
 
+@dataclass(frozen=True)
+class _SpyCounter:
+    """cl100k's counts, recording every text it is asked to count."""
+
+    asked: list
+    encoding_name: str = "cl100k_base"
+
+    def count(self, text):
+        self.asked.append(text)
+        return COUNTER.count(text)
+
+
+def test_a_long_paragraph_that_gains_lines_counts_only_its_new_lines():
+    t.clear_count_cache()
+    asked = []
+    cached = t.CachedCounter(_SpyCounter(asked))
+    summaries = "\n".join(f"- Round {i} (lines {3 * i}-{3 * i + 2}): did thing {i}" for i in range(300))
+    assert cached.count(summaries) == COUNTER.count(summaries)
+    asked.clear()
+    grown = summaries + "\n- Round 300 (lines 900-902): one more"
+    assert cached.count(grown) == COUNTER.count(grown)
+    assert asked == ["- Round 299 (lines 897-899): did thing 299\n", "- Round 300 (lines 900-902): one more"]
+
+
 def test_cached_counter_other_encodings_count_whole():
     cached = t.CachedCounter(_LengthCounter())
     assert not cached.splits and cached.count("a\n\nb" * 300) == len("a\n\nb" * 300)

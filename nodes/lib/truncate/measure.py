@@ -160,19 +160,14 @@ class CachedCounter:
         return n if n is not None else _remember(key, self._lines(paragraph, lines))
 
     def _lines(self, paragraph: str, lines: re.Pattern) -> int:
-        """A paragraph's count from the lines already known, counting the others in runs."""
-        name, total, run = self.base.encoding_name, 0, []
+        """A paragraph's count from its lines, each counted once per process: when a long
+        paragraph changes (the history's summary lines, a block of rounds at a time), only its
+        new lines are counted (counting line by line costs about a quarter more the first time)."""
+        name, total = self.base.encoding_name, 0
         for line in pieces(paragraph, lines):
-            n = _COUNTS.get((name, line))
-            if n is None:
-                run.append(line)
-                continue
-            if run:
-                total += self.base.count("".join(run))
-                run = []
-            total += n
-        if run:
-            total += self.base.count("".join(run))
+            key = (name, line)
+            n = _COUNTS.get(key)
+            total += n if n is not None else _remember(key, self.base.count(line))
         return total
 
 
