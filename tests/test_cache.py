@@ -489,3 +489,18 @@ def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
     assert cache.fingerprint(rows) != before
     assert cache.fingerprint(tuple(f"text {i}" for i in range(200))) == cache.fingerprint(
         tuple("".join(["text ", str(i)]) for i in range(200)))  # other str objects, same content
+
+
+def test_a_large_text_is_hashed_once_and_its_digest_is_its_sha256(monkeypatch):
+    from ctxengine.nodes.lib import digest
+
+    text = "a fitted context line, é\n" * 4000  # over REMEMBERED_CHARS: kept once computed
+    assert len(text) >= digest.REMEMBERED_CHARS
+    first = digest.text_digest(text)
+    assert first == hashlib.sha256(text.encode("utf-8")).digest()[:16]
+    hashed = []
+    real = digest.bytes_digest
+    monkeypatch.setattr(digest, "bytes_digest", lambda data: hashed.append(len(data)) or real(data))
+    assert digest.text_digest(text) == first and hashed == []
+    assert digest.text_digest("short") == digest.text_digest("short") and len(hashed) == 2  # small: hashed each time
+    assert digest.text_digest("".join([text[:-1], "!"])) != first  # another text: its own digest

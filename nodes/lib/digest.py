@@ -26,13 +26,21 @@ def bytes_digest(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()[:16]
 
 
+#: Texts this long (characters) keep their digest once computed: the fitted context and the
+#: sections it is made of are fingerprinted and stored by several values of a build.
+REMEMBERED_CHARS = 1 << 16
+
+
 def text_digest(text: str) -> bytes:
     """The 16-byte digest of a text's UTF-8 bytes (lone surrogates kept): remembered for a large
-    text whose digest was computed as it was read (:func:`remember_text_digest`)."""
+    text (the last few), or one whose digest was computed as it was read (:func:`remember_text_digest`)."""
     known = _KNOWN.get(id(text))
     if known is not None and known[0] is text:
         return known[1]
-    return bytes_digest(text.encode("utf-8", "surrogatepass"))
+    digest = bytes_digest(text.encode("utf-8", "surrogatepass"))
+    if len(text) >= REMEMBERED_CHARS:
+        remember_text_digest(text, digest)
+    return digest
 
 
 def remember_text_digest(text: str, digest: bytes) -> None:
