@@ -12,6 +12,7 @@ import pytest
 
 from ctxengine import cache, driver, round_store
 from ctxengine.nodes.lib import session as S
+from ctxengine.nodes.lib.truncate.measure import cache_size, clear_count_cache
 
 from test_state_session import _aider_transcript
 
@@ -20,8 +21,10 @@ OVERRIDES = {"state.maxHistoryRounds": 2, "state.summaryBlock": 1}
 
 
 def _new_process() -> None:
-    """What a fresh process starts with: no round memo, no results in memory, nothing read yet."""
+    """What a fresh process starts with: no round memo, no token counts, no results in memory,
+    nothing read yet."""
     S.ROUND_MEMO.clear()
+    clear_count_cache()
     cache.MEMORY.clear()
     round_store._SEEN.clear()
 
@@ -54,6 +57,8 @@ def test_a_fresh_process_parses_summarizes_and_measures_only_the_new_round(grown
     second = _build(project, folder)
     assert S.ROUND_MEMO.parsed == 1 and S.ROUND_MEMO.summarized == 1
     assert S.ROUND_MEMO.derived_made == 3  # its summary and exact count; round 7's estimate (out of the exact window)
+    known = cache_size()  # the pieces of text this process counted: each an earlier build's, or new
+    assert 0 < S.ROUND_MEMO.counted < known / 3, (S.ROUND_MEMO.counted, known)
     rounds = second["session_history"].rounds
     assert len(rounds) == 13 and rounds[:12] == first["session_history"].rounds
     assert second["round_summaries"][:12] == first["round_summaries"]

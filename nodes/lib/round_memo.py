@@ -14,13 +14,16 @@ rebuild of a transcript that only grew makes just its new rounds, even when the 
 * ``last_parse(source)`` / ``keep_parse(source, record)``: a parser's record of its last parse
   of a source, to go on from when the source only grew;
 * ``line(key, read)``: the reading of one line of a JSON Lines transcript (a Claude Code
-  transcript decodes only its new lines).
+  transcript decodes only its new lines);
+* ``token_count(digest, encoding, count)``: the exact count of a text piece the count cache
+  has not seen in this process (the lines of the context made from those rounds), so a fresh
+  process counts only what no earlier build counted.
 
 Within a process the memo serves every build; :meth:`RoundMemo.snapshot` and
 :meth:`RoundMemo.offer` carry the entries a build used to the next process, which takes them
 in on its first miss (the pipeline keeps them in the project's cache folder, see
-``ctxengine.round_store``). ``parsed``, ``summarized`` and ``derived_made`` count the work
-actually done (misses).
+``ctxengine.round_store``). ``parsed``, ``summarized``, ``derived_made`` and ``counted`` count
+the work actually done (misses).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ..types import Round
 from .digest import digest16
 
 SUMMARY = "summary"
+COUNT = "count:"  # the kind of a text piece's token count, before its encoding's name
 LAST_PARSES = 8  # transcripts whose last parse is kept
 LAST_ALL = 16  # kinds of derived value whose last derived_all is kept
 MAX_LINES = 200_000  # JSON Lines transcript lines whose reading is kept
@@ -68,6 +72,7 @@ class RoundMemo:
             self.parsed = 0
             self.summarized = 0
             self.derived_made = 0
+            self.counted = 0
 
     # ------------------------------------------------------------------ parses and rounds
 
@@ -147,17 +152,39 @@ class RoundMemo:
     def derived(self, round_: Round, kind: str, make: Callable[[Round], Any]):
         """The value of ``kind`` made from ``round_``: remembered by the round's content, else
         ``make(round_)`` (counted)."""
-        key = (self.digest(round_), kind)
-        found = self._lookup(self._derived, self._used_derived, key)
-        if found is None:
-            found = make(round_)
+        found, made = self._derived_value((self.digest(round_), kind), lambda: make(round_))
+        if made:
             with self._lock:
                 self.derived_made += 1
                 if kind == SUMMARY:
                     self.summarized += 1
-                self._put(self._derived, key, found)
-                self._made.add(("derived", key))
         return found
+
+    def token_count(self, text_digest: bytes, encoding: str, count: Callable[[], int]) -> int:
+        """The exact token count of a text piece (by its digest) in ``encoding``: remembered,
+        here or by an earlier process, else ``count()`` (counted in ``counted``). The count
+        cache asks when a piece is new to this process, so a fresh process counts only the
+        pieces of its context no earlier build had."""
+        found, made = self._derived_value((text_digest, COUNT + encoding), count)
+        if made:
+            with self._lock:
+                self.counted += 1
+        return found
+
+    def _derived_value(self, key: tuple, make: Callable[[], Any]) -> tuple[Any, bool]:
+        """(the value under ``key``, whether it was made now by ``make()``)."""
+        found = self._lookup(self._derived, self._used_derived, key)
+        if found is not None:
+            return found, False
+        found = make()
+        with self._lock:
+            self._put(self._derived, key, found)
+            self._made.add(("derived", key))
+            if len(self._made) > self.max_entries:  # a process that never keeps them (no cached builds)
+                self._made.clear()
+                self._used_derived.clear()
+                self._used_parses.clear()
+        return found, True
 
     def derived_all(self, rounds: Sequence[Round], kind: str, make: Callable[[Round], Any]) -> list:
         """:meth:`derived` of every round, the remembered ones looked up together (one lock, not
@@ -191,8 +218,8 @@ class RoundMemo:
 
     @property
     def work(self) -> int:
-        """Parses and derived values made so far (grows when a build made something new)."""
-        return self.parsed + self.derived_made
+        """Parses, derived values and token counts made so far (grows when a build made something new)."""
+        return self.parsed + self.derived_made + self.counted
 
     def start_tracking(self) -> None:
         """Start recording which entries are used (:meth:`snapshot` returns them)."""

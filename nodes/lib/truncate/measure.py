@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..digest import text_digest
+from ..round_memo import ROUND_MEMO
 from ..tokens import estimate_tokens as _estimate
 
 DEFAULT_CHARS_PER_TOKEN = 4.0  # TokenCounter.estimate's ratio
@@ -150,7 +152,12 @@ class CachedCounter:
     def _whole(self, text: str) -> int:
         key = (self.base.encoding_name, text)
         n = _COUNTS.get(key)
-        return n if n is not None else _remember(key, self.base.count(text))
+        return n if n is not None else _remember(key, self._lasting(text))
+
+    def _lasting(self, text: str) -> int:
+        """The count of a piece new to this process: the round memo's (an earlier build's, kept
+        with the project's cache), else counted now."""
+        return ROUND_MEMO.token_count(text_digest(text), self.base.encoding_name, lambda: self.base.count(text))
 
     def _paragraph(self, paragraph: str, lines) -> int:
         if len(paragraph) <= _SMALL:
@@ -167,7 +174,7 @@ class CachedCounter:
         for line in pieces(paragraph, lines):
             key = (name, line)
             n = _COUNTS.get(key)
-            total += n if n is not None else _remember(key, self.base.count(line))
+            total += n if n is not None else _remember(key, self._lasting(line))
         return total
 
 
