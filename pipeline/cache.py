@@ -591,7 +591,7 @@ _UNCHANGING = frozenset({*_SCALARS, *_LASTING_TYPES})
 #: grew by a round brings the same round summaries and token uses in every build: all its
 #: chunks but the last are known without being walked or pickled again.
 _CHUNKS: OrderedDict[tuple[int, ...], tuple[tuple, str]] = OrderedDict()
-_MAX_CHUNKS = 4096
+_MAX_CHUNKS = 1024  # least recently used out: 128K items at most, mostly held by the round memo anyway
 
 
 def chunk_fingerprint(part: tuple, memo: dict) -> str:
@@ -603,6 +603,7 @@ def chunk_fingerprint(part: tuple, memo: dict) -> str:
     ids = tuple(map(id, part))
     known = _CHUNKS.get(ids)
     if known is not None:  # the ids name the objects the held chunk holds: the same items
+        _CHUNKS.move_to_end(ids)
         return known[1]
     result = _fp(part, memo)
     _CHUNKS[ids] = (part, result)

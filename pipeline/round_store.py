@@ -119,12 +119,20 @@ def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: R
     if memo.work == work_before and info is not None:
         return False
     known = _ENTRIES.get(str(path))
-    frame = None
-    if info is not None and known is not None and _SEEN.get(str(path)) == _stamp(info):
+    # Only a build that read the transcript (used its parses) can tell the entries that are still
+    # current: one that only counted new text (an unchanged transcript, a new request) appends.
+    judged = memo.parses_used > 0
+    unchanged = info is not None and known is not None and _SEEN.get(str(path)) == _stamp(info)
+    frame = snapshot = None
+    if info is not None and (unchanged or not judged):
         snapshot = memo.snapshot(made_only=True)
-        if known + sum(map(len, snapshot.values())) <= 1.5 * memo.used + 64:  # else: mostly unused, rewritten
+        if not any(snapshot.values()):
+            return False
+        if not judged or known + sum(map(len, snapshot.values())) <= 1.5 * memo.used + 64:  # else: mostly unused
             frame = _frame(snapshot)
             if info.st_size + len(frame) > max_bytes // 4:
+                if not judged:
+                    return False  # nothing to tell what could go: the file stays as it is
                 frame = None  # too big with it: written again with what this build used only
     if frame is not None:
         written = _append(path, frame)
@@ -136,11 +144,11 @@ def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: R
         if len(data) > max_bytes // 4:
             return False
         written = _replace(path, data)
-        known = 0
+        known, unchanged = 0, True
     if not written:
         return False
     _SEEN[str(path)] = _stamp(path.stat())
-    _ENTRIES[str(path)] = known + sum(map(len, snapshot.values()))
+    _ENTRIES[str(path)] = known + sum(map(len, snapshot.values())) if unchanged else None  # None: not known
     return True
 
 

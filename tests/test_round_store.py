@@ -68,6 +68,23 @@ def test_a_fresh_process_parses_summarizes_and_measures_only_the_new_round(grown
     assert S.ROUND_MEMO.parsed == 13
 
 
+def test_a_build_that_only_counts_a_new_request_keeps_the_rounds_for_the_next_turn(tmp_path):
+    project, folder = tmp_path / "p", tmp_path / "cache"
+    project.mkdir()
+    history = project / ".aider.chat.history.md"
+    history.write_text(_aider_transcript("turns", 150), encoding="utf-8")  # its entries outnumber the counts
+    _new_process()
+    _build(project, folder)
+    _new_process()  # the same transcript, another request: its rounds are all cache hits
+    driver.execute(["build_result"], project, OVERRIDES, "Another request, counted anew", cache_dir=folder)
+    assert S.ROUND_MEMO.parses_used == 0 and S.ROUND_MEMO.counted > 0
+    with history.open("a", encoding="utf-8") as fh:
+        fh.write("\n#### Step 13: add docs\n\nDone: docs/x.md written.\n")
+    _new_process()
+    _build(project, folder)
+    assert S.ROUND_MEMO.parsed == 1 and S.ROUND_MEMO.summarized == 1  # the kept rounds were not dropped
+
+
 def test_a_file_others_could_write_or_a_torn_one_is_not_used(grown):
     project, folder, _ = grown
     path = round_store.rounds_file(folder)

@@ -400,6 +400,7 @@ class _SpyCounter:
 
 def test_a_long_paragraph_that_gains_lines_counts_only_its_new_lines():
     t.clear_count_cache()
+    session.ROUND_MEMO.clear()  # no count kept from an earlier test (the round memo keeps them too)
     asked = []
     cached = t.CachedCounter(_SpyCounter(asked))
     summaries = "\n".join(f"- Round {i} (lines {3 * i}-{3 * i + 2}): did thing {i}" for i in range(300))
@@ -408,6 +409,16 @@ def test_a_long_paragraph_that_gains_lines_counts_only_its_new_lines():
     grown = summaries + "\n- Round 300 (lines 900-902): one more"
     assert cached.count(grown) == COUNTER.count(grown)
     assert asked == ["- Round 299 (lines 897-899): did thing 299\n", "- Round 300 (lines 900-902): one more"]
+
+
+def test_the_count_cache_tally_counts_each_kept_text_once():
+    from ctxengine.nodes.lib.truncate import measure
+
+    t.clear_count_cache()
+    cached = t.CachedCounter(COUNTER)
+    for text in ("one long line " * 100, "def f():\n    return 1\n" * 40, "a\n\nb\nc\n" * 200):
+        cached.count(text)  # a paragraph of one line is kept as its line and as itself: one entry
+    assert measure._HELD[0] == sum(len(text) for _, text in measure._COUNTS)
 
 
 def test_cached_counter_other_encodings_count_whole():

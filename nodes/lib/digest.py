@@ -36,6 +36,9 @@ def text_digest(text: str) -> bytes:
     text (the last few), or one whose digest was computed as it was read (:func:`remember_text_digest`)."""
     known = _KNOWN.get(id(text))
     if known is not None and known[0] is text:
+        with _LOCK:
+            if id(text) in _KNOWN:  # the most recently used stays longest
+                _KNOWN[id(text)] = _KNOWN.pop(id(text))
         return known[1]
     digest = bytes_digest(text.encode("utf-8", "surrogatepass"))
     if len(text) >= REMEMBERED_CHARS:

@@ -67,7 +67,7 @@ class RoundMemo:
             self._offered: Callable[[], dict] | None = None
             self._last_parses: OrderedDict = OrderedDict()
             self._lines: dict = {}
-            self._last_all: dict[str, tuple[tuple[Round, ...], list, list]] = {}  # kind -> the last derived_all
+            self._last_all: dict[str, tuple[tuple[Round, ...], list, tuple]] = {}  # kind -> the last derived_all
             self.lines_read = 0
             self.parsed = 0
             self.summarized = 0
@@ -180,11 +180,16 @@ class RoundMemo:
         with self._lock:
             self._put(self._derived, key, found)
             self._made.add(("derived", key))
-            if len(self._made) > self.max_entries:  # a process that never keeps them (no cached builds)
-                self._made.clear()
-                self._used_derived.clear()
-                self._used_parses.clear()
+            if len(self._made) > 2 * self.max_entries:  # a process that keeps nothing (no cached builds)
+                self._forget_untracked()
         return found, True
+
+    def _forget_untracked(self) -> None:
+        """Drop the records of made and used entries that left the tables (caller holds the lock)."""
+        tables = {"parses": self._parses, "derived": self._derived}
+        self._made = {(kind, key) for kind, key in self._made if key in tables[kind]}
+        self._used_derived = {key for key in self._used_derived if key in self._derived}
+        self._used_parses = {key for key in self._used_parses if key in self._parses}
 
     def derived_all(self, rounds: Sequence[Round], kind: str, make: Callable[[Round], Any]) -> list:
         """:meth:`derived` of every round, the remembered ones looked up together (one lock, not
@@ -194,18 +199,18 @@ class RoundMemo:
         rounds = tuple(rounds)
         table = self._derived
         with self._lock:
-            last_rounds, last_keys, last_values = self._last_all.get(kind, ((), [], []))
+            last_rounds, last_keys, last_values = self._last_all.get(kind, ((), [], ()))
         same = _same_start(last_rounds, rounds)
         keys = last_keys[:same] + [(self.digest(r), kind) for r in rounds[same:]]
         with self._lock:
-            found = last_values[:same] + [table.get(key) for key in keys[same:]]
+            found = [*last_values[:same], *[table.get(key) for key in keys[same:]]]
             self._used_derived.update(keys)
             for key, value in zip(keys, found):
                 if value is not None and key in table:
                     table.move_to_end(key)
         values = [self.derived(r, kind, make) if value is None else value for r, value in zip(rounds, found)]
         with self._lock:
-            self._last_all[kind] = (rounds, keys, values)
+            self._last_all[kind] = (rounds, keys, tuple(values))
             while len(self._last_all) > LAST_ALL:
                 self._last_all.pop(next(iter(self._last_all)))
         return values
@@ -225,6 +230,12 @@ class RoundMemo:
         """Start recording which entries are used (:meth:`snapshot` returns them)."""
         with self._lock:
             self._used_parses, self._used_derived, self._made = set(), set(), set()
+
+    @property
+    def parses_used(self) -> int:
+        """How many parsed stretches were used since :meth:`start_tracking` (0: the build did not
+        read a transcript, its rounds were all cache hits)."""
+        return len(self._used_parses)
 
     @property
     def used(self) -> int:

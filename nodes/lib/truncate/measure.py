@@ -90,8 +90,9 @@ def clear_count_cache() -> None:
 
 
 def _remember(key: tuple[str, str], n: int) -> int:
+    if key not in _COUNTS:  # a one-line paragraph is remembered as its line and as itself
+        _HELD[0] += len(key[1])
     _COUNTS[key] = n
-    _HELD[0] += len(key[1])
     if _HELD[0] > MAX_CACHED_CHARS:
         _evict_oldest_half()
     return n
