@@ -9,7 +9,9 @@ cache folder for this code version. Before a cached build a file this process ha
 is offered to the memo, which reads it on its first miss (an unchanged rebuild never does);
 after a build that made something new, the entries it made are appended to the file as one
 frame, or, when the file would then hold much that the build did not use (a third), or another
-process changed it since, the file is written again with just the entries the build used.
+process changed it since, the file is written again with just the entries the build used. Only
+a build that read the transcript's rounds judges that: one whose rounds were all cache hits
+(an unchanged transcript, a new request) and that only counted new text appends.
 
 The file is the cache's, with the cache's rules: in the private folder of this code version
 (so another version never reads it, and pruning removes it with that version), read only when
@@ -119,9 +121,9 @@ def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: R
     if memo.work == work_before and info is not None:
         return False
     known = _ENTRIES.get(str(path))
-    # Only a build that read the transcript (used its parses) can tell the entries that are still
+    # Only a build that read the transcript (used its rounds) can tell the entries that are still
     # current: one that only counted new text (an unchanged transcript, a new request) appends.
-    judged = memo.parses_used > 0
+    judged = memo.rounds_used > 0
     unchanged = info is not None and known is not None and _SEEN.get(str(path)) == _stamp(info)
     frame = snapshot = None
     if info is not None and (unchanged or not judged):

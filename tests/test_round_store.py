@@ -77,7 +77,7 @@ def test_a_build_that_only_counts_a_new_request_keeps_the_rounds_for_the_next_tu
     _build(project, folder)
     _new_process()  # the same transcript, another request: its rounds are all cache hits
     driver.execute(["build_result"], project, OVERRIDES, "Another request, counted anew", cache_dir=folder)
-    assert S.ROUND_MEMO.parses_used == 0 and S.ROUND_MEMO.counted > 0
+    assert S.ROUND_MEMO.rounds_used == 0 and S.ROUND_MEMO.counted > 0
     with history.open("a", encoding="utf-8") as fh:
         fh.write("\n#### Step 13: add docs\n\nDone: docs/x.md written.\n")
     _new_process()

@@ -232,10 +232,12 @@ class RoundMemo:
             self._used_parses, self._used_derived, self._made = set(), set(), set()
 
     @property
-    def parses_used(self) -> int:
-        """How many parsed stretches were used since :meth:`start_tracking` (0: the build did not
-        read a transcript, its rounds were all cache hits)."""
-        return len(self._used_parses)
+    def rounds_used(self) -> int:
+        """How many entries made from a transcript's rounds (parses, summaries, token uses; not
+        the token counts of texts) were used since :meth:`start_tracking`; 0: the build did not
+        read a transcript (its rounds were all cache hits)."""
+        with self._lock:
+            return len(self._used_parses) + sum(not kind.startswith(COUNT) for _, kind in self._used_derived)
 
     @property
     def used(self) -> int:
