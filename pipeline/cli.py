@@ -68,17 +68,20 @@ class _imports_uncollected:
     (``gc.freeze``). Imports make modules, classes and functions that live as long as the
     process: the collector's passes during them (some 190) find almost nothing to free and cost
     about 0.1 s of a cold start (benchmarks/coldstart.py), and its full passes over them later
-    cost 50-80 ms of a cold build. The collector's state is restored afterwards (a host calling
-    :func:`main` keeps its own)."""
+    cost 50-80 ms of a cold build. Only the call that imports the driver does this, and the
+    collector is enabled again afterwards if it was (a host calling :func:`main` again keeps
+    its collector untouched)."""
 
     def __enter__(self) -> None:
-        self.enabled = gc.isenabled()
-        gc.disable()
+        self.enabled, self.importing = gc.isenabled(), "ctxengine.driver" not in sys.modules
+        if self.importing:  # a host that imported it already keeps its collector as it runs
+            gc.disable()
 
     def __exit__(self, *exc) -> None:
-        gc.freeze()
-        if self.enabled:
-            gc.enable()
+        if self.importing:
+            gc.freeze()
+            if self.enabled:
+                gc.enable()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -418,7 +418,7 @@ def test_the_count_cache_tally_counts_each_kept_text_once():
     cached = t.CachedCounter(COUNTER)
     for text in ("one long line " * 100, "def f():\n    return 1\n" * 40, "a\n\nb\nc\n" * 200):
         cached.count(text)  # a paragraph of one line is kept as its line and as itself: one entry
-    assert measure._HELD[0] == sum(len(text) for _, text in measure._COUNTS)
+    assert measure._HELD[0] == sum(len(text) + measure.ENTRY_CHARS for _, text in measure._COUNTS)
 
 
 def test_cached_counter_other_encodings_count_whole():

