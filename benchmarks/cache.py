@@ -18,8 +18,9 @@ wall time there measures the neighbours. Wall medians are printed beside them.
    counts a text pays). Also shown: the own cost against the empty folder's build when every
    node is a hit (no tokenizer loaded), and ``ctxengine --version`` alone.
    langchain-core's trim_messages on the same transcript's messages (parsed, counted by
-   tiktoken), run between the warm API builds, is the yardstick they are compared with
-   (target: 10x faster).
+   tiktoken itself, as a LangChain user's counter does), run between the warm API builds, is
+   the yardstick they are compared with (target: 10x faster); trim_messages counting with
+   ctxengine's faster counter (bpe-openai) is shown too.
 3. Memory: the resident size over --builds (1000) cached builds of the demo in one process
    (it should stay flat), and the cache folder's size against its cap.
 --nodes: per node, its compute time in a warm uncached run against the cost of a hit (memory
@@ -173,14 +174,14 @@ def transcript_table(repeat: int, folder: Path) -> None:
         return end[0] - start[0], end[1] - start[1]
 
     api(), api()  # a warm process: driver, tokenizer, memory layer
-    trim = _trim_messages(history)
+    trims = _trim_messages(history)
     for n in range(repeat):  # trim_messages interleaved with the builds it is compared with
         rows.setdefault("API build, unchanged, warm process", []).append(api())
         with history.open("a", encoding="utf-8") as fh:
             fh.write(ROUND.replace("helper", f"api helper {n}"))
         rows.setdefault("API build, one round appended, warm process", []).append(api())
-        if trim is not None:
-            rows.setdefault("langchain-core trim_messages(last), parsed messages", []).append(trim())
+        for label, trim in (trims or {}).items():
+            rows.setdefault(label, []).append(trim())
         passes.append(_tiktoken_pass(text, 1)[0])
     one_pass = statistics.median(passes)
     targets = {"CLI build, empty cache": 0.4, "CLI build, one round appended, cache warm": 0.15,
@@ -206,42 +207,50 @@ def transcript_table(repeat: int, folder: Path) -> None:
         flag = "" if target is None else f"<= {target}  {'ok' if own <= target else 'MISSED'}"
         own_text = f"{own:>7.2f} {(cpu - hits_cpu) / one_pass:>6.2f}" if cli else f"{'':>7} {'':>6}"
         print(f"{name:<46} {cpu * 1e3:>7.0f} {wall * 1e3:>8.0f} {cpu / one_pass:>6.2f} {own_text}  {flag}")
-    trims = rows.get("langchain-core trim_messages(last), parsed messages")
-    if trims:
-        trim_cpu = statistics.median(c for c, _ in trims)
+    yardstick = rows.get(TRIM_TIKTOKEN)
+    if yardstick:
+        trim_cpu = statistics.median(c for c, _ in yardstick)
         for name in ("API build, unchanged, warm process", "API build, one round appended, warm process"):
             cpu = statistics.median(c for c, _ in rows[name])
             print(f"trim_messages / {name}: {trim_cpu / cpu:.1f}x (target >= 10x)")
 
 
-def _trim_messages(history: Path):
-    """A callable timing one run of langchain-core's trim_messages(strategy="last") fitting the
-    transcript's messages, already parsed, into 100K tokens counted by tiktoken (the yardstick
-    of benchmarks/truncation.py): (CPU s, wall s). None without langchain-core."""
+#: The yardstick: trim_messages counting with tiktoken, as a LangChain user's counter does.
+TRIM_TIKTOKEN = "langchain trim_messages(last), tiktoken counts"
+TRIM_BPE = "  the same, bpe-openai counts"
+
+
+def _trim_messages(history: Path) -> dict | None:
+    """Label -> a callable timing one run of langchain-core's trim_messages(strategy="last")
+    fitting the transcript's messages, already parsed, into 100K tokens (the yardstick of
+    benchmarks/truncation.py): (CPU s, wall s). Counted by tiktoken itself (the yardstick),
+    and by ctxengine's counter (bpe-openai's, faster) for comparison. None without langchain-core."""
     try:
         from langchain_core.messages import trim_messages
     except ImportError:
         return None
     sys.path.insert(0, str(Path(__file__).parent))
-    from truncation import AVAILABLE, langchain_messages
+    from truncation import AVAILABLE, TiktokenCounter, langchain_messages
 
     from ctxengine.nodes.lib.session import parse_session
     from ctxengine.nodes.lib.tokens import token_counter_for
 
-    counter = token_counter_for("cl100k_base")
     messages = langchain_messages(parse_session(history.read_text(encoding="utf-8", errors="replace"),
                                                 str(history)).rounds)
 
-    def count(msgs) -> int:
-        return sum(counter.count(m.content if isinstance(m.content, str) else str(m.content)) + 4 for m in msgs)
+    def timed(counter):
+        def count(msgs) -> int:
+            return sum(counter.count(m.content if isinstance(m.content, str) else str(m.content)) + 4 for m in msgs)
 
-    def run() -> tuple[float, float]:
-        start = _clock()
-        trim_messages(messages, strategy="last", token_counter=count, max_tokens=AVAILABLE)
-        end = _clock()
-        return end[0] - start[0], end[1] - start[1]
+        def run() -> tuple[float, float]:
+            start = _clock()
+            trim_messages(messages, strategy="last", token_counter=count, max_tokens=AVAILABLE)
+            end = _clock()
+            return end[0] - start[0], end[1] - start[1]
 
-    return run
+        return run
+
+    return {TRIM_TIKTOKEN: timed(TiktokenCounter()), TRIM_BPE: timed(token_counter_for("cl100k_base"))}
 
 
 def memory_table(builds: int, folder: Path) -> None:
