@@ -318,8 +318,7 @@ class SQLiteResultStore(ResultStore):
         if known is not None and known[0] is items:
             return known[1]
         keys = []
-        for start in range(0, len(items), SHARED_MIN_ITEMS):
-            part = items[start:start + SHARED_MIN_ITEMS]
+        for part in chunks_of(items):
             try:
                 fp = chunk_fingerprint(part, self.memo)
             except _Unhashable:
@@ -511,8 +510,8 @@ def fingerprint(value: Any, memo: dict | None = None) -> str | None:
     inputs, so the 4 MB history section is hashed once a run, not once a node); a tuple of more
     than :data:`SHARED_MIN_ITEMS` items is hashed by its chunks of that many, as the result store
     keeps it (:func:`chunk_fingerprint`: a chunk of values that cannot change is remembered for
-    the process); wider containers
-    and other objects are hashed through their pickle; sets are walked in sorted order. Equal hashes mean equal values (types
+    the process); wider containers and other objects are hashed through their pickle; sets are
+    walked in sorted order. Equal hashes mean equal values (types
     and field names included), so a fingerprint never serves a stale result; two equal values
     may hash apart (shared references, or a set deep inside a pickle, whose order follows the
     process's string hashing), which only costs a recomputation.
@@ -551,8 +550,7 @@ def _fp(value: Any, memo: dict) -> str:
         result = _digest(b"fn", value.__module__.encode(), value.__qualname__.encode(),
                          _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
     elif kind is tuple and len(value) > SHARED_MIN_ITEMS:  # by its chunks, as the result store keeps it
-        result = _digest(b"chunks", *[chunk_fingerprint(value[start:start + SHARED_MIN_ITEMS], memo).encode()
-                                      for start in range(0, len(value), SHARED_MIN_ITEMS)])
+        result = _digest(b"chunks", *[chunk_fingerprint(part, memo).encode() for part in chunks_of(value)])
     elif kind is tuple and len(value) > _WIDE and all(type(item) in _PLAIN for item in value):
         result = _pickled(value)  # a long tuple of plain values (a round's token uses): one pickle, C speed
     elif kind is tuple or (kind is list and len(value) <= _WIDE):  # a tuple never changes: walked at any length
@@ -592,6 +590,12 @@ _UNCHANGING = frozenset({*_SCALARS, *_LASTING_TYPES})
 #: chunks but the last are known without being walked or pickled again.
 _CHUNKS: OrderedDict[tuple[int, ...], tuple[tuple, str]] = OrderedDict()
 _MAX_CHUNKS = 1024  # least recently used out: 128K items at most, mostly held by the round memo anyway
+
+
+def chunks_of(items: tuple) -> list[tuple]:
+    """``items`` in chunks of :data:`SHARED_MIN_ITEMS` (the last one shorter): how a long tuple
+    is fingerprinted and stored."""
+    return [items[start:start + SHARED_MIN_ITEMS] for start in range(0, len(items), SHARED_MIN_ITEMS)]
 
 
 def chunk_fingerprint(part: tuple, memo: dict) -> str:
