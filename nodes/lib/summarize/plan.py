@@ -12,7 +12,7 @@ from ..tokens import TokenCounter, estimate_tokens
 from .document import HEADING
 from .fit import Problem, fits_quickly, solve
 from .frontmatter import compact_frontmatter, split_frontmatter
-from .lines import ANY_FENCE
+from ..fences import fences
 from .markdown import summarize_text
 
 _COUNT_LINE = re.compile(r"^[ \t]*(?:Tasks|Plans):[ \t]*\d+[ \t]+done\b")
@@ -36,6 +36,7 @@ class _PlanUnit:
     role: str  # count | box | heading | key | lead | prose | noise | open | close
     owner: int | None = None  # line index of the top-level task box it belongs to
     pair: int | None = None  # unit id of the matching open / close tag line
+    closing: str | None = None  # the fence line that closes a code block its lines leave open
 
 
 def _close_line(lines: Sequence[str], start: int, tag: str) -> int | None:
@@ -54,7 +55,10 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
     """The plan's lines as units: task boxes, headings, the count line, whole GSD task
     elements (<name>, <files>, <verify>, <done>) and the <task> wrappers as key units, the
     first line of an <objective>, @ lines, code blocks and <context> blocks as noise, the
-    open and close tag lines of other elements as pairs, and every other line as prose."""
+    open and close tag lines of other elements as pairs, and every other line as prose.
+    Code blocks are read by :func:`~ctxengine.nodes.lib.fences.fences` with elements: one
+    left open ends at the closing tag of the element it opened in (``</action>``); one left
+    open at the top level runs to the end and its lines are prose, not noise."""
     owner_of: dict[int, int] = {}
     top = []
     for box in boxes:
@@ -67,6 +71,7 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
     units: list[_PlanUnit] = []
     stack: list[tuple[str, int]] = []  # open prose elements: (tag, unit id of the open line)
     lead_wanted = False
+    blocks = {block.start: block for block in fences(lines, elements=True)}
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -78,14 +83,10 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
             units.append(_PlanUnit(i, i, "box", i))
             i += 1
             continue
-        fence = ANY_FENCE.match(line)
-        if fence:
-            j = i + 1
-            while j < len(lines) and not (lines[j].strip().startswith(fence.group(1))
-                                          and not lines[j].strip().lstrip(fence.group(1)[0])):
-                j += 1
-            units.append(_PlanUnit(i, min(j, len(lines) - 1), "noise", owner))
-            i = j + 1
+        block = blocks.get(i)
+        if block is not None and (block.closed or block.end < len(lines) - 1):
+            units.append(_PlanUnit(i, block.end, "noise", owner, closing=None if block.closed else block.closing))
+            i = block.end + 1
             continue
         tag = _OPEN_TAG.match(line)
         name = tag.group(1).lower() if tag else ""
@@ -201,7 +202,7 @@ class _PlanView:
         top = [status[unit.first] for unit in units if unit.role == "box"]
         self.synthesized = None if self.existing is not None else _plan.count_line(Counter(top))
         self.extra = 1 if self.synthesized is not None else 0
-        self.texts = ["\n".join(lines[u.first:u.last + 1]) for u in units]
+        self.texts = ["\n".join(lines[u.first:u.last + 1] + ([u.closing] if u.closing else [])) for u in units]
         self.total_lines = sum(1 for line in lines if line.strip())
         self.first_box = next((u.first for u in units if u.role == "box"), 0)
 
