@@ -96,11 +96,13 @@ def _priority_order(doc, text: str, costs: list[int], max_tokens: int, key_sente
     if not squeezed:
         order.extend(units[0] for units in firsts)  # first sentences
     if key_sentences:
-        code = _code_order(doc)
+        code_firsts, code_rest = _code_order(doc)
         if not squeezed:  # the first line of each code block
-            order.extend(units[0] for units in code)
+            order.extend(code_firsts)
+        else:
+            code_rest = code_firsts + code_rest
         prose = _key_sentence_order(doc, order, costs, max_tokens, firsts, squeezed)
-        order.extend(_in_proportion(prose, [u for units in code for u in units], costs))
+        order.extend(_in_proportion(prose, code_rest, costs))
     # squeezed: deferred headings come only with a sentence under them (a bare heading says little)
     seen: set[int] = set()
     return [u for u in order if not (u in seen or seen.add(u))], squeezed
@@ -174,20 +176,25 @@ def _ranked_candidates(doc, in_order: set[int]) -> list[int]:
     return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))]
 
 
-def _code_order(doc) -> list[list[int]]:
-    """Per fenced block, its code line ids in the order they are kept: the first line, every
-    definition line (:func:`definition_line`), then the others from the top."""
-    out = []
+def _code_order(doc) -> tuple[list[int], list[int]]:
+    """(the first line of each fenced block, the other code lines in the order they are kept):
+    every definition line (:func:`definition_line`) of every block, then the others from the
+    top of each block, the blocks in step (by the share of their lines already taken)."""
+    firsts: list[int] = []
+    definitions: list[int] = []
+    others: list[tuple[float, int]] = []
     for sec in doc.sections:
         for block in sec.blocks:
             if block.code is None:
                 continue
             ids = [u for u in block.code.units if u is not None]
-            if ids:
-                rest = ids[1:]
-                out.append([ids[0]] + [u for u in rest if definition_line(doc.texts[u])]
-                           + [u for u in rest if not definition_line(doc.texts[u])])
-    return out
+            if not ids:
+                continue
+            firsts.append(ids[0])
+            rest = [u for u in ids[1:] if not definition_line(doc.texts[u])]
+            definitions.extend(u for u in ids[1:] if definition_line(doc.texts[u]))
+            others.extend(((k + 1) / (len(rest) + 1), u) for k, u in enumerate(rest))
+    return firsts, definitions + [u for _, u in sorted(others)]
 
 
 def _in_proportion(first: list[int], second: list[int], costs: list[int]) -> list[int]:
