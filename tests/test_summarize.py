@@ -354,8 +354,13 @@ Goal: replace the session-cookie login with JWT tokens across the API.
 
 
 def test_plan_summary_keeps_in_progress_task_and_count_drops_done():
-    out = S.plan_summary(PLAN, 70, COUNTER)
-    assert count(out) <= 70
+    skeleton = S.plan_summary(PLAN, 70, COUNTER)  # every open task's line before any detail
+    assert count(skeleton) <= 70
+    for name in ("T2 Implement the login endpoint", "T3 Write integration tests", "T5 Update the API docs"):
+        assert name in skeleton
+    assert "argon2id" not in skeleton
+    out = S.plan_summary(PLAN, 95, COUNTER)  # then the in-progress task's detail, before done tasks
+    assert count(out) <= 95
     assert "- [>] T2 Implement the login endpoint" in out
     assert "Use argon2id; return 401 on a bad password, never 404." in out
     assert "Tasks: 2 done / 1 in progress / 2 pending / 1 cancelled" in out

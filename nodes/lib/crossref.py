@@ -33,6 +33,7 @@ from typing import Mapping, Sequence
 from urllib.parse import urlparse
 
 from ..types import IMMUTABLE, Section
+from .fences import code_spans
 from .markdown import headings as md_headings
 from .markdown import slugify
 from .regex import lazy_regex
@@ -59,7 +60,6 @@ _ABOVE_EN = lazy_regex(
 )
 _ABOVE_ZH = lazy_regex(r"如上所述|如前所述")
 _ANCHOR = lazy_regex(r"(?<!!)\[(?P<text>[^\]\n]+)\]\(#(?P<anchor>[^)\s]+)\)")
-_FENCE = lazy_regex(r"^[ \t]{0,3}(`{3,}|~{3,})", re.M)
 # the note this module appends (so mending twice changes nothing more)
 _ALREADY = lazy_regex(
     r"\s*(?:[(\uff08]|\u2014)\s*(?:not included|summarized|preceding section|this section"
@@ -112,21 +112,6 @@ def _section_slugs(title: str, content: str) -> set[str]:
         pass
     slugs.discard("")
     return slugs
-
-
-def _code_spans(text: str) -> list[tuple[int, int]]:
-    spans = []
-    open_at = None
-    mark = ""
-    for m in _FENCE.finditer(text):
-        if open_at is None:
-            open_at, mark = m.start(), m.group(1)[0]
-        elif m.group(1)[0] == mark:
-            spans.append((open_at, m.end()))
-            open_at = None
-    if open_at is not None:
-        spans.append((open_at, len(text)))
-    return spans
 
 
 def _in_spans(pos: int, spans: list[tuple[int, int]]) -> bool:
@@ -293,7 +278,7 @@ def _above_target(section, index, sections, by_key, position, own) -> _Target | 
 
 def _find(text, key, en, zh, by_name, by_slug, above):
     """[(start, end, replacement, quoted, target)], sorted, not overlapping."""
-    code = _code_spans(text)
+    code = code_spans(text, strict=True)
     found = []
 
     def keep(start: int, end: int) -> bool:

@@ -36,6 +36,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..types import ConfigError
+from .fences import without_code
 from .regex import lazy_regex
 from .quote import quoted
 
@@ -132,7 +133,6 @@ def request_urls(request: str) -> list[str]:
     return list(seen)
 
 
-_FENCE = lazy_regex(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.M | re.S)
 _URL = lazy_regex(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|(?<!\S)@doc[ \t]+\S+", re.I)
 _NAME = lazy_regex(r"(?<![\w./@:\\-])((?:\./)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/\\-])")
 
@@ -141,7 +141,7 @@ def request_names(request: str) -> tuple[str, ...]:
     """File names and relative paths the request names (``see FIX-PLAN.md``,
     ``.planning/v1.0-MILESTONE-AUDIT.md``, in a `code span` too), in order, once each.
     URLs, ``@doc`` targets and fenced code blocks (pasted code or logs) name nothing."""
-    text = _URL.sub(" ", _FENCE.sub(" ", request or ""))
+    text = _URL.sub(" ", without_code(request or ""))
     seen: dict[str, None] = {}
     for match in _NAME.finditer(text):
         seen.setdefault(match.group(1).removeprefix("./"), None)

@@ -1,4 +1,5 @@
-"""Small Markdown helpers shared by the stages: YAML frontmatter and headings."""
+"""Small Markdown helpers shared by the stages: YAML frontmatter and headings (fenced code
+blocks are read by :mod:`.fences`)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,12 @@ import re
 from typing import Any
 
 from ..types import CtxEngineError
+from .fences import fenced
 from .regex import lazy_regex
 from .yamlio import YAMLError, load_yaml
 
 _FRONTMATTER = lazy_regex(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
-#: A code fence line (CommonMark: at most three spaces of indentation), and one at any indentation
-#: (code under a list item, a GSD <task>): the one definition of a fence for every stage.
-FENCE = lazy_regex(r"^[ \t]{0,3}(`{3,}|~{3,})")
-ANY_FENCE = lazy_regex(r"^[ \t]*(`{3,}|~{3,})")
 _HEADING_LINE = lazy_regex(r"^( {0,3})(#{1,6})([ \t].*|)$")
 
 
@@ -63,12 +61,10 @@ def headings(text: str, limit: int | None = None) -> list[tuple[int, str, int]]:
     """(level, title, 1-based line) of each ATX heading outside fenced code blocks (the first
     ``limit`` of them when given)."""
     out = []
-    in_fence = False
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.lstrip().startswith(("```", "~~~")):
-            in_fence = not in_fence
-            continue
-        if not in_fence and line.startswith("#"):
+    lines = text.splitlines()
+    code = fenced(lines)
+    for number, line in enumerate(lines, 1):
+        if not code[number - 1] and line.startswith("#"):
             match = _HEADING.match(line)
             if match:
                 out.append((len(match.group(1)), match.group(2).strip(), number))
@@ -95,11 +91,9 @@ def demote_headings(text: str, levels: int) -> str:
     if levels <= 0:
         return text
     out = []
-    in_fence = False
-    for line in text.split("\n"):
-        if ANY_FENCE.match(line):
-            in_fence = not in_fence
-        elif not in_fence:
+    lines = text.split("\n")
+    for line, code in zip(lines, fenced(lines)):
+        if not code:
             match = _HEADING_LINE.match(line)
             if match:
                 level = min(6, len(match.group(2)) + levels)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..types import Source
-from .markdown import ANY_FENCE, demote_headings, frontmatter_block
+from .fences import fenced
+from .markdown import demote_headings, frontmatter_block
 from .regex import lazy_regex
 
 DONE = "done"
@@ -88,14 +89,11 @@ class TaskBox:
 def task_boxes(lines: list[str], start: int = 0) -> list[TaskBox]:
     """Every task line of ``lines`` from ``start`` on, outside code fences, with its extent
     (nested tasks included, inside the extent of their parent)."""
-    in_fence = False
+    code = fenced(lines[start:], elements=True)
     found: list[tuple[int, int, str, str]] = []
     for i in range(start, len(lines)):
         line = lines[i]
-        if ANY_FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        match = None if in_fence else _TASK.match(line)
+        match = None if code[i - start] else _TASK.match(line)
         if match:
             found.append((i, _indent_width(match.group(1)), match.group(2), match.group(3).strip()))
     boxes = []
@@ -121,14 +119,8 @@ def parse_plan(text: str, path: str = "plan.md") -> ArticlePlan:
     raw, _, body_line = frontmatter_block("\n".join(lines))
     skip_to = body_line - 1 if raw is not None else 0  # YAML frontmatter is not part of the rendered plan
 
-    fenced: set[int] = set()  # lines inside code fences (never a title)
-    in_fence = False
-    for i in range(skip_to, len(lines)):
-        if ANY_FENCE.match(lines[i]):
-            in_fence = not in_fence
-            fenced.add(i)
-        elif in_fence:
-            fenced.add(i)
+    code = fenced(lines[skip_to:], elements=True)  # lines of code blocks (never a title)
+    in_code = {i + skip_to for i, inside in enumerate(code) if inside}
 
     tasks: list[PlanTask] = []
     extents: list[tuple[int, int, str]] = []  # (first index, last index, status)
@@ -166,7 +158,7 @@ def parse_plan(text: str, path: str = "plan.md") -> ArticlePlan:
             continue
         line = lines[i]
         out.append(line)
-        if not counted and i not in fenced:
+        if not counted and i not in in_code:
             heading = _H1.match(line)
             if heading:
                 title = heading.group(1).strip()

@@ -17,7 +17,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from .quote import quoted
 from ..types import ConfigError, Document, ReferenceLoadError, Source
-from .markdown import FENCE, FrontmatterError, first_heading, frontmatter_block, split_frontmatter
+from .fences import fenced
+from .markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
 from .regex import lazy_regex
 from .textio import Refused, TextUnavailable
 
@@ -154,12 +155,10 @@ def at_references(body: str, first_line: int = 1) -> list[tuple[int, str]]:
     ``first_line`` is the file line the body starts on (after frontmatter).
     """
     found = []
-    in_fence = False
-    for offset, line in enumerate(body.split("\n")):
-        if FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence or not line.startswith("@"):
+    lines = body.split("\n")
+    code = fenced(lines, strict=True)
+    for offset, line in enumerate(lines):
+        if code[offset] or not line.startswith("@"):
             continue
         words = line[1:].split(None, 1)
         token = words[0] if words and not line[1:2].isspace() else ""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from ..markdown import ANY_FENCE, frontmatter_block
+from ..fences import fenced
+from ..markdown import frontmatter_block
 from ..regex import lazy_regex
 
 _HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
@@ -62,13 +63,10 @@ def _lines_of(text: str) -> list[str]:
 def _sections(lines: Sequence[str], start: int = 0) -> list[tuple[int, str, int, int]]:
     """(level, title, first index, last index) of each heading's section (outside fences)."""
     heads: list[tuple[int, str, int]] = []
-    in_fence = False
+    code = fenced(lines[start:])
     for i in range(start, len(lines)):
         line = lines[i]
-        if ANY_FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if not in_fence:
+        if not code[i - start]:
             match = _HEADING.match(line)
             if match:
                 heads.append((len(match.group(1)), match.group(2).strip(), i))

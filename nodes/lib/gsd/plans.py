@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..markdown import ANY_FENCE, demote_headings
+from ..fences import fenced
+from ..markdown import demote_headings
 from .common import (_BOLD_LINE, _HEADING, _OBJECTIVE, _PLAN_FILE, _SUMMARY_TITLE, _TASK_FILES, _TASK_HEADING,
                      _TASK_NAME, _fm_value, _lines_of, _split_fm)
 
@@ -52,13 +53,10 @@ def summary_one_liner(text: str) -> tuple[str, int]:
             return value, 1
     lines = _lines_of(text)
     title, title_line = None, start
-    in_fence = False
+    code = fenced(lines[start - 1:])
     for i in range(start - 1, len(lines)):
         line = lines[i].strip()
-        if ANY_FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence or not line:
+        if code[i - start + 1] or not line:
             continue
         heading = _HEADING.match(line)
         if heading:
@@ -115,12 +113,9 @@ def plan_outline(text: str) -> str:
                 entry += f" (files: {' '.join(files.group(1).split())})"
             tasks.append(entry)
     if not tasks:
-        in_fence = False
-        for line in body.split("\n"):
-            if ANY_FENCE.match(line):
-                in_fence = not in_fence
-                continue
-            match = None if in_fence else _TASK_HEADING.match(line.strip())
+        lines = body.split("\n")
+        for line, code in zip(lines, fenced(lines, elements=True)):
+            match = None if code else _TASK_HEADING.match(line.strip())
             if match:
                 tasks.append(match.group(1).strip())
     if tasks:

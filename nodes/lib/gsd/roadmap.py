@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..regex import lazy_regex
-from ..markdown import ANY_FENCE
+from ..fences import fenced
 from .common import (_DETAILS_CLOSE, _DETAILS_OPEN, _PHASE_HEADING, _PHASE_ITEM, _RANGE, _SUMMARY_TAG,
                      _TAG, _VERSION, _lines_of, _sections, phase_key)
 
@@ -63,12 +63,10 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     # Blocks: (first index, last index, version, mention)
     blocks: list[tuple[int, int, str, str]] = []
     i = 0
-    in_fence = False
+    code = fenced(lines)
     while i < n:
         line = lines[i]
-        if ANY_FENCE.match(line):
-            in_fence = not in_fence
-        if not in_fence and _DETAILS_OPEN.match(line):
+        if not code[i] and _DETAILS_OPEN.match(line):
             depth, j = 0, i
             while j < n:
                 if _DETAILS_OPEN.match(lines[j]):

@@ -4,7 +4,7 @@ Every function here is pure and deterministic (same input, same output) and retu
 that fits ``max_tokens`` by the exact count of the given :class:`TokenCounter`.
 
 How a summary is fitted: the text is cut into units (the compact frontmatter, each heading,
-each sentence of each paragraph or list item, each table row, each short code block), the
+each sentence of each paragraph or list item, each table row, each code line), the
 units are put in priority order, and a greedy pass takes units in that order while their
 *estimated* cost (``tokens.estimate_tokens``, multi-byte aware) fits an estimated
 budget. The chosen units are rendered in document order and counted exactly once; when the
@@ -23,12 +23,19 @@ Priority orders:
   would take more than half of the budget. The score mixes position, term weight
   (tf-idf over the document's sentences), identifiers (CamelCase, snake_case, ``code``),
   paths (a/b.py, foo.md) and numbers. When even the top-level headings do not fit, the
-  summary is the first lines of the document.
+  summary is the first lines of the document. Fenced code is kept line by line: the first
+  line of each block with the first sentences, then every definition line (def, class,
+  function, export, interface, type, struct, fn, func, impl ...), then the other lines from
+  the top of each block, merged with the key sentences so that prose and code are kept in
+  proportion; fences stay closed and ``⋮ N lines left out`` marks each gap.
 * headings: frontmatter, headings, the first sentence under each heading.
 * plan (article plan.md, the GSD plan section, a GSD PLAN.md), whole lines only: the task
-  count line and in-progress task lines, every task's skeleton (<name>, <files>, <verify>,
-  <done>; Files/Verify/Done lines), pending task lines, action prose, other prose, pending
-  detail, done task lines; @ lines, code blocks and <context> blocks last. Task boxes are read
+  count line, then the skeleton of the work left: every open task's name (in-progress and
+  pending task lines, GSD <name>, the objective's first line), then every <files>, <verify>,
+  <done> (Files/Verify/Done lines); then the frontmatter, the current task's details (the
+  in-progress task, or a PLAN.md's first <task>), other prose, the other tasks' details,
+  done task lines; @ lines, code blocks and <context> blocks last. Code blocks are read by
+  nodes/lib/fences.py: one left open ends at its element's closing tag (</action>). Task boxes are read
   by nodes/lib/plan.py (one parser for the plan stage and this summary).
 * diff: a total line and one ``<status> <path> +n/-m`` line per file.
 """

@@ -6,7 +6,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from ..tokens import TokenCounter, estimate_tokens
-from .document import FENCE
+from ..fences import fence_line
 from .fit import Problem, fit_tokens, fits_quickly, solve
 from .headtail import head_summary
 
@@ -121,7 +121,7 @@ def _context_lines(preamble: list[str]) -> list[str]:
     that opens the patch and the line introducing it."""
     out: list[str] = []
     for line in preamble:
-        if FENCE.match(line):
+        if fence_line(line, strict=True) is not None:
             if out and out[-1].rstrip().endswith(":"):
                 out.pop()
             continue

@@ -1,5 +1,6 @@
 """The markdown model of the extractive and headings summaries: units (frontmatter, headings,
-sentences, table rows, code blocks) in sections and blocks, rendered back from a selection."""
+sentences, table rows, code lines and the fences around them) in sections and blocks, rendered
+back from a selection."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..markdown import FENCE
+from ..fences import fences
+from .code import render_code
 from ..sentences import sentence_spans
 from .frontmatter import compact_frontmatter, split_frontmatter
 
@@ -23,8 +25,6 @@ _NEW_LINE_START = re.compile(
 )
 _TERMINAL = tuple(".!?:;。！？；：")
 
-CODE_MAX_LINES = 20  # longer code blocks are never chosen as key units
-
 
 @dataclass
 class _Line:
@@ -36,9 +36,22 @@ class _Line:
 
 
 @dataclass
+class _Code:
+    """A fenced block: its opening and closing fence lines (one "fence" unit, which every code
+    line needs) and its body lines, each a "code" unit (None for a blank line)."""
+
+    opening: str
+    closing: str
+    fence: int
+    body: list[str]
+    units: list[int | None]
+
+
+@dataclass
 class _Block:
     kind: str  # text | table | code
     lines: list[_Line]
+    code: _Code | None = None
 
 
 @dataclass
@@ -59,38 +72,31 @@ class Doc:
     where: list[tuple[int, int, int, int]]
 
 
-def _parse_markdown(body: str) -> tuple[list[tuple[int, str]], list[tuple[int, str, list[str]]]]:
-    """Flat events: headings (level, line) and blocks (kind, lines) in order; see build."""
+def _parse_markdown(body: str) -> list[tuple[str, Any]]:
+    """Flat events in order: ("heading", (level, line)), ("block", lines) and ("code", (fence
+    lines, closing fence line)); fenced blocks as :func:`~ctxengine.nodes.lib.fences.fences`
+    reads them (an unclosed one runs to the end and is closed by its own fence)."""
     events: list[tuple[str, Any]] = []
     para: list[str] = []
-    fence: list[str] | None = None
-    fence_mark = ""
-    depth = 0
 
     def flush() -> None:
         if para:
             events.append(("block", list(para)))
             para.clear()
 
-    for line in body.split("\n"):
-        if fence is not None:
-            fence.append(line)
-            m = FENCE.match(line)
-            if m and m.group(1)[0] == fence_mark[0]:
-                rest = line.strip()[len(m.group(1)):].strip()
-                if rest and len(m.group(1)) == len(fence_mark):
-                    depth += 1  # "```bash" inside "```markdown": a nested example (LLM-written docs)
-                elif not rest and len(m.group(1)) >= len(fence_mark):
-                    depth -= 1
-                    if depth == 0:
-                        events.append(("code", fence))
-                        fence = None
-            continue
-        m = FENCE.match(line)
-        if m:
+    lines = body.split("\n")
+    blocks = {block.start: block for block in fences(lines, strict=True)}
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        block = blocks.get(i)
+        if block is not None:
             flush()
-            fence, fence_mark, depth = [line], m.group(1), 1
+            events.append(("code", (lines[block.start:block.end + 1] if block.closed
+                                    else lines[block.start:block.end + 1] + [block.closing], block.closing)))
+            i = block.end + 1
             continue
+        i += 1
         m = HEADING.match(line)
         if m:
             flush()
@@ -101,9 +107,7 @@ def _parse_markdown(body: str) -> tuple[list[tuple[int, str]], list[tuple[int, s
             continue
         para.append(line)
     flush()
-    if fence is not None:  # an unclosed fence runs to the end
-        events.append(("code", fence))
-    return events  # type: ignore[return-value]
+    return events
 
 
 def _logical_lines(lines: list[str]) -> list[tuple[str, str]]:
@@ -154,13 +158,12 @@ def build(text: str) -> Doc:
             continue
         bi = len(doc.sections[si].blocks)
         if kind == "code":
-            full = "\n".join(payload)
-            block = _Block("code", [_Line("", full, [_unit(doc, full, "code", (si, bi, 0, 0))])])
+            block = _code_block(doc, *payload, si, bi)
         elif len(payload) >= 2 and all(ln.lstrip().startswith("|") for ln in payload):
             block = _table_block(doc, payload, si, bi)
         else:
             block = _text_block(doc, payload, si, bi)
-        if block.lines:
+        if block.lines or block.code is not None:
             doc.sections[si].blocks.append(block)
     return doc
 
@@ -195,6 +198,16 @@ def _table_block(doc: Doc, rows: list[str], si: int, bi: int) -> _Block:
     return block
 
 
+def _code_block(doc: Doc, lines: list[str], closing: str, si: int, bi: int) -> _Block:
+    """A fenced block: one "fence" unit (opening and closing lines) and a "code" unit per
+    non-blank body line; position: the line's place in the body."""
+    opening, body = lines[0], lines[1:-1]
+    fence = _unit(doc, opening + "\n" + closing, "fence", (si, bi, 0, 0))
+    units = [None if not line.strip() else _unit(doc, line, "code", (si, bi, k + 1, 0))
+             for k, line in enumerate(body)]
+    return _Block("code", [], _Code(opening, closing, fence, body, units))
+
+
 def _text_block(doc: Doc, lines: list[str], si: int, bi: int) -> _Block:
     """A paragraph or list: each logical line's sentences as units."""
     block = _Block("text", [])
@@ -218,6 +231,12 @@ def render_doc(doc: Doc, selected: set[int]) -> str:
         if sec.heading is not None and sec.heading in selected:
             parts.append(doc.texts[sec.heading])
         for block in sec.blocks:
+            if block.code is not None:
+                if block.code.fence in selected:
+                    code = block.code
+                    parts.append(render_code(code.opening, code.closing, code.body,
+                                             [u is not None and u in selected for u in code.units]))
+                continue
             out = []
             for line in block.lines:
                 chosen = [u for u in line.units if u in selected]

@@ -5,36 +5,30 @@ from __future__ import annotations
 
 import re
 
-from ..markdown import ANY_FENCE
+from ..fences import fence_line, open_block
 from ..sentences import sentence_spans
 
 _WHOLE_LINE = re.compile(r"^[ \t]*(?:@\S|\|)")  # an @ reference line, a markdown table row
 
 
 def open_fence(text: str) -> str | None:
-    """The opening line of the fenced code block that ``text`` ends inside, or None."""
-    opened = None
-    mark = ""
-    for line in text.split("\n"):
-        m = ANY_FENCE.match(line)
-        if not m:
-            continue
-        if opened is None:
-            opened, mark = line, m.group(1)
-        elif m.group(1)[0] == mark[0] and len(m.group(1)) >= len(mark) and not line.strip()[len(m.group(1)):].strip():
-            opened = None
-    return opened
+    """The opening line of the fenced code block that ``text`` ends inside, or None (read by
+    :func:`~ctxengine.nodes.lib.fences.fences`: nested examples, tildes, longer fences)."""
+    lines = text.split("\n")
+    block = open_block(lines)
+    return lines[block.start] if block is not None else None
 
 
 def closing_fence(opening: str) -> str:
     """The line that closes the fenced block ``opening`` opens (same indentation and fence)."""
-    return opening[: len(opening) - len(opening.lstrip())] + ANY_FENCE.match(opening).group(1)
+    indent, run, _ = fence_line(opening)
+    return indent + run
 
 
 def whole_line_only(line: str, in_fence: bool = False) -> bool:
     """Whether ``line`` may only be kept whole or not at all: a line of a fenced code block
     (``in_fence``) or a fence, an ``@`` reference line, a markdown table row."""
-    return in_fence or bool(ANY_FENCE.match(line)) or bool(_WHOLE_LINE.match(line))
+    return in_fence or fence_line(line) is not None or bool(_WHOLE_LINE.match(line))
 
 
 def prose_cut(line: str, limit: int) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..quote import quoted
 from ..tokens import TokenCounter, estimate_tokens
-from .document import CODE_MAX_LINES, build, render_doc
+from .code import definition_line
+from .document import build, render_doc
 from .fit import Problem, fits_quickly, solve
 from .frontmatter import compact_frontmatter, split_frontmatter
 from .headtail import head_summary
@@ -61,6 +62,12 @@ def _requirements(doc) -> list[tuple[int, ...]]:
         if sec.heading is not None:
             requires[sec.heading] = sec.ancestors
         for block in sec.blocks:
+            if block.code is not None:  # code lines need their fences; the fences their headings
+                requires[block.code.fence] = own
+                for uid in block.code.units:
+                    if uid is not None:
+                        requires[uid] = own + (block.code.fence,)
+                continue
             first = block.lines[0].units[0]
             header = first if block.kind == "table" and doc.kinds[first] == "header" else None
             for line in block.lines:
@@ -89,7 +96,13 @@ def _priority_order(doc, text: str, costs: list[int], max_tokens: int, key_sente
     if not squeezed:
         order.extend(units[0] for units in firsts)  # first sentences
     if key_sentences:
-        order.extend(_key_sentence_order(doc, order, costs, max_tokens, firsts, squeezed))
+        code_firsts, code_rest = _code_order(doc)
+        if not squeezed:  # the first line of each code block
+            order.extend(code_firsts)
+        else:
+            code_rest = code_firsts + code_rest
+        prose = _key_sentence_order(doc, order, costs, max_tokens, firsts, squeezed)
+        order.extend(_in_proportion(prose, code_rest, costs))
     # squeezed: deferred headings come only with a sentence under them (a bare heading says little)
     seen: set[int] = set()
     return [u for u in order if not (u in seen or seen.add(u))], squeezed
@@ -148,11 +161,10 @@ def _key_sentence_order(doc, order: list[int], costs: list[int], max_tokens: int
 
 
 def _ranked_candidates(doc, in_order: set[int]) -> list[int]:
-    """Sentences, rows and short code blocks not yet in the order, best score first (position
-    counts: earlier sections, first blocks, first sentences; code weighs less)."""
+    """Sentences and rows not yet in the order, best score first (position counts: earlier
+    sections, first blocks, first sentences)."""
     candidates = [uid for uid, kind in enumerate(doc.kinds)
-                  if uid not in in_order and kind in ("sentence", "row", "code")
-                  and (kind != "code" or doc.texts[uid].count("\n") < CODE_MAX_LINES)]
+                  if uid not in in_order and kind in ("sentence", "row")]
     if not candidates:
         return []
     n_secs = max(1, len(doc.sections) - 1)
@@ -161,10 +173,48 @@ def _ranked_candidates(doc, in_order: set[int]) -> list[int]:
         si, bi, _, j = doc.where[uid]
         positions.append(0.5 * (1 - si / n_secs) + (0.3 if bi == 0 else 0.0) + (0.2 if j == 0 else 0.0))
     scores = sentence_scores([doc.texts[u] for u in candidates], positions)
-    for i, uid in enumerate(candidates):
-        if doc.kinds[uid] == "code":
-            scores[i] *= 0.6
     return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))]
+
+
+def _code_order(doc) -> tuple[list[int], list[int]]:
+    """(the first line of each fenced block, the other code lines in the order they are kept):
+    every definition line (:func:`definition_line`) of every block, then the others from the
+    top of each block, the blocks in step (by the share of their lines already taken)."""
+    firsts: list[int] = []
+    definitions: list[int] = []
+    others: list[tuple[float, int]] = []
+    for sec in doc.sections:
+        for block in sec.blocks:
+            if block.code is None:
+                continue
+            ids = [u for u in block.code.units if u is not None]
+            if not ids:
+                continue
+            firsts.append(ids[0])
+            rest = [u for u in ids[1:] if not definition_line(doc.texts[u])]
+            definitions.extend(u for u in ids[1:] if definition_line(doc.texts[u]))
+            others.extend(((k + 1) / (len(rest) + 1), u) for k, u in enumerate(rest))
+    return firsts, definitions + [u for _, u in sorted(others)]
+
+
+def _in_proportion(first: list[int], second: list[int], costs: list[int]) -> list[int]:
+    """``first`` and ``second`` merged so that any prefix of the result holds about the same
+    share of each list's estimated tokens (each list keeps its own order): a summary that stops
+    anywhere keeps prose and code in proportion."""
+    total_a = sum(costs[u] for u in first) or 1
+    total_b = sum(costs[u] for u in second) or 1
+    out: list[int] = []
+    i = j = used_a = used_b = 0
+    while i < len(first) or j < len(second):
+        if j >= len(second) or (i < len(first) and used_a / total_a <= used_b / total_b):
+            used_a += costs[first[i]]
+            out.append(first[i])
+            i += 1
+        else:
+            used_b += costs[second[j]]
+            out.append(second[j])
+            j += 1
+    return out
 
 
 def _acceptable(doc, out: str, selected: set[int], has_headings: bool, squeezed: bool) -> bool:

@@ -12,7 +12,7 @@ from ..tokens import TokenCounter, estimate_tokens
 from .document import HEADING
 from .fit import Problem, fits_quickly, solve
 from .frontmatter import compact_frontmatter, split_frontmatter
-from .lines import ANY_FENCE
+from ..fences import fences
 from .markdown import summarize_text
 
 _COUNT_LINE = re.compile(r"^[ \t]*(?:Tasks|Plans):[ \t]*\d+[ \t]+done\b")
@@ -24,18 +24,24 @@ _LEAD_TAGS = frozenset({"objective"})
 _KEY_LABEL = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?\**(?:files?|verify|verification|done|acceptance)\**[ \t]*:", re.I)
 _AT_LINE = re.compile(r"^[ \t]*@\S")
 _POSITION_LINE = re.compile(r"^(?:Position|Decided by):[ \t]")  # the GSD plan section's position
-# ranks of plan units, kept first to last (see plan_summary)
-(_R_COUNT, _R_OPEN_BOX, _R_OPEN_KEY, _R_PENDING_BOX, _R_OPEN_DETAIL, _R_PROSE, _R_PENDING_KEY,
- _R_PENDING_DETAIL, _R_DONE_BOX, _R_NOISE) = range(10)
+# ranks of plan units, kept first to last (see plan_summary): the skeleton of the work left
+# (names, then the files / verify / done lines), the frontmatter, the current task's details,
+# other prose, the other tasks' details, done task lines, noise
+(_R_COUNT, _R_NAME, _R_KEY, _R_FRONTMATTER, _R_OPEN_DETAIL, _R_PROSE, _R_PENDING_DETAIL,
+ _R_DONE_BOX, _R_NOISE) = range(9)
 
 
 @dataclass
 class _PlanUnit:
     first: int  # body line indices, inclusive
     last: int
-    role: str  # count | box | heading | key | lead | prose | noise | open | close
+    role: str  # count | box | heading | key | lead | prose | noise | open | close | frontmatter
     owner: int | None = None  # line index of the top-level task box it belongs to
     pair: int | None = None  # unit id of the matching open / close tag line
+    closing: str | None = None  # the fence line that closes a code block its lines leave open
+    tag: str = ""  # the element a key unit is (name, files, ...; /task for a closing wrapper)
+    wrappers: tuple[int, ...] = ()  # unit ids of the <tasks> / <task> open lines around it
+    task: int | None = None  # unit id of the <task> open line it is in
 
 
 def _close_line(lines: Sequence[str], start: int, tag: str) -> int | None:
@@ -54,7 +60,10 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
     """The plan's lines as units: task boxes, headings, the count line, whole GSD task
     elements (<name>, <files>, <verify>, <done>) and the <task> wrappers as key units, the
     first line of an <objective>, @ lines, code blocks and <context> blocks as noise, the
-    open and close tag lines of other elements as pairs, and every other line as prose."""
+    open and close tag lines of other elements as pairs, and every other line as prose.
+    Code blocks are read by :func:`~ctxengine.nodes.lib.fences.fences` with elements: one
+    left open ends at the closing tag of the element it opened in (``</action>``); one left
+    open at the top level runs to the end and its lines are prose, not noise."""
     owner_of: dict[int, int] = {}
     top = []
     for box in boxes:
@@ -67,6 +76,7 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
     units: list[_PlanUnit] = []
     stack: list[tuple[str, int]] = []  # open prose elements: (tag, unit id of the open line)
     lead_wanted = False
+    blocks = {block.start: block for block in fences(lines, elements=True)}
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -78,19 +88,15 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
             units.append(_PlanUnit(i, i, "box", i))
             i += 1
             continue
-        fence = ANY_FENCE.match(line)
-        if fence:
-            j = i + 1
-            while j < len(lines) and not (lines[j].strip().startswith(fence.group(1))
-                                          and not lines[j].strip().lstrip(fence.group(1)[0])):
-                j += 1
-            units.append(_PlanUnit(i, min(j, len(lines) - 1), "noise", owner))
-            i = j + 1
+        block = blocks.get(i)
+        if block is not None and (block.closed or block.end < len(lines) - 1):
+            units.append(_PlanUnit(i, block.end, "noise", owner, closing=None if block.closed else block.closing))
+            i = block.end + 1
             continue
         tag = _OPEN_TAG.match(line)
         name = tag.group(1).lower() if tag else ""
         if line.strip().lower() in ("</task>", "</tasks>") and not (stack and stack[-1][0] in _WRAPPER_TAGS):
-            units.append(_PlanUnit(i, i, "key", owner))
+            units.append(_PlanUnit(i, i, "key", owner, tag=line.strip().lower()[1:-1]))
             i += 1
             continue
         if stack and line.strip().lower() == f"</{stack[-1][0]}>":
@@ -102,11 +108,11 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
         if tag and name in _KEY_TAGS | _NOISE_TAGS:
             j = _close_line(lines, i, name)
             j = i if j is None else j
-            units.append(_PlanUnit(i, j, "key" if name in _KEY_TAGS else "noise", owner))
+            units.append(_PlanUnit(i, j, "key" if name in _KEY_TAGS else "noise", owner, tag=name))
             i = j + 1
             continue
         if tag and name in _WRAPPER_TAGS:
-            units.append(_PlanUnit(i, i, "key", owner))
+            units.append(_PlanUnit(i, i, "key", owner, tag=name))
             i += 1
             continue
         if tag and name in _LEAD_TAGS | {"action", "output", "success_criteria", "verification", "notes"} or (
@@ -136,7 +142,29 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
         lead_wanted = False if role == "lead" else lead_wanted
         units.append(_PlanUnit(i, i, role, owner, stack[-1][1] if stack else None))
         i += 1
+    _pair_wrappers(units)
     return units
+
+
+def _pair_wrappers(units: list[_PlanUnit]) -> None:
+    """The <tasks> and <task> wrapper lines as open / close pairs; every unit between them
+    records them (``wrappers``) and its <task> (``task``)."""
+    open_wrappers: list[int] = []
+    for uid, unit in enumerate(units):
+        if unit.role == "key" and unit.tag in _WRAPPER_TAGS:
+            unit.role, unit.wrappers = "open", tuple(open_wrappers)
+            unit.task = next((w for w in reversed(open_wrappers) if units[w].tag == "task"), None)
+            open_wrappers.append(uid)
+        elif unit.role == "key" and unit.tag.startswith("/") and unit.tag[1:] in _WRAPPER_TAGS:
+            opened = next((w for w in reversed(open_wrappers) if units[w].tag == unit.tag[1:]), None)
+            if opened is None:
+                continue
+            del open_wrappers[open_wrappers.index(opened):]
+            unit.role, unit.pair, units[opened].pair = "close", opened, uid
+            unit.wrappers = units[opened].wrappers
+        else:
+            unit.wrappers = tuple(open_wrappers)
+            unit.task = next((w for w in reversed(open_wrappers) if units[w].tag == "task"), None)
 
 
 _TASK_BOX = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\[.\][ \t]")
@@ -176,57 +204,80 @@ def _rank(unit: _PlanUnit, state: str | None) -> int | None:
     comes with others (headings, tag lines) or is only counted (done tasks' detail)."""
     if unit.role in ("count", "position"):
         return _R_COUNT
+    if unit.role == "frontmatter":
+        return _R_FRONTMATTER
     if unit.role == "box":
-        return {_plan.IN_PROGRESS: _R_OPEN_BOX, _plan.PENDING: _R_PENDING_BOX}.get(state, _R_DONE_BOX)
+        return _R_NAME if state in (_plan.IN_PROGRESS, _plan.PENDING) else _R_DONE_BOX
     if state in (_plan.DONE, _plan.CANCELLED) or unit.role in ("heading", "open", "close"):
         return None
     if unit.role == "noise":
         return _R_NOISE
-    if unit.role in ("key", "lead"):
-        return _R_PENDING_KEY if state == _plan.PENDING else _R_OPEN_KEY
+    if unit.role == "lead" or unit.tag == "name":
+        return _R_NAME
+    if unit.role == "key":
+        return _R_KEY
     if state == _plan.PENDING:
         return _R_PENDING_DETAIL
-    if state == _plan.IN_PROGRESS:  # a task's own lines stay with it; the prose of an <action> waits
-        return _R_OPEN_DETAIL if unit.pair is not None else _R_OPEN_KEY
+    if state == _plan.IN_PROGRESS:
+        return _R_OPEN_DETAIL
     return _R_PROSE
 
 
 class _PlanView:
     """A plan's units as a selection problem: unit 0 is the synthesized count line when the
-    plan has none (``extra``), then one unit per plan unit."""
+    plan has task boxes but no count line (``extra``), then one unit per plan unit, the
+    compact frontmatter last (rendered first)."""
 
     def __init__(self, lines: Sequence[str], units: list[_PlanUnit], status: dict, fm: str | None):
-        self.lines, self.units, self.status, self.fm = lines, units, status, fm
+        self.lines, self.status = lines, status
+        self.units = units + ([_PlanUnit(-1, -2, "frontmatter")] if fm is not None else [])
         self.existing = next((u for u, unit in enumerate(units) if unit.role == "count"), None)
         top = [status[unit.first] for unit in units if unit.role == "box"]
-        self.synthesized = None if self.existing is not None else _plan.count_line(Counter(top))
+        self.synthesized = None if self.existing is not None or not top else _plan.count_line(Counter(top))
         self.extra = 1 if self.synthesized is not None else 0
-        self.texts = ["\n".join(lines[u.first:u.last + 1]) for u in units]
+        self.texts = ["\n".join(lines[u.first:u.last + 1] + ([u.closing] if u.closing else [])) for u in units]
+        self.texts += [fm] if fm is not None else []
         self.total_lines = sum(1 for line in lines if line.strip())
         self.first_box = next((u.first for u in units if u.role == "box"), 0)
+        # the current <task> of a GSD plan without task boxes: its first one
+        self.current_task = next((uid for uid, u in enumerate(units) if u.role == "open" and u.tag == "task"), None)
+
+    def state(self, uid: int) -> str | None:
+        """The status of the task a unit belongs to: its task box's, or for a GSD <task>, in
+        progress for the first one and pending for the others; None outside any task."""
+        unit = self.units[uid]
+        if unit.owner is not None:
+            return self.status.get(unit.owner)
+        task = uid if unit.role == "open" and unit.tag == "task" else unit.task
+        if task is None:
+            return None
+        return _plan.IN_PROGRESS if task == self.current_task else _plan.PENDING
 
     def problem(self) -> Problem:
-        ranks = [_rank(u, self.status.get(u.owner) if u.owner is not None else None) for u in self.units]
+        ranks = [_rank(u, self.state(uid)) for uid, u in enumerate(self.units)]
         extra = self.extra
         order = ([0] if extra else []) + [
             uid + extra for uid in sorted((u for u in range(len(self.units)) if ranks[u] is not None),
                                           key=lambda u: (ranks[u], self.units[u].first))]
         blocking = frozenset(uid + extra for uid, unit in enumerate(self.units)
-                             if ranks[uid] in (_R_COUNT, _R_OPEN_BOX, _R_PENDING_BOX) and unit.role == "box") | (
-            {0} if extra else {self.existing})
+                             if ranks[uid] in (_R_COUNT, _R_NAME) and unit.role in ("box", "key")) | (
+            {0} if extra else ({self.existing} if self.existing is not None else set()))
         all_texts = ([self.synthesized] if extra else []) + self.texts
         costs = [estimate_tokens(t) + 1 for t in all_texts]
         costs[0 if extra else (self.existing + extra if self.existing is not None else 0)] += 12  # the note
         return Problem(costs, self.requirements(), order, self.render, blocking=blocking)
 
     def requirements(self) -> list[tuple[int, ...]]:
-        """Per unit: its headings (a task line stands on its own), its task box, its element's tag lines."""
+        """Per unit: its headings (a task line stands on its own), its task box, its element's
+        tag lines, the <tasks> / <task> lines around it."""
         units, extra = self.units, self.extra
         box_uid = {u.first: k for k, u in enumerate(units) if u.role == "box"}
         requires: list[tuple[int, ...]] = [()] * (len(units) + extra)
         heads: list[tuple[int, int]] = []  # the open headings: (level, unit id)
         for uid, unit in enumerate(units):
             need = []
+            if unit.role == "frontmatter":
+                continue
             if unit.role == "heading":
                 level = len(HEADING.match(self.lines[unit.first]).group(1))
                 while heads and heads[-1][0] >= level:
@@ -236,22 +287,24 @@ class _PlanView:
                 need.extend(h + extra for _, h in heads if h != uid)
                 if unit.owner is not None:
                     need.append(box_uid[unit.owner] + extra)
-            if unit.pair is not None:  # an element's lines come with its open and close tag lines
-                opened = unit.pair if unit.role != "open" else uid
-                need.append(opened + extra)
+            for opened in unit.wrappers + ((unit.pair,) if unit.pair is not None and unit.role != "open" else (uid,)
+                                           if unit.pair is not None else ()):
+                need.append(opened + extra)  # an element's lines come with its open and close tag lines
                 if units[opened].pair is not None:
                     need.append(units[opened].pair + extra)
-            requires[uid + extra] = tuple(k for k in need if k != uid + extra)
+            requires[uid + extra] = tuple(dict.fromkeys(k for k in need if k != uid + extra))
         return requires
 
     def render(self, sel: set[int]) -> str:
         """The selected lines in their order, a blank line where the plan had one, the count
         line before the first task, and a note of how many lines were left out."""
         lines, units, extra = self.lines, self.units, self.extra
-        out: list[str] = [self.fm] if self.fm is not None else []
+        out: list[str] = [self.texts[-1]] if units and units[-1].role == "frontmatter" and len(units) - 1 + extra in sel else []
         last_line = None
         shown = 0
         for uid, unit in enumerate(units):
+            if unit.role == "frontmatter":
+                continue
             if extra and unit.first >= self.first_box and 0 in sel and self.synthesized not in out:
                 out.extend(([""] if out else []) + [self.synthesized, ""])
                 last_line = None
