@@ -528,7 +528,7 @@ def round_within(round_: Round, room: int, counter, render_round: Callable[[Roun
     head, rest = messages[:head_end], messages[head_end:]
     fixed = counter.count(render_round(replace(round_, messages=tuple(head))))
     space = room - fixed - 24
-    best = None
+    best = smallest = None
     for _ in range(6):
         within = _messages_within(rest, max(0, space), counter, location)
         kept = [m for _, m in within]
@@ -537,11 +537,15 @@ def round_within(round_: Round, room: int, counter, render_round: Callable[[Roun
             text = _with_note(round_, head, kept, _messages_note(cut) + "]", render_round)
         else:
             text = render_round(replace(round_, messages=tuple(head) + tuple(kept)))
-        best = _Trimmed(text, counter.count(text), replace(round_, messages=tuple(head) + tuple(kept)))
-        if best.tokens <= room or space <= 0:
+        trimmed = _Trimmed(text, counter.count(text), replace(round_, messages=tuple(head) + tuple(kept)))
+        if smallest is None or trimmed.tokens < smallest.tokens:
+            smallest = trimmed
+        if trimmed.tokens <= room and (best is None or trimmed.tokens > best.tokens):
+            best = trimmed
+        if space <= 0 or (best is not None and room - best.tokens <= max(8, room // 50)):
             break
-        space -= best.tokens - room + 2
-    return best
+        space += room - trimmed.tokens - (2 if trimmed.tokens > room else 0)  # renders (indents, labels) differ
+    return best if best is not None else smallest
 
 
 def _messages_within(messages: Sequence[Message], space: int, counter,
@@ -556,12 +560,21 @@ def _messages_within(messages: Sequence[Message], space: int, counter,
     sizes = {key: counter.count(_part_text(messages[key[0]], key[1])) + 2 for key in own + tool}
     given: dict[tuple, int] = {}
     for group in (own, tool):
-        total = sum(sizes[key] for key in group)
-        for key in group:
-            given[key] = sizes[key] if total <= space else int(space * sizes[key] / total) if total else 0
-        space -= min(space, total)
+        shares = fair_shares([sizes[key] for key in group], space)
+        given.update(zip(group, shares))
+        space -= sum(shares)
     kept = {key: _part_cut(_part_text(messages[key[0]], key[1]), given[key], sizes[key], counter, location,
                            "head" if key in own else "middle") for key in own + tool}
+    slack = space + sum(given.values()) - sum(counter.count(text) + 2 for text in kept.values() if text is not None)
+    for key in sorted((k for k in own + tool if given[k] < sizes[k]), key=lambda k: -sizes[k]):
+        if slack <= MIN_MESSAGE_TOKENS:
+            break  # a cut at line boundaries lands under its share: what it left goes to the next cut part
+        now = 0 if kept[key] is None else counter.count(kept[key]) + 2
+        more = _part_cut(_part_text(messages[key[0]], key[1]), now + slack, sizes[key], counter, location,
+                         "head" if key in own else "middle")
+        if more is not None and counter.count(more) + 2 > now:
+            slack -= counter.count(more) + 2 - now
+            kept[key] = more
     groups = message_groups(messages)
     lost = {groups[key[0]] for key in tool if kept[key] is None}
     out = []
@@ -578,6 +591,19 @@ def _messages_within(messages: Sequence[Message], space: int, counter,
     return out
 
 
+def fair_shares(sizes: Sequence[int], space: int) -> list[int]:
+    """Each of ``sizes`` given at most itself of ``space`` in total, the smallest first and the
+    rest split evenly (water-filling): small parts stay whole, the large ones are cut alike."""
+    shares = [0] * len(sizes)
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    left = max(0, space)
+    for rank, i in enumerate(order):
+        even = left // (len(order) - rank)
+        shares[i] = min(sizes[i], even)
+        left -= shares[i]
+    return shares
+
+
 def _part_text(message: Message, part) -> str:
     if part == "content":
         return message.content
@@ -592,8 +618,9 @@ def _part_cut(text: str, share: int, size: int, counter, location: str | None, s
         return text
     if share < MIN_MESSAGE_TOKENS:
         return None
-    cut = cut_text(text, share, counter, shape, Origin(location))
-    return cut.text if cut.tokens <= share else None
+    cuts = [cut_text(text, share, counter, form, Origin(location)) for form in dict.fromkeys((shape, "head"))]
+    fitting = [cut for cut in cuts if cut.tokens <= share]  # long lines: the other shape may keep more
+    return max(fitting, key=lambda cut: cut.tokens).text if fitting else None
 
 
 def _summary_floor(forms: _Forms, tokens_of: _PartTokens, keep_last: int, location: str | None) -> HistoryFit:
