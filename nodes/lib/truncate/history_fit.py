@@ -529,7 +529,8 @@ def round_within(round_: Round, room: int, counter, render_round: Callable[[Roun
     fixed = counter.count(render_round(replace(round_, messages=tuple(head))))
     space = room - fixed - 24
     best = smallest = None
-    for _ in range(6):
+    fits, over = 0, None  # the largest space known to fit, the smallest known to be over
+    for _ in range(8):
         within = _messages_within(rest, max(0, space), counter, location)
         kept = [m for _, m in within]
         cut = [m for i, m in enumerate(rest) if i not in {j for j, _ in within}]
@@ -544,7 +545,15 @@ def round_within(round_: Round, room: int, counter, render_round: Callable[[Roun
             best = trimmed
         if space <= 0 or (best is not None and room - best.tokens <= max(8, room // 50)):
             break
-        space += room - trimmed.tokens - (2 if trimmed.tokens > room else 0)  # renders (indents, labels) differ
+        if trimmed.tokens > room:
+            over = space if over is None else min(over, space)
+        else:
+            fits = max(fits, space)
+        # the render (labels, indents) costs more than the parts: step by the miss, then bisect
+        guess = space + room - trimmed.tokens
+        space = guess if over is None or fits < guess < over else (fits + over) // 2
+        if over is not None and over - fits <= 2:
+            break
     return best if best is not None else smallest
 
 
@@ -565,8 +574,11 @@ def _messages_within(messages: Sequence[Message], space: int, counter,
         space -= sum(shares)
     kept = {key: _part_cut(_part_text(messages[key[0]], key[1]), given[key], sizes[key], counter, location,
                            "head" if key in own else "middle") for key in own + tool}
-    slack = space + sum(given.values()) - sum(counter.count(text) + 2 for text in kept.values() if text is not None)
-    for key in sorted((k for k in own + tool if given[k] < sizes[k]), key=lambda k: -sizes[k]):
+    groups = message_groups(messages)
+    lost = {groups[key[0]] for key in tool if kept[key] is None}
+    slack = space + sum(given.values()) - sum(counter.count(text) + 2 for key, text in kept.items()
+                                              if text is not None and not (key in tool and groups[key[0]] in lost))
+    for key in sorted((k for k in own + tool if given[k] < sizes[k]), key=lambda k: (kept[k] is not None, -sizes[k])):
         if slack <= MIN_MESSAGE_TOKENS:
             break  # a cut at line boundaries lands under its share: what it left goes to the next cut part
         now = 0 if kept[key] is None else counter.count(kept[key]) + 2
@@ -575,7 +587,6 @@ def _messages_within(messages: Sequence[Message], space: int, counter,
         if more is not None and counter.count(more) + 2 > now:
             slack -= counter.count(more) + 2 - now
             kept[key] = more
-    groups = message_groups(messages)
     lost = {groups[key[0]] for key in tool if kept[key] is None}
     out = []
     for i, m in enumerate(messages):
@@ -604,6 +615,12 @@ def fair_shares(sizes: Sequence[int], space: int) -> list[int]:
     return shares
 
 
+def _marker_only(text: str) -> bool:
+    """Whether a cut text is its marker alone."""
+    stripped = text.strip()
+    return stripped.startswith("[… ") and stripped.endswith("]") and "\n" not in stripped
+
+
 def _part_text(message: Message, part) -> str:
     if part == "content":
         return message.content
@@ -619,7 +636,8 @@ def _part_cut(text: str, share: int, size: int, counter, location: str | None, s
     if share < MIN_MESSAGE_TOKENS:
         return None
     cuts = [cut_text(text, share, counter, form, Origin(location)) for form in dict.fromkeys((shape, "head"))]
-    fitting = [cut for cut in cuts if cut.tokens <= share]  # long lines: the other shape may keep more
+    fitting = [cut for cut in cuts if cut.tokens <= share and not _marker_only(cut.text)]  # long lines: the
+    # other shape may keep more; a cut that keeps nothing but its marker keeps nothing
     return max(fitting, key=lambda cut: cut.tokens).text if fitting else None
 
 
