@@ -91,10 +91,22 @@ def truncation_trigger(
 
 
 @tag(stage=STAGE)
-def truncation_sections(preventively_compacted_sections: list) -> list:
-    """The sections truncation starts from: as assembled, with the budget monitor's
-    preventive compaction (older history folded) already applied."""
-    return list(preventively_compacted_sections)
+def truncation_sections(
+    sections: list, preventively_compacted_sections: list, truncation_trigger: _t.TruncationTrigger
+) -> list:
+    """The sections truncation starts from: with the budget monitor's preventive compaction
+    (older history folded) applied when it is what triggers truncation; as assembled when the
+    context is over its hard or soft limit or compaction is requested, so that the steps cut
+    only what the target needs (folding every older round first would land far under it)."""
+    if _preventive_applies(truncation_trigger):
+        return list(preventively_compacted_sections)
+    return list(sections)
+
+
+def _preventive_applies(trigger: _t.TruncationTrigger) -> bool:
+    """Whether truncation starts from the preventively folded sections: unless a hard, soft or
+    requested cut (which has its own target) runs."""
+    return trigger.reason not in ("hard", "soft", "requested")
 
 
 @tag(stage=STAGE)
@@ -250,7 +262,8 @@ def truncation_start(
     target = truncation_trigger.target if truncation_trigger.triggered else max(available_tokens, tallied)
     state = _t.start_state(truncation_sections, section_tallies.tokens, section_tallies.exact, template_overhead,
                            target, available_tokens, pool_share_tokens, section_strategies)
-    state = replace(state, ledger=tuple(preventive_ledger))  # the monitor's folding comes first
+    if _preventive_applies(truncation_trigger):
+        state = replace(state, ledger=tuple(preventive_ledger))  # the monitor's folding comes first
     if immutable_context_tokens > available_tokens:
         _raise_immutable(truncation_sections, section_tallies.tokens, immutable_context_tokens, available_tokens, budget_settings)
     return state
@@ -377,7 +390,9 @@ def _final_ledger(fitted, sections) -> list[LedgerEntry]:
             before = state.initial[section.key]
             why = "immutable: never changed" if section.tier == "immutable" else (
                 "fits: no cut needed" if fitted.changed else "the context fits: nothing to cut")
-            entries = [LedgerEntry(section.key, "truncation_start", "kept", before, before, why)]  # ends at final below
+            estimated = section.key not in state.exact
+            entries = [LedgerEntry(section.key, "truncation_start", "kept", before, before, why,
+                                   estimated)]  # ends at final below
         last = entries[-1]
         if last.action != "dropped":  # one entry per mended cross-reference (nodes/quality.py crossref_mending)
             entries = entries + [LedgerEntry(section.key, _crossref.MEND_STEP, _crossref.MEND_ACTION, last.tokens_after,
@@ -386,7 +401,7 @@ def _final_ledger(fitted, sections) -> list[LedgerEntry]:
             last = entries[-1]
         after = 0 if last.action == "dropped" else final.get(section.key, last.tokens_after)
         if after != last.tokens_after:
-            entries[-1] = LedgerEntry(last.section_key, last.step, last.action, last.tokens_before, after, last.reason)
+            entries[-1] = replace(last, tokens_after=after)
         out.extend(entries)
     return out
 

@@ -167,6 +167,7 @@ class LedgerEntry:
     tokens_before: int
     tokens_after: int
     reason: str
+    estimated: bool = False  # tokens_before is an estimate (chars / 4), not an exact count
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

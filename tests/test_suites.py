@@ -407,10 +407,12 @@ def replace_round(message: Message, index: int) -> Message:
 
 
 class _WordySummarizer:
-    """A summarizer that ignores its cap (what unbounded summaries do)."""
+    """A summarizer that ignores its cap (what unbounded summaries do), though its summary is
+    still smaller than the source (one that saves nothing is no summary: see
+    tests/test_tight_budget.py)."""
 
     def summarize(self, section, max_tokens, counter):
-        return "Summary line that goes on. " * 2000
+        return "Summary line that goes on. " * (2 * max_tokens)
 
 
 def test_regression_summary_has_its_own_cap():

@@ -705,6 +705,15 @@ def _listed(lines: list[str], total: int, what: str) -> list[str]:
     return lines
 
 
+def _summary_mode_why(state: GitState) -> str:
+    """Why the diff is summarised: its changed lines over state.gitDiffMaxLines, or (within it)
+    the patch itself, with its context lines and headers, over it (or not read whole)."""
+    if state.total_lines > state.max_lines:
+        return f"{state.total_lines} changed lines exceed state.gitDiffMaxLines ({state.max_lines})"
+    return (f"{state.total_lines} changed lines, but the patch with its context lines and headers is over "
+            f"state.gitDiffMaxLines ({state.max_lines}) lines or could not be read whole")
+
+
 def render_git(state: GitState) -> str:
     """The git section: branch and recent commits, staged / unstaged / untracked, then the diff
     (or, in summary mode, the changed files with +n/-m and no hunks)."""
@@ -749,10 +758,7 @@ def render_git(state: GitState) -> str:
             rows.append(f"  {counts:<12} {status:<10} {name}")
         out.extend(_listed(rows, len(rows), "files"))
         if state.summary_mode:
-            out.append(
-                f"Diff summary mode: {state.total_lines} changed lines exceed state.gitDiffMaxLines "
-                f"({state.max_lines}); hunks are omitted."
-            )
+            out.append(f"Diff summary mode: {_summary_mode_why(state)}; hunks are omitted.")
         elif state.patch:
             fence = _fence_for(state.patch)
             out.append(f"Diff (git diff {'HEAD' if state.base == 'HEAD' else '<empty tree>'}):")

@@ -78,7 +78,10 @@ def _with_change(state: TruncationState, section, reduced: Reduced | None, step:
         action, after = reduced.action, reduced.tokens
         if reduced.note:
             reason = f"{reason} ({reduced.note})"
-    entry = LedgerEntry(key, step, action, before, after, reason)
+    estimated = key not in state.exact
+    if estimated:
+        reason = f"{reason}; tokens before estimated (chars / 4)"
+    entry = LedgerEntry(key, step, action, before, after, reason, estimated)
     removed = dict(state.removed)
     worst = removed.get(key, {}).get("action")
     if worst != "dropped":

@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 from ...types import Message, Round
 from .measure import DEFAULT_CHARS_PER_TOKEN, calibrated_ratio, estimate_tokens
-from .textcut import cut_text
+from .textcut import Origin, cut_text
 from .units import _group_spans, message_groups, trim_units
 
 
@@ -371,12 +371,274 @@ def fit_history(
         parts = history_parts(forms, levels, location)
         exact = tokens_of.total(parts)
         if exact <= budget:
+            if not keep_all and _newest_crowds_out(levels, tokens_of, budget):
+                break  # the newest round would push out what explains it: the tight fit
             return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
         target -= exact - budget + 2
     if keep_all:
         return _summary_floor(forms, tokens_of, keep_last, location)
+    tight = _tight_fit(forms, tokens_of, budget, counter, location)
+    if tight is not None:
+        return tight
     levels = [DROPPED] * (len(rounds) - 1) + [VERBATIM]
     return _trim_newest(forms, levels, budget, counter, location, DEFAULT_CHARS_PER_TOKEN)
+
+
+def _newest_crowds_out(levels: Sequence[int], tokens_of: "_PartTokens", budget: int) -> bool:
+    """Whether a graded fit keeps the newest round whole at the cost of what explains it: a
+    round dropped while the newest round alone takes more than half the budget (the tight
+    fit then trims the newest round inside instead)."""
+    return DROPPED in levels and len(levels) > 1 and tokens_of.cost(len(levels) - 1, VERBATIM) > budget // 2
+
+
+TIGHT_PREVIOUS_SHARE = 1 / 3  # of the room after the newest prompt: the round before it, at most
+TIGHT_OLDER_SHARE = 1 / 2  # of the room then left: the older rounds' summary lines (newest first), at first
+
+
+@dataclass(frozen=True)
+class _Trimmed:
+    """One round trimmed inside: its text (header first), exact tokens, the round as kept."""
+
+    text: str
+    tokens: int
+    round: Round
+
+
+def _tight_fit(forms: _Forms, tokens_of: "_PartTokens", budget: int, counter, location: str | None) -> HistoryFit | None:
+    """The history at a tight budget, in this order of survival: the newest user prompt, the
+    round before it (what the newest one refers to; verbatim, else trimmed inside to a third
+    of the room, else its summary line), the older rounds as summary lines, newest first (half
+    of what is left, at first), then the newest round's own text and tool output trimmed into
+    the rest (:func:`round_within`); what the newest round leaves unused goes to more summary
+    lines, then back to the round before it. None when not even the newest prompt fits (the
+    caller then cuts the request itself)."""
+    rounds, render = forms.rounds, forms.render_round
+    n = len(rounds)
+    older = n - 2 if n > 2 else 0
+    marker = counter.count(drop_note(rounds[:older], location)) + 2 if older else 0
+    target = budget
+    for _ in range(6):
+        minimal = round_within(rounds[-1], 0, counter, render, location)
+        room = target - minimal.tokens - marker - (2 if n > 1 else 0)
+        if room < 0:
+            return None
+        previous, room = _previous_within(forms, tokens_of, room, counter, location) if n > 1 else (None, room)
+        lines, room = _summary_lines_within(tokens_of, older, int(room * TIGHT_OLDER_SHARE), room, [])
+        newest = round_within(rounds[-1], minimal.tokens + room, counter, render, location)
+        left = room - (newest.tokens - minimal.tokens)
+        lines, left = _summary_lines_within(tokens_of, older, left, left, lines)
+        if previous is not None and previous.tokens < tokens_of.cost(n - 2, VERBATIM) and left > 8:
+            regrown = round_within(rounds[n - 2], previous.tokens + left, counter, render, location)
+            if previous.tokens < regrown.tokens <= previous.tokens + left:
+                previous = regrown
+        fit = _tight_history(forms, lines, previous, newest, location, counter)
+        if fit.tokens <= budget:
+            return fit
+        target -= fit.tokens - budget + 2
+    return None
+
+
+def _previous_within(forms: _Forms, tokens_of: "_PartTokens", room: int, counter,
+                     location: str | None) -> tuple[_Trimmed | None, int]:
+    """The round before the newest within a third of ``room`` (verbatim, else trimmed inside),
+    else its summary line when that fits ``room``; and the room left."""
+    i = len(forms.rounds) - 2
+    cap = int(room * TIGHT_PREVIOUS_SHARE)
+    verbatim = tokens_of.cost(i, VERBATIM)
+    summary = tokens_of.cost(i, SUMMARY)
+    if verbatim <= cap:
+        return _Trimmed(forms.verbatim[i], verbatim, forms.rounds[i]), room - verbatim
+    if cap > summary:
+        trimmed = round_within(forms.rounds[i], cap, counter, forms.render_round, location)
+        if summary < trimmed.tokens <= cap:
+            return trimmed, room - trimmed.tokens
+    if summary <= room:
+        return _Trimmed(forms.summary(i), summary, replace(forms.rounds[i], messages=())), room - summary
+    return None, room
+
+
+def _summary_lines_within(tokens_of: "_PartTokens", older: int, share: int, room: int,
+                          lines: list[int]) -> tuple[list[int], int]:
+    """More of the older rounds (indices below ``older``) as summary lines, newest first after
+    those in ``lines``, within ``share`` tokens; the lines (newest first) and ``room`` less
+    what they take."""
+    lines = list(lines)
+    i = (min(lines) if lines else older) - 1
+    while i >= 0:
+        cost = tokens_of.cost(i, SUMMARY)
+        if cost > share:
+            break
+        share -= cost
+        room -= cost
+        lines.append(i)
+        i -= 1
+    return lines, room
+
+
+def _tight_history(forms: _Forms, lines: Sequence[int], previous: _Trimmed | None, newest: _Trimmed,
+                   location: str | None, counter) -> HistoryFit:
+    """The tight fit assembled: a note for the dropped rounds, the summary lines (oldest first),
+    the round before the newest, then the newest; counted exactly once."""
+    n = len(forms.rounds)
+    kept_lines = sorted(lines)
+    levels = [DROPPED] * n
+    for i in kept_lines:
+        levels[i] = SUMMARY
+    blocks: list[str] = []
+    dropped = [forms.rounds[i] for i in range(max(0, n - 2)) if levels[i] == DROPPED]
+    if dropped:
+        blocks.append(drop_note(dropped, location))
+    if kept_lines:
+        blocks.append("\n".join(forms.summary(i) for i in kept_lines))
+    kept: list[Round] = [replace(forms.rounds[i], messages=()) for i in kept_lines]
+    if previous is not None:
+        whole = previous.round is forms.rounds[n - 2]
+        levels[n - 2] = VERBATIM if whole else (SUMMARY if not previous.round.messages else FIRST_LAST)
+        blocks.append(previous.text)
+        kept.append(previous.round)
+    levels[-1] = VERBATIM
+    blocks.append(newest.text)
+    kept.append(newest.round)
+    text = "\n\n".join(blocks)
+    return HistoryFit(text, counter.count(text), tuple(levels), tuple(kept),
+                      newest.round is not forms.rounds[-1])
+
+
+MIN_MESSAGE_TOKENS = 12  # a message given fewer tokens than this is cut whole (a note stands for it)
+
+
+def _is_tool_output(message: Message) -> bool:
+    return message.role == "tool"
+
+
+def round_within(round_: Round, room: int, counter, render_round: Callable[[Round], str],
+                 location: str | None = None) -> _Trimmed:
+    """``round_`` within about ``room`` exact tokens, trimmed inside, never dropped whole: its
+    opening up to the user's words is kept; then the assistant's own text, then tool output
+    and tool-call arguments (cut first), each long message cut to its part of what is left
+    (its beginning kept; tool output both ends) with a marker; messages given too little go
+    whole, a note naming them. The opening alone may exceed ``room`` (``room`` 0: the
+    opening only)."""
+    verbatim = render_round(round_)
+    tokens = counter.count(verbatim)
+    if tokens <= room:
+        return _Trimmed(verbatim, tokens, round_)
+    messages = round_.messages
+    head_end, _ = first_last_split(messages)
+    head, rest = messages[:head_end], messages[head_end:]
+    fixed = counter.count(render_round(replace(round_, messages=tuple(head))))
+    space = room - fixed - 24
+    best = smallest = None
+    fits, over = 0, None  # the largest space known to fit, the smallest known to be over
+    for _ in range(8):
+        within = _messages_within(rest, max(0, space), counter, location)
+        kept = [m for _, m in within]
+        cut = [m for i, m in enumerate(rest) if i not in {j for j, _ in within}]
+        if cut:
+            text = _with_note(round_, head, kept, _messages_note(cut) + "]", render_round)
+        else:
+            text = render_round(replace(round_, messages=tuple(head) + tuple(kept)))
+        trimmed = _Trimmed(text, counter.count(text), replace(round_, messages=tuple(head) + tuple(kept)))
+        if smallest is None or trimmed.tokens < smallest.tokens:
+            smallest = trimmed
+        if trimmed.tokens <= room and (best is None or trimmed.tokens > best.tokens):
+            best = trimmed
+        if space <= 0 or (best is not None and room - best.tokens <= max(8, room // 50)):
+            break
+        if trimmed.tokens > room:
+            over = space if over is None else min(over, space)
+        else:
+            fits = max(fits, space)
+        # the render (labels, indents) costs more than the parts: step by the miss, then bisect
+        guess = space + room - trimmed.tokens
+        space = guess if over is None or fits < guess < over else (fits + over) // 2
+        if over is not None and over - fits <= 2:
+            break
+    return best if best is not None else smallest
+
+
+def _messages_within(messages: Sequence[Message], space: int, counter,
+                     location: str | None) -> list[tuple[int, Message]]:
+    """(index, message as kept) of ``messages`` within about ``space`` tokens: the assistant's own text first, tool output
+    and tool-call arguments with what is left; each class, when over, shared by size. A tool
+    call and its results stay together: when one of them is given too little, the call and
+    all its results go (the message that made the call keeps its own text)."""
+    own = [(i, "content") for i, m in enumerate(messages) if not _is_tool_output(m) and m.content]
+    tool = [(i, "content") for i, m in enumerate(messages) if _is_tool_output(m) and m.content]
+    tool += [(i, ("call", j)) for i, m in enumerate(messages) for j, _ in enumerate(m.tool_calls)]
+    sizes = {key: counter.count(_part_text(messages[key[0]], key[1])) + 2 for key in own + tool}
+    given: dict[tuple, int] = {}
+    for group in (own, tool):
+        shares = fair_shares([sizes[key] for key in group], space)
+        given.update(zip(group, shares))
+        space -= sum(shares)
+    kept = {key: _part_cut(_part_text(messages[key[0]], key[1]), given[key], sizes[key], counter, location,
+                           "head" if key in own else "middle") for key in own + tool}
+    groups = message_groups(messages)
+    lost = {groups[key[0]] for key in tool if kept[key] is None}
+    slack = space + sum(given.values()) - sum(counter.count(text) + 2 for key, text in kept.items()
+                                              if text is not None and not (key in tool and groups[key[0]] in lost))
+    for key in sorted((k for k in own + tool if given[k] < sizes[k]), key=lambda k: (kept[k] is not None, -sizes[k])):
+        if slack <= MIN_MESSAGE_TOKENS:
+            break  # a cut at line boundaries lands under its share: what it left goes to the next cut part
+        now = 0 if kept[key] is None else counter.count(kept[key]) + 2
+        more = _part_cut(_part_text(messages[key[0]], key[1]), now + slack, sizes[key], counter, location,
+                         "head" if key in own else "middle")
+        if more is not None and counter.count(more) + 2 > now:
+            slack -= counter.count(more) + 2 - now
+            kept[key] = more
+    lost = {groups[key[0]] for key in tool if kept[key] is None}
+    out = []
+    for i, m in enumerate(messages):
+        in_lost = groups[i] in lost
+        if _is_tool_output(m) and (in_lost or kept.get((i, "content"), "") is None):
+            continue
+        content = kept.get((i, "content"), m.content) if m.content else m.content
+        calls = () if in_lost else tuple({**call, "arguments": kept[(i, ("call", j))]}
+                                         for j, call in enumerate(m.tool_calls))
+        if not content and not calls:
+            continue  # given too little: it goes whole
+        out.append((i, replace(m, content=content or "", tool_calls=calls)))
+    return out
+
+
+def fair_shares(sizes: Sequence[int], space: int) -> list[int]:
+    """Each of ``sizes`` given at most itself of ``space`` in total, the smallest first and the
+    rest split evenly (water-filling): small parts stay whole, the large ones are cut alike."""
+    shares = [0] * len(sizes)
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    left = max(0, space)
+    for rank, i in enumerate(order):
+        even = left // (len(order) - rank)
+        shares[i] = min(sizes[i], even)
+        left -= shares[i]
+    return shares
+
+
+def _marker_only(text: str) -> bool:
+    """Whether a cut text is its marker alone."""
+    stripped = text.strip()
+    return stripped.startswith("[… ") and stripped.endswith("]") and "\n" not in stripped
+
+
+def _part_text(message: Message, part) -> str:
+    if part == "content":
+        return message.content
+    arguments = message.tool_calls[part[1]].get("arguments", "")
+    return arguments if isinstance(arguments, str) else str(arguments)
+
+
+def _part_cut(text: str, share: int, size: int, counter, location: str | None, shape: str) -> str | None:
+    """``text`` (``size`` tokens) within ``share`` tokens: whole, cut with a marker, or None
+    when the share is too small to keep anything useful."""
+    if share >= size:
+        return text
+    if share < MIN_MESSAGE_TOKENS:
+        return None
+    cuts = [cut_text(text, share, counter, form, Origin(location)) for form in dict.fromkeys((shape, "head"))]
+    fitting = [cut for cut in cuts if cut.tokens <= share and not _marker_only(cut.text)]  # long lines: the
+    # other shape may keep more; a cut that keeps nothing but its marker keeps nothing
+    return max(fitting, key=lambda cut: cut.tokens).text if fitting else None
 
 
 def _summary_floor(forms: _Forms, tokens_of: _PartTokens, keep_last: int, location: str | None) -> HistoryFit:
@@ -456,39 +718,73 @@ def _newest_within(round_: Round, room: int, counter, render_round, ratio) -> tu
 
 def keep_first_rounds(rounds: Sequence[Round], budget: int, counter, render_round, location: str | None = None,
                       shape: str = "head") -> HistoryFit:
-    """Whole rounds within ``budget``: the oldest ones (``head``), or the first round and the
-    newest ones (``middle``); a note stands for the rest. Rounds are never split, so tool calls
-    keep their results; the newest round is trimmed when nothing else fits."""
+    """Whole rounds within ``budget``: the oldest ones (``head``), or the newest round, the
+    first when it fits beside it, then the newest others (``middle``); a note stands for the
+    rest. Rounds are not split, so tool calls keep their results, except the one round a
+    shape keeps first (the oldest for ``head``, the newest for ``middle``): when it alone is
+    over the budget it is trimmed inside (:func:`round_within`), never dropped whole."""
     rounds = tuple(rounds)
+    if not rounds:
+        return HistoryFit("", 0, (), ())
     texts = [render_round(r) for r in rounds]
     ratio = calibrated_ratio(texts[-1], counter) if texts else DEFAULT_CHARS_PER_TOKEN
+    anchor = 0 if shape == "head" else len(rounds) - 1
     target = budget
     for _ in range(6):
         room = target - (counter.count(drop_note(rounds, location)) + 2)
+
+        def cost(i: int) -> int:
+            return estimate_tokens(texts[i], ratio) + 1
+
+        if cost(anchor) > room:
+            return _anchor_trimmed(rounds, anchor, budget, counter, render_round, location, shape)
         if shape == "head":
-            trimmed = trim_units(range(len(rounds)), room, lambda i: estimate_tokens(texts[i], ratio) + 1, strategy="first")
+            trimmed = trim_units(range(len(rounds)), room, cost, strategy="first")
         else:
-            trimmed = trim_units(range(len(rounds)), room, lambda i: estimate_tokens(texts[i], ratio) + 1,
-                                 strategy="last", pinned=[0] if rounds else [])
+            pinned = [anchor] + ([0] if len(rounds) > 1 and cost(0) + cost(anchor) <= room else [])
+            trimmed = trim_units(range(len(rounds)), room, cost, strategy="last", pinned=pinned)
         kept = set(trimmed.indices)
-        parts: list[str] = []
-        gap: list[Round] = []
-        for i, r in enumerate(rounds):
-            if i in kept:
-                if gap:
-                    parts.append(drop_note(gap, location).replace("earlier ", ""))
-                    gap = []
-                parts.append(texts[i])
-            else:
-                gap.append(r)
-        if gap:
-            parts.append(drop_note(gap, location).replace("earlier ", "later " if shape == "head" else ""))
-        text = "\n\n".join(parts)
+        text = _kept_rounds_text(rounds, texts, kept, location, shape)
         tokens = counter.count(text)
         if tokens <= budget:
             levels = tuple(VERBATIM if i in kept else DROPPED for i in range(len(rounds)))
             return HistoryFit(text, tokens, levels, tuple(rounds[i] for i in sorted(kept)))
         ratio = max(1.0, len(text) / tokens)
         target = int(target * min(0.99, budget / tokens))
+    return _anchor_trimmed(rounds, anchor, budget, counter, render_round, location, shape)
+
+
+def _kept_rounds_text(rounds, texts, kept, location, shape, anchor_text: str | None = None) -> str:
+    """The kept rounds in order with a note for each gap of left-out rounds (``anchor_text``
+    replaces the one kept round's text)."""
+    parts: list[str] = []
+    gap: list[Round] = []
+    for i, r in enumerate(rounds):
+        if i in kept:
+            if gap:
+                parts.append(drop_note(gap, location).replace("earlier ", ""))
+                gap = []
+            parts.append(texts[i] if anchor_text is None else anchor_text)
+        else:
+            gap.append(r)
+    if gap:
+        parts.append(drop_note(gap, location).replace("earlier ", "later " if shape == "head" else ""))
+    return "\n\n".join(parts)
+
+
+def _anchor_trimmed(rounds, anchor: int, budget: int, counter, render_round, location, shape) -> HistoryFit:
+    """Only the round ``anchor`` kept, trimmed inside to what the budget leaves beside the notes
+    for the others; only the note when not even its opening fits."""
+    texts = [""] * len(rounds)
+    notes = counter.count(_kept_rounds_text(rounds, texts, {anchor}, location, shape))
+    room = budget - notes
+    for _ in range(6):
+        trimmed = round_within(rounds[anchor], room, counter, render_round, location)
+        text = _kept_rounds_text(rounds, texts, {anchor}, location, shape, trimmed.text)
+        tokens = counter.count(text)
+        if tokens <= budget:
+            levels = tuple(VERBATIM if i == anchor else DROPPED for i in range(len(rounds)))
+            return HistoryFit(text, tokens, levels, (trimmed.round,), trimmed.round is not rounds[anchor])
+        room -= tokens - budget + 2
     text = drop_note(rounds, location)
     return HistoryFit(text, counter.count(text), tuple(DROPPED for _ in rounds), ())

@@ -120,6 +120,8 @@ class BuiltinStrategy:
             return None
         text = self.summarizer.summarize(section, keep, counter)
         tokens = counter.count(text)
+        if text.strip() == section.content.strip() or tokens >= counter.count(section.content):
+            return None  # it saves nothing: the caller cuts the section in its own shape (and says so)
         if tokens > keep:
             cut = cut_text(text, keep, counter, "head", Origin(origin_of(section).location), tokens)
             text, tokens = cut.text, cut.tokens
