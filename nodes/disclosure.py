@@ -455,9 +455,25 @@ def _already_loaded(
         if doc.source.kind == "file":
             out.setdefault(_relative(doc.key, project_dir), (f"ref:{doc.source.location}", _how(doc, by_key)))
     for section in state_sections:
+        excerpts = _excerpts(section)
         for source in section.sources if section is not None else ():
-            if source.kind == "file":
+            if source.kind == "file" and source.location not in excerpts:
                 out.setdefault(_relative(source.location, project_dir), (section.key, f"the {section.key} section"))
+    return out
+
+
+def _excerpts(section: Optional[Section]) -> set[str]:
+    """The files a GSD plan section only quotes: a done plan's SUMMARY (its one-liner) and a
+    pending PLAN (its outline). A phase rule that names them (verify: SUMMARYs, as GSD's own
+    manifest has it) loads them whole; the next plan, shown in full, is loaded already."""
+    out: set[str] = set()
+    for task in ((section.data or {}).get("tasks") or ()) if section is not None else ():
+        if not isinstance(task, dict):
+            continue
+        if task.get("status") == "done" and task.get("summary"):
+            out.add(task["summary"])
+        elif task.get("status") == "pending" and task.get("plan"):
+            out.add(task["plan"])
     return out
 
 

@@ -42,9 +42,9 @@ def git(git_dir: str, *args: str) -> str:
     return subprocess.run(["git", "-C", git_dir, *args], check=True, capture_output=True, text=True).stdout
 
 
-def skeleton(text: str, keep_blocks: tuple[str, ...] = ()) -> str:
-    """The frontmatter, then the lines KEEP_LINE matches, and whole sections whose heading
-    holds one of ``keep_blocks``."""
+def skeleton(text: str, keep_blocks: tuple[str, ...] = (), rows: bool = True) -> str:
+    """The frontmatter, then the lines KEEP_LINE matches (table rows only when ``rows``), and
+    whole sections whose heading holds one of ``keep_blocks``."""
     lines = text.split("\n")
     out: list[str] = []
     i = 0
@@ -57,7 +57,7 @@ def skeleton(text: str, keep_blocks: tuple[str, ...] = ()) -> str:
         heading = re.match(r"^#{1,6}\s+(.*)", line)
         if heading:
             block = any(k in heading.group(1).lower() for k in keep_blocks)
-        if block or KEEP_LINE.search(line):
+        if block or KEEP_LINE.search(line) and (rows or not line.lstrip().startswith("|")):
             out.append(line)
     return "\n".join(out) + "\n"
 
@@ -100,7 +100,7 @@ def main() -> None:
             text = show(name)
             if args.skeleton or len(text.encode()) > SMALL:
                 blocks = ("current position", "session continuity") if path == "STATE.md" else ()
-                text = skeleton(text, blocks)
+                text = skeleton(text, blocks, rows=path != "STATE.md")
         elif path == "config.json":
             text = show(name)
         else:
