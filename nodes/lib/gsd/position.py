@@ -66,14 +66,15 @@ class PhaseFolder:
         """The id of plan ``number`` in this folder ("15-02"), spelled as the folder's number is."""
         return f"{self.name.split('-', 1)[0]}-{number:02d}"
 
-    def with_named(self, numbers: Sequence[int], by: str = "") -> "PhaseFolder":
+    def with_named(self, numbers: Sequence[int], by: str = "", done: bool = False) -> "PhaseFolder":
         """This folder with the plans ``numbers`` that have no file here added as named ones
-        (``by``: the line that names them)."""
+        (``by``: the line that names them; ``done``: it says they are done, a checked box)."""
         have = {_plan_number(p) for p in (*self.plans, *self.named)}
         extra = tuple(self.plan_id(n) for n in sorted(set(numbers)) if n not in have)
         if not extra:
             return self
-        return replace(self, named=self.named + extra, named_by=self.named_by + ((by,) if by else ()))
+        return replace(self, named=self.named + extra, named_by=self.named_by + ((by,) if by else ()),
+                       done=self.done + extra if done else self.done)
 
     def with_total(self, total: int, by: str = "") -> "PhaseFolder":
         """This folder with plans named after its last one until it holds ``total`` (a count
@@ -186,7 +187,7 @@ def _with_roadmap_plans(folder: PhaseFolder, listed: RoadmapPlans | None) -> Pha
     if not folder.plans:
         return folder  # nothing done or planned in the folder yet: the plan-phase step writes the PLANs
     for number, line, text in listed.listed:
-        folder = folder.with_named([number], f"ROADMAP.md:{line} '{_cut(text)}'")
+        folder = folder.with_named([number], f"ROADMAP.md:{line} '{_cut(text)}'", number in listed.ticked)
     return folder.with_total(listed.total[0], f"ROADMAP.md:{listed.total[1]} '{_cut(listed.total[2])}'") \
         if listed.total else folder
 
@@ -249,8 +250,8 @@ def read_position(
                 plan = pending[0]
                 evidence.append(f"next plan {plan}: the first plan without a SUMMARY")
             if folder.named:
-                evidence.append(f"{', '.join(folder.named)} without a PLAN file in {folder.path}/, named by "
-                                + "; ".join(folder.named_by))
+                evidence.append(f"{', '.join(folder.named)} without a PLAN or SUMMARY file in {folder.path}/, "
+                                "named by " + "; ".join(folder.named_by) + " (a checked box: done)")
         complete = folder.complete if folder is not None and (folder.plans or folder.named) else said_complete
         if folder is None and key is not None and expects:
             warnings.append(f"{where.rsplit('/', 1)[0]}: no phase folder for phase {_show(key)} (looked in phases/ "
@@ -363,6 +364,10 @@ def read_position(
                         f"{' ...' if len(folder.pending) > 3 else ''} in {folder.path}/ have no SUMMARY")
     elif files_complete and not said_complete:
         evidence.append(f"every plan of {folder.path}/ has a SUMMARY: the phase is complete")
+        if state is not None and state.plan is not None and source in (BODY, FRONTMATTER):
+            warnings.append(f"{where}:{state.line_of('plan')}: 'Plan: {state.field('plan')}' is under way, but every "
+                            f"plan of {folder.path}/ has a SUMMARY ({', '.join(folder.done[-2:])}); the phase is read "
+                            "as complete (update STATE.md)")
     milestone_over = bool(state and (state.fm_complete or (said_complete and state.phase_total
                                                           and phase_key(state.phase_total) == key)))
     status = (state.status or "") if state else ""

@@ -269,6 +269,7 @@ class RoadmapPlans:
     text)) and the total of a "1/2 plans executed" line (total, line, text)."""
 
     listed: tuple[tuple[int, int, str], ...] = ()  # (plan number, 1-based line, the line)
+    ticked: tuple[int, ...] = ()  # the listed plans whose box is checked
     total: tuple[int, int, str] | None = None
 
 
@@ -286,6 +287,7 @@ def roadmap_plans(text: str, milestone: str | None = None) -> dict[tuple[int, ..
         if key is None or key in out:
             continue
         listed: list[tuple[int, int, str]] = []
+        ticked: list[int] = []
         total = None
         for i in range(first + 1, last + 1):
             if i + 1 not in kept:
@@ -293,10 +295,12 @@ def roadmap_plans(text: str, milestone: str | None = None) -> dict[tuple[int, ..
             item = _PLAN_ITEM.match(lines[i])
             if item and phase_key(item.group(2)) == key:
                 listed.append((int(item.group(3)), i + 1, lines[i].strip()))
+                if item.group(1) in "xX":
+                    ticked.append(int(item.group(3)))
                 continue
             count = _PLANS_COUNT.search(lines[i])
             if count and total is None and "plan" in lines[i].lower():
                 total = (int(count.group(2)), i + 1, lines[i].strip())
         if listed or total:
-            out[key] = RoadmapPlans(tuple(listed), total)
+            out[key] = RoadmapPlans(tuple(listed), tuple(ticked), total)
     return out

@@ -234,12 +234,13 @@ def _frontmatter_phase(frontmatter: Mapping[str, Any]) -> tuple[str, str] | None
     return None
 
 
-_STOPPED_PLAN = lazy_regex(r"(?<![\w.-])(\d+(?:\.\d+)*)-(\d+)-(?:PLAN|SUMMARY)\b", re.I)
+_STOPPED_PLAN = lazy_regex(r"(?<![\w.-])(\d{1,3}(?:\.\d+)*)-(\d{1,3})(?:-(?:PLAN|SUMMARY)\b|(?![\w.-]))", re.I)
 
 
 def _stopped_at(value: Any) -> tuple[str, int, str] | None:
     """(phase, plan, text) of the frontmatter's ``stopped_at`` when it names a plan file
-    ("Completed 28-01-PLAN.md"); None otherwise (free prose, a phase only, a date)."""
+    ("Completed 28-01-PLAN.md", "Completed 25-08 — Phase 25 COMPLETE"); None otherwise (free
+    prose, a phase only, a date)."""
     if not isinstance(value, str):
         return None
     match = _STOPPED_PLAN.search(value)

@@ -3,6 +3,7 @@
 Usage (a maintainer's tool, not run by the tests)::
 
     python tests/data/gsd/trim.py GIT_DIR COMMIT OWNER/REPO [--full N] [--skeleton]
+    python tests/data/gsd/trim.py PROJECT_DIR - OWNER/REPO     # a checked-out copy
 
 Only what decides the position is kept:
 
@@ -89,11 +90,18 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(__file__).resolve().parent / args.repo.replace("/", "__") / ".planning"
     root = args.planning.rstrip("/")
-    names = [n for n in git(args.git_dir, "ls-tree", "-r", "--name-only", args.commit, root + "/").split("\n") if n]
-    rel = {n: n[len(root) + 1:] for n in names}
+    if args.commit == "-":  # a checked-out copy (../shared/corpus/planning/<owner__repo>)
+        base = Path(args.git_dir)
+        names = sorted(str(p.relative_to(base)) for p in (base / root).rglob("*") if p.is_file())
 
-    def show(name: str) -> str:
-        return git(args.git_dir, "show", f"{args.commit}:{name}")
+        def show(name: str) -> str:
+            return (base / name).read_text(encoding="utf-8", errors="replace")
+    else:
+        names = [n for n in git(args.git_dir, "ls-tree", "-r", "--name-only", args.commit, root + "/").split("\n") if n]
+
+        def show(name: str) -> str:
+            return git(args.git_dir, "show", f"{args.commit}:{name}")
+    rel = {n: n[len(root) + 1:] for n in names}
 
     for name, path in rel.items():
         if path in ("STATE.md", "ROADMAP.md"):
