@@ -142,3 +142,21 @@ def test_an_explicit_phase_wins_over_auto():
 ])
 def test_summary_one_liner_labels_and_plain_paragraphs(text, liner):
     assert G.summary_one_liner(text) == liner
+
+
+def test_the_default_build_loads_the_context_of_a_phase_with_no_plan_yet(tmp_path: Path):
+    project = tmp_path / "p"
+    for rel, text in {
+        ".planning/STATE.md": "# State\n\n## Current Position\n\nPhase: 2 of 3 (Api)\nStatus: Ready to plan\n",
+        ".planning/ROADMAP.md": "# Roadmap\n\n### Phase 1: Core\n\n### Phase 2: Api\n\n### Phase 3: Cli\n",
+        ".planning/phases/01-core/01-01-PLAN.md": "# Plan\n",
+        ".planning/phases/01-core/01-01-SUMMARY.md": "# Phase 1 Plan 1: Core Summary\n\n**Did the core**\n",
+        ".planning/phases/02-api/02-CONTEXT.md": "# Phase 2 context\n\nDecision: JSON errors everywhere.\n",
+    }.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(text, encoding="utf-8")
+    result = build(project)  # no --phase
+    assert result.as_json()["position"]["work"]["type"] == "plan"
+    row = next(r for r in result.disclosure if r["document"] == ".planning/phases/02-api/02-CONTEXT.md")
+    assert row["loaded"] and row["rule"].startswith("phase plan: {phase}/*-CONTEXT.md (required")
+    assert "JSON errors everywhere" in result.context
