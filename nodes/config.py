@@ -516,5 +516,5 @@ _CHOICES = {
     "state.gsdPendingPlans": ("outline", "full"),
     "truncation.strategy": ("auto",) + _STRATEGIES,
     "truncation.summarizer": ("extractive", "headings"),
-    "disclosure.phase": ("", None, "execute", "research", "plan", "verify", "repair", "discuss"),
+    "disclosure.phase": ("", None, "auto", "execute", "research", "plan", "verify", "repair", "discuss"),
 }

@@ -25,7 +25,7 @@ from hamilton.function_modifiers import cache, tag
 
 from .lib import disclosure as _dis
 from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
-from .lib.gsd import GsdPosition
+from .lib.gsd import AUTO, GsdPosition, PhaseWork, phase_work
 from .lib.markdown import nest_under_title
 from .lib.references import fallback_title, root_group, normalise_url, parse_document, priority_for, title_for
 from .lib.quote import quoted
@@ -108,7 +108,7 @@ def planning_files(
     disclosure_rules: DisclosureRules,
     disclosure_phase: Optional[str],
     requested_names: tuple,
-    gsd_position: GsdPosition,
+    disclosure_work: PhaseWork,
 ) -> PlanningFiles:
     """The files under .planning/ (hidden ones skipped), with every disclosure candidate read:
     the markdown documents that are not state, the files the current phase's rules name, and
@@ -125,8 +125,8 @@ def planning_files(
     listing = _listing(base, trust, warnings) if os.path.isdir(base) else []
     wanted = list(_dis.generic_candidates(listing, disclosure_rules))
     if disclosure_phase:
-        selection = _dis.phase_selection(disclosure_rules, disclosure_phase, listing, gsd_position.folder,
-                                         gsd_position.note())
+        selection = _dis.phase_selection(disclosure_rules, disclosure_phase, listing, disclosure_work.folder,
+                                         disclosure_work.why)
         wanted += [p for p in selection.files if p not in wanted]
     resolved = _dis.resolve_named(requested_names, listing, present)
     warnings.extend(resolved.warnings)
@@ -157,16 +157,26 @@ def requested_documents(
 
 
 @tag(stage="disclosure")
-def disclosure_phase(disclosure_settings: DisclosureSettings) -> Optional[str]:
-    """The GSD phase type whose files load (config key disclosure.phase, CLI --phase), or None."""
+def disclosure_work(disclosure_settings: DisclosureSettings, gsd_position: GsdPosition, project_layout: str) -> PhaseWork:
+    """The GSD phase type whose files load and the phase folder ``{phase}`` names, with why
+    (config key disclosure.phase, CLI --phase). ``auto`` (the default) follows the position:
+    nothing planned, plan (or discuss); plans pending, execute; all done, the next phase's
+    discuss/plan, else verify. A given type wins; after a finished phase, plan, discuss,
+    research and execute point at the next phase. Empty: no phase files."""
     value = disclosure_settings.phase
     if value in (None, "", False):
-        return None
+        return phase_work(gsd_position, None)
     phase = str(value).strip().lower()
-    if phase not in _dis.PHASES:
-        raise ConfigError(f"key 'disclosure.phase' is {quoted(value)}; use one of {', '.join(_dis.PHASES)} "
+    if phase != AUTO and phase not in _dis.PHASES:
+        raise ConfigError(f"key 'disclosure.phase' is {quoted(value)}; use auto or one of {', '.join(_dis.PHASES)} "
                           "(or leave it empty for no phase)")
-    return phase
+    return phase_work(gsd_position, phase, project_layout == "gsd")
+
+
+@tag(stage="disclosure")
+def disclosure_phase(disclosure_work: PhaseWork) -> Optional[str]:
+    """The GSD phase type whose files load (``disclosure_work``), or None."""
+    return disclosure_work.type
 
 
 @tag(stage="disclosure")
@@ -214,15 +224,15 @@ def disclosure_signals(
 @tag(stage="disclosure")
 def disclosure_phase_files(
     planning_files: PlanningFiles, disclosure_rules: DisclosureRules, disclosure_phase: Optional[str],
-    gsd_position: GsdPosition,
+    disclosure_work: PhaseWork,
 ) -> PhaseSelection:
     """The files the current GSD phase's rules name (relative to .planning/), with warnings
-    for required ones that match nothing; ``{phase}`` is the folder of the one GSD position
-    (the node ``gsd_position``, shared with the plan section)."""
+    for required ones that match nothing; ``{phase}`` is the folder ``disclosure_work`` names
+    (from the one GSD position, shared with the plan section)."""
     if not disclosure_phase:
         return PhaseSelection({})
-    return _dis.phase_selection(disclosure_rules, disclosure_phase, planning_files.listing, gsd_position.folder,
-                                gsd_position.note())
+    return _dis.phase_selection(disclosure_rules, disclosure_phase, planning_files.listing, disclosure_work.folder,
+                                disclosure_work.why)
 
 
 @tag(stage="disclosure")
@@ -445,9 +455,25 @@ def _already_loaded(
         if doc.source.kind == "file":
             out.setdefault(_relative(doc.key, project_dir), (f"ref:{doc.source.location}", _how(doc, by_key)))
     for section in state_sections:
+        excerpts = _excerpts(section)
         for source in section.sources if section is not None else ():
-            if source.kind == "file":
+            if source.kind == "file" and source.location not in excerpts:
                 out.setdefault(_relative(source.location, project_dir), (section.key, f"the {section.key} section"))
+    return out
+
+
+def _excerpts(section: Optional[Section]) -> set[str]:
+    """The files a GSD plan section only quotes: a done plan's SUMMARY (its one-liner) and a
+    pending PLAN (its outline). A phase rule that names them (verify: SUMMARYs, as GSD's own
+    manifest has it) loads them whole; the next plan, shown in full, is loaded already."""
+    out: set[str] = set()
+    for task in ((section.data or {}).get("tasks") or ()) if section is not None else ():
+        if not isinstance(task, dict):
+            continue
+        if task.get("status") == "done" and task.get("summary"):
+            out.add(task["summary"])
+        elif task.get("status") == "pending" and task.get("plan"):
+            out.add(task["plan"])
     return out
 
 

@@ -117,6 +117,7 @@ def build_result(
     disclosure_plan: list,
     monitor_report: dict,
     gsd_position: Any,
+    disclosure_work: Any = None,
     stable_prefix: str = "",
     stable_prefix_tokens: int = 0,
 ) -> BuildResult:
@@ -133,10 +134,21 @@ def build_result(
         initial_budget=budget_report,
         disclosure=tuple(disclosure_plan),
         monitor=dict(monitor_report),
-        position=gsd_position.as_dict() if gsd_position.source != "none" else {},
+        position=_position_json(gsd_position, disclosure_work),
         stable_prefix_tokens=stable_prefix_tokens,
         stable_chars=len(stable_prefix),
     )
+
+
+def _position_json(gsd_position: Any, disclosure_work: Any) -> dict:
+    """The GSD position as the JSON shows it, with ``work``: the phase type whose files loaded,
+    its phase folder, and why (``--phase auto`` or given); {} without a GSD position."""
+    if gsd_position.source == "none":
+        return {}
+    out = gsd_position.as_dict()
+    if disclosure_work is not None:
+        out["work"] = disclosure_work.as_dict()
+    return out
 
 
 @tag(stage="report")

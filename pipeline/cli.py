@@ -38,7 +38,7 @@ from .nodes.lib.quote import QUOTE_LIMIT, quoted  # noqa: E402
 from .nodes.types import ConfigError, CtxEngineError  # noqa: E402
 
 MODES = ("dev", "research", "review")
-PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
+PHASES = ("auto", "execute", "research", "plan", "verify", "repair", "discuss")
 #: Named options shared by build and config: argparse dest -> flag (build_overrides takes the dest).
 NAMED_OPTIONS = {
     "mode": "--mode", "max_tokens": "--max-tokens", "reserve_tokens": "--reserve-tokens", "compact": "--compact",
@@ -307,7 +307,8 @@ def _add_named(parser: argparse.ArgumentParser) -> None:
                         help="force one truncation strategy (truncation.strategy)")
     parser.add_argument("--layout", choices=("auto", "article", "gsd"), help="project layout (state.layout)")
     parser.add_argument("--phase", choices=PHASES,
-                        help="GSD phase type: which .planning/ files load (disclosure.phase)")
+                        help="GSD phase type: which .planning/ files load; auto follows the position "
+                             "(disclosure.phase; default auto)")
     parser.add_argument("--phase-number", type=_phase_number, metavar="N",
                         help="pin the current GSD phase, e.g. 12 or 8.1 (state.gsdPhase; default: read STATE.md)")
 

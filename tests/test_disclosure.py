@@ -231,7 +231,9 @@ def test_the_phase_context_is_part_of_the_current_work(tmp_path):
     assert rows(out)[".planning/phases/01-buttons/01-CONTEXT.md"]["rule"].startswith(
         "phase execute: {phase}/*-CONTEXT.md (optional")
     # without a phase the CONTEXT is not loaded, and is no signal
-    assert rows(run(project, "Carry on"))[".planning/security.md"]["loaded"] is False
+    assert rows(run(project, "Carry on", disclosure__phase=""))[".planning/security.md"]["loaded"] is False
+    # the default, auto, executes the pending plan: the CONTEXT loads and is a signal
+    assert rows(run(project, "Carry on"))[".planning/security.md"]["loaded"] is True
 
 
 def test_the_architecture_rule_does_not_load_research_architecture(tmp_path):
@@ -536,9 +538,9 @@ def test_a_missing_required_file_is_a_warning_not_an_error():
 def test_no_phase_loads_no_state_file_and_a_bad_phase_is_a_config_error(tmp_path):
     project = write(tmp_path, {".planning/STATE.md": "Phase: 1 of 1\n", ".planning/ROADMAP.md": "# Roadmap\n",
                                ".planning/phases/01-a/01-01-PLAN.md": "# Plan\n"})
-    out = run(project, "x")
+    out = run(project, "x", disclosure__phase="")
     assert not [r for r in out["disclosure_plan"] if r["kind"] == "file"]
-    with pytest.raises(ConfigError, match=r"key 'disclosure\.phase' is 'deploy'; use one of execute, research, plan"):
+    with pytest.raises(ConfigError, match=r"key 'disclosure\.phase' is 'deploy'; use one of auto, execute, research"):
         run(project, "x", disclosure__phase="deploy")
 
 

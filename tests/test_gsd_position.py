@@ -111,12 +111,15 @@ def test_a_stale_body_line_loses_to_the_frontmatter_with_a_warning_naming_both(t
 
 
 def test_execute_mid_phase_next_plan_in_full_done_as_one_liners_later_as_outline(tmp_path: Path):
-    result = build(EXAMPLE, "Implement the next plan", **{"disclosure.phase": "execute"})
+    result = build(EXAMPLE, "Implement the next plan")  # auto: execute
     assert result.as_json()["position"] == {
         "milestone": "v1.0", "milestone_name": "MVP", "phase": "2", "folder": "phases/02-http-api",
         "plan": "02-02", "plans_done": 1, "plans_total": 3, "phase_complete": False, "milestone_complete": False,
         "source": "frontmatter",
         "evidence": ["STATE.md:6 frontmatter current_phase: 2 -> phase 2", "STATE.md names plan 2: 02-02 is in progress"],
+        "next_phase": None,
+        "work": {"type": "execute", "phase": "2", "folder": "phases/02-http-api", "auto": True,
+                 "why": "auto: phase 2 has plans to run, next 02-02 (1 of 3 done)"},
     }
     assert [w for w in result.warnings if not w.startswith("tokenizer:")] == []
     plan = next(s for s in result.sections if s.key == "plan").content

@@ -8,7 +8,8 @@ field; progress is which SUMMARY files exist plus STATE.md's position. One conce
 * ``plans``: a phase folder's PLAN / SUMMARY files (done, next, pending) and how they show;
 * ``position``: ONE reading of where the project stands (milestone, phase, folder, plan),
   with its evidence and the warnings where the sources disagree;
-* ``view``: the plan and roadmap sections' text from the files and the position.
+* ``view``: the plan and roadmap sections' text from the files and the position;
+* ``work``: the phase type the position calls for (``--phase auto``) and its phase folder.
 
 Everything here is pure: loader nodes hand in file contents and listings.
 """
@@ -18,11 +19,13 @@ from .plans import (DONE, NEXT, PENDING, GsdPlan, phase_plans, plan_body, plan_o
                     summary_one_liner)
 from .position import (BODY, FILES, FRONTMATTER, NONE, PINNED, GsdFiles, GsdPosition, PhaseFolder, phase_folders,
                        position_of, read_position)
-from .roadmap import RoadmapView, milestone_phases, narrow_roadmap
+from .roadmap import RoadmapPlans, RoadmapView, milestone_phases, milestone_tokens, narrow_roadmap, roadmap_plans
 from .state import GsdState, StateBlock, parse_state, position_line, render_state
 from .view import gsd_view, roadmap_view
+from .work import AUTO, PhaseWork, phase_work
 
 __all__ = [
+    "AUTO", "PhaseWork", "phase_work", "roadmap_plans", "RoadmapPlans", "milestone_tokens",
     "BODY", "DONE", "FILES", "FRONTMATTER", "NEXT", "NONE", "PENDING", "PINNED",
     "GsdFiles", "GsdPlan", "GsdPosition", "GsdState", "PhaseFolder", "RoadmapView", "StateBlock",
     "dir_phase_key", "gsd_view", "is_phase_file", "milestone_phases", "narrow_roadmap", "parse_state",

@@ -12,7 +12,7 @@ from ..regex import lazy_regex
 _HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FIELD = lazy_regex(r"^[-*]?\s*\*{0,2}([A-Z][A-Za-z /_-]{1,30}?)\*{0,2}\s*:\s*\*{0,2}\s*(.*)$")
 _FOCUS = lazy_regex(r"^\*\*Current focus:?\*\*:?\s*(.+)$", re.I)
-_VERSION = lazy_regex(r"(?<![\w.])v\d+(?:\.\d+)*(?![\w])")
+_VERSION = lazy_regex(r"(?<![\w.])v\d+(?:\.\d+)*(?:-(?:alpha|beta|rc|pre)\w*)?(?![\w])", re.I)
 _NUMBER = lazy_regex(r"\d+(?:\.\d+)*")
 _OF = lazy_regex(r"(\d+(?:\.\d+)*)\s*(?:of|/)\s*(\d+(?:\.\d+)*)")
 _PHASE_DIR = lazy_regex(r"^(\d+(?:\.\d+)*)-")

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from ..fences import fenced
 from ..markdown import demote_headings
+from ..regex import lazy_regex
 from .common import (_BOLD_LINE, _HEADING, _OBJECTIVE, _PLAN_FILE, _SUMMARY_TITLE, _TASK_FILES, _TASK_HEADING,
                      _TASK_NAME, _fm_value, _lines_of, _split_fm)
 
@@ -43,9 +44,21 @@ class GsdPlan:
         }
 
 
+_ONE_LINER = lazy_regex(r"^\*\*One[- ]?liner:?\*\*:?\s*(.+)$", re.I)
+_LABEL = lazy_regex(r"^\*\*[^*]{1,40}:\*\*|^\*\*[^*]{1,40}\*\*:|^[A-Z][\w ]{0,30}:\s")
+_PLAIN = lazy_regex(r"^[^\s\-*+|>#<\d`!\[]")
+
+
+def _first_sentence(line: str, width: int = 200) -> str:
+    sentence = re.split(r"(?<=[.!?])\s", " ".join(line.split()), maxsplit=1)[0]
+    return sentence if len(sentence) <= width else sentence[: width - 1].rstrip() + "…"
+
+
 def summary_one_liner(text: str) -> tuple[str, int]:
-    """A SUMMARY's one-liner and its line: frontmatter ``one_liner``, else the first line that
-    is bold as a whole after the title, else the title without its "Phase N Plan M" prefix."""
+    """A SUMMARY's one-liner and its line: frontmatter ``one_liner``, else (before the first
+    ``##`` heading after the title) a ``**One-liner:** ...`` line or a line bold as a whole,
+    else the first sentence of the first plain paragraph, else the title without its "Phase N
+    Plan M" prefix."""
     frontmatter, _, start = _split_fm(text)
     for key in ("one_liner", "one-liner", "oneliner"):
         value = _fm_value(frontmatter, key)
@@ -54,6 +67,7 @@ def summary_one_liner(text: str) -> tuple[str, int]:
     lines = _lines_of(text)
     title, title_line = None, start
     code = fenced(lines[start - 1:])
+    paragraph = None
     for i in range(start - 1, len(lines)):
         line = lines[i].strip()
         if code[i - start + 1] or not line:
@@ -66,9 +80,16 @@ def summary_one_liner(text: str) -> tuple[str, int]:
             if heading.group(1) in ("#", "##"):
                 break
             continue
+        labelled = _ONE_LINER.match(line)
+        if labelled:
+            return labelled.group(1).strip(), i + 1
         bold = _BOLD_LINE.match(line)
         if bold and ":" not in bold.group(1)[-2:]:
             return bold.group(1).strip(), i + 1
+        if title is not None and paragraph is None and _PLAIN.match(line) and not _LABEL.match(line):
+            paragraph = (_first_sentence(line), i + 1)  # used when no bold or labelled one-liner follows
+    if paragraph:
+        return paragraph
     if title:
         short = _SUMMARY_TITLE.sub("", title).strip()
         return (short or title), title_line

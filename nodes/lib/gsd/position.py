@@ -16,8 +16,8 @@ from typing import Mapping, Sequence
 from ..quote import quoted
 from ...types import ConfigError
 from ..regex import lazy_regex
-from .common import _PLAN_FILE, dir_phase_key, phase_key
-from .roadmap import milestone_phases, narrow_roadmap
+from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, dir_phase_key, phase_key
+from .roadmap import RoadmapPlans, milestone_phases, milestone_tokens, narrow_roadmap, roadmap_plans
 from .state import GsdState, parse_state
 
 PINNED, FRONTMATTER, BODY, FILES, NONE = "pinned", "frontmatter", "body", "files", "none"
@@ -36,15 +36,22 @@ class PhaseFolder:
     done: tuple[str, ...] = ()  # plan ids with a SUMMARY
     context: tuple[str, ...] = ()  # *CONTEXT.md / *RESEARCH.md file names
     archived: bool = False  # under milestones/*-phases/
+    named: tuple[str, ...] = ()  # plan ids ROADMAP.md or STATE.md name that have no file here
+    named_by: tuple[str, ...] = ()  # the lines that name them ("ROADMAP.md:95 '- [ ] 15-02-PLAN.md'")
 
     @property
     def name(self) -> str:
         return self.path.rsplit("/", 1)[-1]
 
     @property
+    def all_plans(self) -> tuple[str, ...]:
+        """The plans with a file and the plans named elsewhere, by plan number."""
+        return tuple(sorted({*self.plans, *self.named}, key=_plan_number))
+
+    @property
     def complete(self) -> bool:
-        """Every plan has a SUMMARY (and there is at least one)."""
-        return bool(self.plans) and len(self.done) == len(self.plans)
+        """Every plan (with a file, or named by the roadmap or STATE.md) has a SUMMARY, and there is one."""
+        return bool(self.plans) and all(p in self.done for p in self.all_plans)
 
     @property
     def started(self) -> bool:
@@ -53,7 +60,33 @@ class PhaseFolder:
 
     @property
     def pending(self) -> tuple[str, ...]:
-        return tuple(p for p in self.plans if p not in self.done)
+        return tuple(p for p in self.all_plans if p not in self.done)
+
+    def plan_id(self, number: int) -> str:
+        """The id of plan ``number`` in this folder ("15-02"), spelled as the folder's number is."""
+        return f"{self.name.split('-', 1)[0]}-{number:02d}"
+
+    def with_named(self, numbers: Sequence[int], by: str = "", done: bool = False) -> "PhaseFolder":
+        """This folder with the plans ``numbers`` that have no file here added as named ones
+        (``by``: the line that names them; ``done``: it says they are done, a checked box)."""
+        have = {_plan_number(p) for p in (*self.plans, *self.named)}
+        extra = tuple(self.plan_id(n) for n in sorted(set(numbers)) if n not in have)
+        if not extra:
+            return self
+        return replace(self, named=self.named + extra, named_by=self.named_by + ((by,) if by else ()),
+                       done=self.done + extra if done else self.done)
+
+    def with_total(self, total: int, by: str = "") -> "PhaseFolder":
+        """This folder with plans named after its last one until it holds ``total`` (a count
+        of "1/2 plans executed" or "Plan: 2 of 2"; plans may be numbered from 00)."""
+        known = sorted({_plan_number(p) for p in (*self.plans, *self.named)})
+        if not known or total <= len(known) or total > 99:
+            return self
+        return self.with_named(range(known[-1] + 1, known[-1] + 1 + total - len(known)), by)
+
+
+def _plan_number(plan_id: str) -> int:
+    return int(plan_id.rsplit("-", 1)[1])
 
 
 @dataclass(frozen=True)
@@ -74,6 +107,11 @@ class GsdPosition:
     warnings: tuple[str, ...] = ()
     expects_folder: bool = False  # a phase is current and should have a folder
     unfinished: tuple[str, ...] = ()  # phases whose (active) folder has plans without a SUMMARY, or no plans
+    next_phase: str | None = None  # the current phase is complete: the roadmap's next phase not done
+    next_folder: str | None = None  # its folder, when it has one
+    next_title: str | None = None  # its roadmap heading ("Phase 15: Link Sharing and Search")
+    context: tuple[str, ...] = ()  # the current folder's CONTEXT / RESEARCH file names
+    next_context: tuple[str, ...] = ()  # the next phase folder's
 
     def as_dict(self) -> dict:
         return {
@@ -88,19 +126,25 @@ class GsdPosition:
             "milestone_complete": self.milestone_complete,
             "source": self.source,
             "evidence": list(self.evidence),
+            "next_phase": self.next_phase,
         }
 
     def line(self) -> str:
         """One line for the context: milestone, phase (folder), next plan, what decided it."""
         parts = []
         if self.milestone:
-            parts.append(f"milestone {self.milestone}" + (f" {self.milestone_name}" if self.milestone_name else "")
+            name = self.milestone_name or ""
+            parts.append((f"milestone {name}" if self.milestone in name.split() else
+                          f"milestone {self.milestone}" + (f" {name}" if name else ""))
                          + (" (complete)" if self.milestone_complete else ""))
         if self.phase:
             state = "complete" if self.phase_complete else f"{self.plans_done} of {self.plans_total} plans done"
             parts.append(f"phase {self.phase}" + (f" ({self.folder}/, {state})" if self.folder else ""))
         if self.plan:
             parts.append(f"next plan {self.plan}")
+        elif self.next_phase:
+            parts.append(f"next phase {self.next_phase}" + (f" ({self.next_folder}/)" if self.next_folder
+                                                           else " (not planned yet)"))
         if not parts:
             return "Position: unknown (no STATE.md position and no phase folder)"
         return "Position: " + "; ".join(parts) + f" [from {self.source}]"
@@ -136,6 +180,22 @@ def phase_folders(folders: Mapping[str, Sequence[str]]) -> tuple[PhaseFolder, ..
     return tuple(sorted(out, key=lambda f: (f.key, f.archived, f.path)))
 
 
+def _with_roadmap_plans(folder: PhaseFolder, listed: RoadmapPlans | None) -> PhaseFolder:
+    """The folder with the plans ROADMAP.md names for its phase (listed, or counted) added."""
+    if listed is None:
+        return folder
+    if not folder.plans:
+        return folder  # nothing done or planned in the folder yet: the plan-phase step writes the PLANs
+    for number, line, text in listed.listed:
+        folder = folder.with_named([number], f"ROADMAP.md:{line} '{_cut(text)}'", number in listed.ticked)
+    return folder.with_total(listed.total[0], f"ROADMAP.md:{listed.total[1]} '{_cut(listed.total[2])}'") \
+        if listed.total else folder
+
+
+def _cut(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
 def _by_key(folders: Sequence[PhaseFolder]) -> dict[tuple[int, ...], PhaseFolder]:
     out: dict[tuple[int, ...], PhaseFolder] = {}
     for folder in folders:
@@ -158,13 +218,19 @@ def read_position(
     pinned: str = "",
     state_path: str = ".planning/STATE.md",
     roadmap_phases: Sequence[str] = (),
+    roadmap_plans: Mapping[tuple[int, ...], RoadmapPlans] | None = None,
 ) -> GsdPosition:
     """The position of a GSD project from STATE.md (parsed; None when absent), its phase folders
-    (path relative to .planning/ -> file names), the pin ``state.gsdPhase`` and the phase
-    numbers of the current milestone in ROADMAP.md (to count ``progress.completed_phases``)."""
+    (path relative to .planning/ -> file names), the pin ``state.gsdPhase``, the phase
+    numbers of the current milestone in ROADMAP.md (to count ``progress.completed_phases``) and
+    the plans ROADMAP.md names per phase (:func:`roadmap_plans`: a plan the roadmap lists, or
+    counts in "1/2 plans executed", is a plan of the phase even when its PLAN file was never
+    committed; so is each plan of STATE.md's "Plan: 2 of 2")."""
     evidence: list[str] = []
     warnings: list[str] = []
-    all_folders = phase_folders(folders)
+    roadmap_plans = roadmap_plans or {}
+    all_folders = tuple(_with_roadmap_plans(f, roadmap_plans.get(f.key)) if not f.archived else f
+                        for f in phase_folders(folders))
     by_key = _by_key(all_folders)
     active = [f for f in all_folders if not f.archived]
     milestone = state.milestone if state else None
@@ -176,14 +242,17 @@ def read_position(
         plan = None
         if folder is not None:
             pending = folder.pending
-            named = next((p for p in pending if int(p.rsplit("-", 1)[1]) == named_plan), None) if named_plan else None
+            named = next((p for p in pending if _plan_number(p) == named_plan), None) if named_plan else None
             if named:
                 plan = named
                 evidence.append(f"STATE.md names plan {named_plan}: {named} is in progress")
             elif pending:
                 plan = pending[0]
-                evidence.append(f"next plan {plan}: the first PLAN without a SUMMARY")
-        complete = folder.complete if folder is not None and folder.plans else said_complete
+                evidence.append(f"next plan {plan}: the first plan without a SUMMARY")
+            if folder.named:
+                evidence.append(f"{', '.join(folder.named)} without a PLAN or SUMMARY file in {folder.path}/, "
+                                "named by " + "; ".join(folder.named_by) + " (a checked box: done)")
+        complete = folder.complete if folder is not None and (folder.plans or folder.named) else said_complete
         if folder is None and key is not None and expects:
             warnings.append(f"{where.rsplit('/', 1)[0]}: no phase folder for phase {_show(key)} (looked in phases/ "
                             "and milestones/*-phases/); create it or pin another phase with state.gsdPhase")
@@ -191,11 +260,12 @@ def read_position(
             milestone=milestone, milestone_name=milestone_name,
             phase=_show(key) if key is not None else None,
             folder=folder.path if folder else None, plan=plan,
-            plans_done=len(folder.done) if folder else 0, plans_total=len(folder.plans) if folder else 0,
+            plans_done=len(folder.done) if folder else 0, plans_total=len(folder.all_plans) if folder else 0,
             phase_complete=complete,
             milestone_complete=milestone_complete, source=source,
             evidence=tuple(evidence), warnings=tuple(warnings), expects_folder=expects,
             unfinished=tuple(_show(f.key) for f in active if not f.complete),
+            context=folder.context if folder else (),
         )
 
     # 1. A pinned phase.
@@ -259,12 +329,23 @@ def read_position(
                 evidence.append(f"STATE.md:{body_line} 'Phase: {body_text}'")
             if between:
                 return _from_files(active, evidence, warnings, finish, milestone_over=True)
+            if state.stopped_at is not None:  # no "Phase:" line: the plan it stopped at names the phase
+                phase, _, text = state.stopped_at
+                key, source = phase_key(phase), FRONTMATTER
+                evidence.append(f"STATE.md:{state.key_lines.get('stopped_at', 1)} frontmatter stopped_at: {text} "
+                                f"-> phase {_show(key)} (no 'Phase:' line)")
 
     if key is None:
         return _from_files(active, evidence, warnings, finish, milestone_over=False)
 
     # 3. The files as evidence.
     folder = by_key.get(key)
+    if (folder is not None and state is not None and state.plan_total and source in (BODY, FRONTMATTER)
+            and phase_key(state.body_phase) == key):
+        counted = folder.with_total(state.plan_total, f"STATE.md:{state.line_of('plan')} 'Plan: {state.field('plan')}'")
+        if counted is not folder:
+            active = [counted if f is folder else f for f in active]
+            folder = by_key[key] = counted
     files_complete = bool(folder and folder.complete)
     if said_complete or files_complete:
         later = [f for f in active if f.key > key and f.started and not f.complete]
@@ -283,6 +364,10 @@ def read_position(
                         f"{' ...' if len(folder.pending) > 3 else ''} in {folder.path}/ have no SUMMARY")
     elif files_complete and not said_complete:
         evidence.append(f"every plan of {folder.path}/ has a SUMMARY: the phase is complete")
+        if state is not None and state.plan is not None and source in (BODY, FRONTMATTER):
+            warnings.append(f"{where}:{state.line_of('plan')}: 'Plan: {state.field('plan')}' is under way, but every "
+                            f"plan of {folder.path}/ has a SUMMARY ({', '.join(folder.done[-2:])}); the phase is read "
+                            "as complete (update STATE.md)")
     milestone_over = bool(state and (state.fm_complete or (said_complete and state.phase_total
                                                           and phase_key(state.phase_total) == key)))
     status = (state.status or "") if state else ""
@@ -325,9 +410,83 @@ def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
     """:func:`read_position` over the loaded files (STATE.md parsed, the milestone's phases
     read from ROADMAP.md)."""
     state = parse_state(files.state_text, ".planning/STATE.md") if files.state_text is not None else None
-    phases = milestone_phases(files.roadmap_text, state.milestone if state else None) if files.roadmap_text else ()
-    position = read_position(state, files.folders, pinned, ".planning/STATE.md", phases)
-    return _milestone_checked(position, files.roadmap_text, phases)
+    roadmap = files.roadmap_text
+    milestone = state.milestone if state else None
+    phases = milestone_phases(roadmap, milestone) if roadmap else ()
+    plans = roadmap_plans(roadmap, milestone) if roadmap else {}
+    position = read_position(state, files.folders, pinned, ".planning/STATE.md", phases, plans)
+    position = _milestone_checked(position, roadmap, phases)
+    if milestone is None and roadmap:
+        position = _milestone_inferred(position, roadmap)
+    return _next_phase(position, roadmap, files.folders)
+
+
+def _milestone_inferred(position: GsdPosition, roadmap_text: str) -> GsdPosition:
+    """STATE.md names no milestone: the roadmap block that lists the current phase ("Milestone 2:
+    Production v1.0 (Phases 11-17)") is the milestone, with the evidence; when the roadmap has
+    milestone blocks and none lists the phase, a warning (the roadmap is read whole)."""
+    key = phase_key(position.phase)
+    view = narrow_roadmap(roadmap_text, None)
+    if key is None or not view.milestones:
+        return position
+    for candidate in view.milestones:
+        listed = narrow_roadmap(roadmap_text, candidate)
+        if listed.matched and key in {phase_key(p) for p in milestone_phases(roadmap_text, candidate)}:
+            label = next((m for m in _labels(roadmap_text, candidate)), candidate)
+            return replace(position, milestone=candidate, milestone_name=label,
+                           evidence=(*position.evidence, f"STATE.md names no milestone; ROADMAP.md lists phase "
+                                     f"{position.phase} under '{label}'"))
+    warning = (f".planning/ROADMAP.md: milestones {', '.join(view.milestones)} and none lists phase {position.phase}, "
+               "and STATE.md names no milestone; the roadmap is read whole (add milestone: to STATE.md's frontmatter)")
+    return replace(position, warnings=(*position.warnings, warning))
+
+
+def _labels(roadmap_text: str, milestone: str) -> list[str]:
+    """The names of ``milestone``'s block headings in ROADMAP.md ("Milestone 2: Production v1.0")."""
+    out = []
+    for line in roadmap_text.split("\n"):
+        heading = re.match(r"^\s*(?:#{1,6}\s+|<summary>)(.*?)(?:</summary>)?\s*$", line)
+        if heading and milestone in milestone_tokens(heading.group(1)):
+            name = re.sub(r"\s*\(.*$", "", _TAGS.sub("", heading.group(1)).replace("**", "")).strip(" -—–:#")
+            if name:
+                out.append(name)
+    return out
+
+
+_TAGS = lazy_regex(r"<[^>]+>")
+
+
+def _next_phase(position: GsdPosition, roadmap_text: str | None, folders: Mapping[str, Sequence[str]]) -> GsdPosition:
+    """A complete current phase: the roadmap's next phase of the milestone whose folder is not
+    complete (its folder, when there is one; else it is not planned yet)."""
+    key = phase_key(position.phase)
+    if not roadmap_text or key is None or not position.phase_complete or position.milestone_complete:
+        return position
+    by_key = _by_key([f for f in phase_folders(folders) if not f.archived])
+    titles = _phase_titles(narrow_roadmap(roadmap_text, position.milestone).content)
+    for later in sorted(k for k in titles if k > key):
+        folder = by_key.get(later)
+        if folder is not None and folder.complete:
+            continue
+        return replace(position, next_phase=_show(later), next_folder=folder.path if folder else None,
+                       next_title=titles[later], next_context=folder.context if folder else (),
+                       evidence=(*position.evidence, f"phase {position.phase} complete; ROADMAP.md's next phase is "
+                                 f"'{titles[later]}'" + (f" ({folder.path}/)" if folder else " (no folder yet)")))
+    return position
+
+
+def _phase_titles(roadmap_text: str) -> dict[tuple[int, ...], str]:
+    """Phase number -> its first heading or checklist line in ROADMAP.md ("Phase 15: Link Sharing")."""
+    out: dict[tuple[int, ...], str] = {}
+    for line in roadmap_text.split("\n"):
+        heading = re.match(r"^#{1,6}\s+(.*)$", line)
+        text = heading.group(1) if heading else line
+        match = _PHASE_HEADING.match(text.replace("**", "").strip()) if heading else _PHASE_ITEM.match(line)
+        if match:
+            key = phase_key(match.group(1))
+            title = re.sub(r"^\s*[-*]\s+\[[ xX]\]\s+", "", text).replace("**", "").strip()
+            out.setdefault(key, title.split(" - ")[0].split(" — ")[0].strip())
+    return out
 
 
 def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: Sequence[str]) -> GsdPosition:

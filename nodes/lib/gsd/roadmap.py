@@ -38,6 +38,26 @@ def _same_version(a: str, b: str) -> bool:
         return a == b
 
 
+_MILESTONE_N = lazy_regex(r"\bMilestone\s+(\d+)\b", re.I)
+
+
+def milestone_tokens(label: str) -> tuple[str, ...]:
+    """The names a milestone label goes by: its version ("v1.2") and its "Milestone N" (a
+    roadmap written "Milestone 2: Production v1.0 (Phases 11-17)" has both), version first."""
+    out = []
+    version = _VERSION.search(label)
+    if version:
+        out.append(version.group(0))
+    number = _MILESTONE_N.search(_TAG.sub("", label).replace("**", ""))
+    if number:
+        out.append(f"Milestone {number.group(1)}")
+    return tuple(out)
+
+
+def _names(tokens: tuple[str, ...], milestone: str | None) -> bool:
+    return bool(milestone) and any(_same_version(t, milestone) for t in tokens)
+
+
 def _mention(text: str) -> str:
     text = _TAG.sub("", text).replace("**", "").strip(" #-")
     return " ".join(text.split())
@@ -53,9 +73,10 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     phase checklist items outside it are dropped too, and progress-table rows naming another
     milestone only. Without a milestone, or when no block names it, the roadmap is kept whole.
     ``done_before`` (the current phase's number): the detail sections of the finished phases
-    before it shrink to their heading line (their details
-    are the first thing to go), except ``unfinished`` ones (phase numbers whose folder has plans
-    without a SUMMARY, or no plans) when no box of their section is checked.
+    before it shrink to their heading line (their details are the first thing to go), except
+    unfinished ones (``unfinished`` phase numbers: a folder with plans without a SUMMARY, or no
+    plans; and phases whose roadmap checklist item is unchecked, ``- [ ] **Phase 11``) unless
+    every box of their section is checked.
     """
     lines = _lines_of(text)
     n = len(lines)
@@ -80,9 +101,9 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
             chunk = "\n".join(lines[i : j + 1])
             summary = _SUMMARY_TAG.search(chunk)
             label = summary.group(1) if summary else lines[i]
-            version = _VERSION.search(label)
-            if version:
-                blocks.append((i, j, version.group(0), _mention(label)))
+            tokens = milestone_tokens(label)
+            if tokens:
+                blocks.append((i, j, tokens, _mention(label)))
             i = j + 1
             continue
         i += 1
@@ -92,24 +113,23 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     for level, title, first, last in _sections(lines):
         if first in inside_details or level == 1 or _PHASE_HEADING.match(title.replace("**", "").strip()):
             continue  # a phase heading naming a version ("Phase 57: v7 review polish") is not a milestone
-        version = _VERSION.search(title)
-        if version:
-            blocks.append((first, last, version.group(0), _mention(title)))
+        tokens = milestone_tokens(title)
+        if tokens:
+            blocks.append((first, last, tokens, _mention(title)))
 
     # The current milestone's phase range, from its block or its mention in a list.
     phase_range = None
     for line in lines if milestone else ():
-        version = _VERSION.search(line)
-        if version and _same_version(version.group(0), milestone):
+        if _names(milestone_tokens(line), milestone):
             found = _RANGE.search(line)
             if found:
                 phase_range = (phase_key(found.group(1)), phase_key(found.group(2)))
                 break
     versions: list[str] = []
     for block in blocks:
-        if not any(_same_version(block[2], v) for v in versions):
-            versions.append(block[2])
-    current = [bl for bl in blocks if milestone and _same_version(bl[2], milestone)]
+        if not any(_names(block[2], v) for v in versions):
+            versions.append(block[2][0])
+    current = [bl for bl in blocks if _names(bl[2], milestone)]
     matched = bool(current) or phase_range is not None
 
     drop: set[int] = set()
@@ -117,10 +137,10 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     folded: list[str] = []
     current_lines: set[int] = set()
     for a, b, version, mention in sorted(blocks) if matched else ():
-        if _same_version(version, milestone):
+        if _names(version, milestone):
             current_lines.update(range(a, b + 1))
     for a, b, version, mention in sorted(blocks) if matched else ():
-        if _same_version(version, milestone) or a in drop:
+        if _names(version, milestone) or a in drop:
             continue
         if any(x in current_lines for x in range(a, b + 1)) and not all(x in current_lines for x in range(a, b + 1)):
             continue  # a block around the current one: keep it
@@ -153,7 +173,8 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
         if idx in drop or not line.lstrip().startswith("|"):
             continue
         versions = _VERSION.findall(line)
-        if versions and not any(_same_version(v, milestone) for v in versions):
+        if versions and not any(_same_version(v, milestone) for v in versions) and not _names(
+                milestone_tokens(line), milestone):
             drop.add(idx)
             rows_dropped += 1
             last_table_row = idx
@@ -171,13 +192,13 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
         replace[end] = note if end in drop else lines[end] + "\n" + note
 
     shortened: list[str] = []
-    open_keys = {phase_key(p) for p in unfinished}
+    open_keys = {phase_key(p) for p in unfinished} | _unticked_phases(lines)
     if done_before is not None:
         for level, title, first, last in _sections(lines):
             match = _PHASE_HEADING.match(title)
             key = phase_key(match.group(1)) if match else None
             if (key is not None and key < done_before and first not in drop and last > first
-                    and not (key in open_keys and not _ticked(lines[first + 1:last + 1]))):
+                    and not (key in open_keys and not _all_ticked(lines[first + 1:last + 1]))):
                 drop.update(range(first + 1, last + 1))
                 replace[first] = lines[first] + " (done; details cut, ROADMAP.md lines " f"{first + 1}-{last + 1})"
                 shortened.append(match.group(1))
@@ -215,9 +236,69 @@ def milestone_phases(text: str, milestone: str | None) -> tuple[str, ...]:
 _TICKED = lazy_regex(r"^\s*[-*]\s+\[[xX]\]")
 
 
-def _ticked(section: list[str]) -> bool:
-    """Whether a phase section has a checked box (real roadmaps leave some boxes of finished phases unticked)."""
-    return any(_TICKED.match(line) for line in section)
+_UNTICKED = lazy_regex(r"^\s*[-*]\s+\[ \]")
+
+
+def _all_ticked(section: list[str]) -> bool:
+    """Whether a phase section has checked boxes and no unchecked one (its plans all ticked)."""
+    return any(_TICKED.match(line) for line in section) and not any(_UNTICKED.match(line) for line in section)
+
+
+def _unticked_phases(lines: list[str]) -> set[tuple[int, ...]]:
+    """The phases whose checklist item in the roadmap is unchecked (``- [ ] **Phase 11: ...``)."""
+    out = set()
+    for line in lines:
+        match = _PHASE_ITEM.match(line)
+        if match and _UNTICKED.match(line):
+            out.add(phase_key(match.group(1)))
+    return out
 
 
 _FOLDED_GAP = lazy_regex(r"(- \(other milestone, folded[^\n]*)\n\n(?=- \(other milestone, folded)")
+
+
+_PLAN_ITEM = lazy_regex(r"^\s*[-*]\s+\[([ xX])\]\s+\**(\d+(?:\.\d+)*)-(\d+)-PLAN(?:\.md)?\b", re.I)
+_PLANS_COUNT = lazy_regex(r"\b(\d+)\s*/\s*(\d+)\s+plans?\b", re.I)
+
+
+@dataclass(frozen=True)
+class RoadmapPlans:
+    """What ROADMAP.md says of one phase's plans: the plan files it lists (number -> (line,
+    text)) and the total of a "1/2 plans executed" line (total, line, text)."""
+
+    listed: tuple[tuple[int, int, str], ...] = ()  # (plan number, 1-based line, the line)
+    ticked: tuple[int, ...] = ()  # the listed plans whose box is checked
+    total: tuple[int, int, str] | None = None
+
+
+def roadmap_plans(text: str, milestone: str | None = None) -> dict[tuple[int, ...], RoadmapPlans]:
+    """Per phase (its number as a key), the plans ROADMAP.md names in the phase's section
+    (``- [ ] 15-02-PLAN.md``) and the total of its "**Plans:** 1/2 plans executed" line, in
+    the part of the roadmap :func:`narrow_roadmap` keeps for ``milestone``. Real projects do
+    not always commit their PLAN files: these name the plans still to run."""
+    lines = _lines_of(text)
+    kept = {n for a, b in narrow_roadmap(text, milestone).kept for n in range(a, b + 1)}
+    out: dict[tuple[int, ...], RoadmapPlans] = {}
+    for _, title, first, last in _sections(lines):
+        match = _PHASE_HEADING.match(title.replace("**", "").strip())
+        key = phase_key(match.group(1)) if match else None
+        if key is None or key in out:
+            continue
+        listed: list[tuple[int, int, str]] = []
+        ticked: list[int] = []
+        total = None
+        for i in range(first + 1, last + 1):
+            if i + 1 not in kept:
+                continue
+            item = _PLAN_ITEM.match(lines[i])
+            if item and phase_key(item.group(2)) == key:
+                listed.append((int(item.group(3)), i + 1, lines[i].strip()))
+                if item.group(1) in "xX":
+                    ticked.append(int(item.group(3)))
+                continue
+            count = _PLANS_COUNT.search(lines[i])
+            if count and total is None and "plan" in lines[i].lower():
+                total = (int(count.group(2)), i + 1, lines[i].strip())
+        if listed or total:
+            out[key] = RoadmapPlans(tuple(listed), tuple(ticked), total)
+    return out

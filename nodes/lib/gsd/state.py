@@ -58,6 +58,7 @@ class GsdState:
     fm_phase: tuple[str, str] | None = None  # (key, phase) from active_phase / current_phase / next_phases
     fm_complete: bool = False  # frontmatter status complete(d) or progress all phases done
     fm_progress: tuple[int, int] | None = None  # (completed_phases, total_phases)
+    stopped_at: tuple[str, int, str] | None = None  # (phase, plan, text) of ``stopped_at: Completed 28-01-PLAN.md``
 
     def line_of(self, name: str) -> int | None:
         """The line of the body field ``name`` (case-insensitive), or None."""
@@ -210,6 +211,7 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
         fm_phase=fm_phase,
         fm_complete=fm_complete,
         fm_progress=fm_progress,
+        stopped_at=_stopped_at(frontmatter.get("stopped_at")),
     )
 
 
@@ -230,6 +232,19 @@ def _frontmatter_phase(frontmatter: Mapping[str, Any]) -> tuple[str, str] | None
         if number:
             return key, number.group(0)
     return None
+
+
+_STOPPED_PLAN = lazy_regex(r"(?<![\w.-])(\d{1,3}(?:\.\d+)*)-(\d{1,3})(?:-(?:PLAN|SUMMARY)\b|(?![\w.-]))", re.I)
+
+
+def _stopped_at(value: Any) -> tuple[str, int, str] | None:
+    """(phase, plan, text) of the frontmatter's ``stopped_at`` when it names a plan file
+    ("Completed 28-01-PLAN.md", "Completed 25-08 — Phase 25 COMPLETE"); None otherwise (free
+    prose, a phase only, a date)."""
+    if not isinstance(value, str):
+        return None
+    match = _STOPPED_PLAN.search(value)
+    return (match.group(1), int(match.group(2)), value.strip()) if match else None
 
 
 def _progress(frontmatter: Mapping[str, Any]) -> tuple[int, int] | None:
