@@ -356,7 +356,7 @@ def test_redirects_are_followed_and_each_hop_checked(server):
     local = Trust("/nowhere", allow_private_urls=True, allowed_hosts=("127.0.0.1",))
     assert SECRET in textio.fetch_url(f"{server}/to-doc", local, 5.0, 1000).text
     with pytest.raises(Refused, match=rf"redirected to http://localhost:{port}/doc.md\): host localhost is not in "
-                                      r"trust.allowedHosts \(127.0.0.1\); add it"):
+                                      r"trust.allowedHosts \(127.0.0.1\); not fetched \(add it"):
         textio.fetch_url(f"{server}/to-localhost", local, 5.0, 1000)
     named = Trust("/nowhere", allow_private_urls=True, allowed_hosts=("localhost",))
     with pytest.raises(Refused, match=r"redirected to http://127.0.0.1:\d+/doc.md\): host 127.0.0.1 is not in"):

@@ -18,8 +18,12 @@ Every read of project content goes through ``read_local_text`` (files) or ``fetc
 - text loaded is cleaned: NUL, control characters (other than newline, tab and CR) and ANSI
   escape sequences are removed and counted.
 
-A refusal raises ``Refused`` (a TextUnavailable) whose message names the setting that would
-allow the read; callers make it a warning and leave the document out.
+A refusal raises ``Refused`` (a TextUnavailable) whose message says what was left out and then,
+in parentheses, the setting that would allow the read (for the user at the command line;
+:func:`without_widening_hints` takes those hints out where the reader is an agent, as
+``ctxengine serve`` does); callers make it a warning and leave the document out. A path outside
+the project is refused before it is looked up, so the refusal reads the same whether or not
+anything is there.
 """
 
 from __future__ import annotations
@@ -96,6 +100,20 @@ METADATA_HOSTS = frozenset({
 })
 _REDIRECTS = (301, 302, 303, 307, 308)
 _SETTINGS_HINT = "in your user config or --set"
+#: The hints that tell how to widen trust, in every form the refusals (here, in git.py, state.py
+#: and config.py) write them: "... (add X to trust.allowedPaths ... to allow it)", "(raise it ...
+#: --set)", "; set it in ~/.config/ctxengine/config.yaml or with --set".
+_WIDENING_HINTS = lazy_regex(
+    r" \((?:add|list|set|raise) .*?(?:to allow it|to allow private addresses|to follow more|--set"
+    r"|to read one elsewhere)\)"
+    r"|; set it in \S+ or with --set")
+
+
+def without_widening_hints(text: str) -> str:
+    """``text`` (a warning or an error) without the hints that tell how to widen trust: what was
+    left out stays, which setting would let it in does not (for an agent, which reads untrusted
+    project text and is not the one to widen what ctxengine reads)."""
+    return _WIDENING_HINTS.sub("", text)
 
 
 # ----------------------------------------------------------------------------- the trust rules
@@ -314,9 +332,14 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat
 
 
 def resolved_path(path: str, trust: Trust, shown: str | None = None) -> str:
-    """The real path of ``path`` when the trust rules let it be read; TextUnavailable for a
-    missing file or a symlink loop, Refused outside the project and allowed folders."""
+    """The real path of ``path`` when the trust rules let it be read; Refused outside the project
+    and allowed folders (judged first, on the path with its symlinks resolved as far as they
+    exist, so the refusal is the same for a file that is there and one that is not), then
+    TextUnavailable for a missing file or a symlink loop."""
     shown = shown or path
+    lexical = os.path.realpath(path)
+    if not (is_under(lexical, trust.root) or any(is_under(lexical, folder) for folder in trust.allowed_paths)):
+        raise _outside(shown, lexical)
     try:
         real = os.path.realpath(path, strict=True)
     except OSError as exc:
@@ -450,8 +473,8 @@ def host_refusal(host: str, trust: Trust) -> str | None:
     """Why a host name may not be fetched from at all (allowlist, metadata names), or None."""
     host = host.lower().rstrip(".")
     if trust.allowed_hosts and host not in trust.allowed_hosts:
-        return (f"host {host} is not in trust.allowedHosts ({', '.join(trust.allowed_hosts)}); add it "
-                f"{_SETTINGS_HINT} to allow it")
+        return (f"host {host} is not in trust.allowedHosts ({', '.join(trust.allowed_hosts)}); not fetched (add it "
+                f"{_SETTINGS_HINT} to allow it)")
     if host in METADATA_HOSTS and host not in trust.allowed_hosts:
         return (f"{host} is a cloud metadata endpoint; not fetched (list it in trust.allowedHosts "
                 f"{_SETTINGS_HINT} to allow it)")
