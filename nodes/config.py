@@ -147,20 +147,24 @@ def user_config_path() -> str:
 @tag(stage="config", loader="file")
 @cache(behavior="recompute")
 def user_config(user_config_path: str) -> dict:
-    """The user's configuration file parsed (YAML, or JSON for .json; {} when there is none)."""
+    """The user's configuration file parsed (YAML, or JSON for .json; {} when there is none), its
+    ``trust.allowedPaths`` made absolute here, where the file is read (``~`` is $HOME, a relative
+    path is under the file's folder), so the configuration stage reads neither."""
     if not os.path.isfile(user_config_path):
         return {}
     text = read_config_text(user_config_path)
     if user_config_path.lower().endswith(".json"):
-        return _parse_json(user_config_path, text)
-    try:
-        data = load_yaml(text) if text.strip() else {}
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{user_config_path}:{mark.line + 1}" if mark is not None else user_config_path
-        raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}); "
-                          f"fix the file (the user config, ${USER_CONFIG_ENV}) or remove it") from None
-    return _top_level_object(user_config_path, {} if data is None else data, "a YAML mapping")
+        data = _parse_json(user_config_path, text)
+    else:
+        try:
+            data = load_yaml(text) if text.strip() else {}
+        except YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{user_config_path}:{mark.line + 1}" if mark is not None else user_config_path
+            raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}); "
+                              f"fix the file (the user config, ${USER_CONFIG_ENV}) or remove it") from None
+        data = _top_level_object(user_config_path, {} if data is None else data, "a YAML mapping")
+    return absolute_trust_paths(data, os.path.dirname(user_config_path), os.path.expanduser("~"))
 
 
 @tag(stage="config", loader="file")
@@ -179,7 +183,9 @@ def resolved_config(
     user_config: dict | None = None, user_config_path: str = "",
 ) -> ResolvedConfig:
     """Defaults, then the user's file, then config.json, then overrides, validated, with the
-    origin of each value. trust.* keys in config.json are ignored with a warning."""
+    origin of each value. trust.* keys in config.json are ignored with a warning. A function of
+    its inputs only: ``trust.allowedPaths`` arrive absolute (the user file's loader and the
+    driver's entry, :func:`absolute_trust_paths`, resolve them); a relative one is a ConfigError."""
     config_path = os.path.join(project_dir, ".planning", "config.json")
     overrides = overrides or {}
     if nesting_depth(overrides, MAX_DEPTH) > MAX_DEPTH:
@@ -191,13 +197,13 @@ def resolved_config(
     warnings: list[str] = []
     user_origin = f"{user_config_path} ({USER_ORIGIN})"
     layers = [
-        (user_origin, _project_layer(user_config, defaults), os.path.dirname(user_config_path)),
-        (config_path, _project_layer(project_config, defaults), None),
-        (OVERRIDE_ORIGIN, _flatten(overrides), os.getcwd()),
+        (user_origin, _project_layer(user_config, defaults), True),
+        (config_path, _project_layer(project_config, defaults), False),
+        (OVERRIDE_ORIGIN, _flatten(overrides), True),
     ]
-    for origin, flat, base in layers:
+    for origin, flat, users in layers:
         for dotted, value, how in flat:
-            if base is None and _is_trusted(dotted):
+            if not users and _is_trusted(dotted):
                 warnings.append(f"{quoted(dotted)[1:-1]} in {origin} is ignored: a project cannot widen what "
                                 f"ctxengine reads; set it in {USER_CONFIG_HINT} or with --set")
                 continue
@@ -209,8 +215,8 @@ def resolved_config(
                 continue
             if _lookup(defaults, dotted) is _MISSING:
                 continue  # unknown: kept in the file, ignored here
-            if base is not None:
-                value = _absolute_paths(dotted, value, base)
+            if users:
+                value = _checked_trust_paths(dotted, value, origin)
             _assign(values, dotted, value)
             for key in [k for k in provenance if k == dotted or k.startswith(dotted + ".")]:
                 del provenance[key]
@@ -348,15 +354,47 @@ def _is_trusted(dotted: str) -> bool:
     return dotted == TRUSTED_PREFIX or dotted.startswith(TRUSTED_PREFIX + ".")
 
 
-def _absolute_paths(dotted: str, value: Any, base: str) -> Any:
-    """trust.allowedPaths entries with ~ expanded, made absolute against ``base`` (the user
-    file's folder, or the working folder for overrides); a single path becomes a list."""
+def absolute_trust_paths(layer: Mapping, base: str, home: str) -> dict:
+    """A configuration layer (the user's file, or overrides; nested or dotted keys) with its
+    ``trust.allowedPaths`` entries made absolute: ``~`` is ``home``, a relative path is under
+    ``base`` (the user file's folder, or the working folder where overrides enter: CLI, API,
+    batch, experiment, serve); a single path becomes a list. Anything else is left for the
+    configuration stage to check."""
+    out = dict(layer)
+    if "trust.allowedPaths" in out:
+        out["trust.allowedPaths"] = _absolute_list(out["trust.allowedPaths"], base, home)
+    trust = out.get("trust")
+    if isinstance(trust, Mapping) and "allowedPaths" in trust:
+        out["trust"] = {**trust, "allowedPaths": _absolute_list(trust["allowedPaths"], base, home)}
+    return out
+
+
+def _absolute_list(value: Any, base: str, home: str) -> Any:
+    paths = [value] if isinstance(value, str) else value
+    if not isinstance(paths, list):
+        return value
+    return [os.path.normpath(os.path.join(base, _home_expanded(p, home))) if isinstance(p, str) else p for p in paths]
+
+
+def _home_expanded(path: str, home: str) -> str:
+    if path == "~" or path.startswith("~/") or path.startswith("~" + os.sep):
+        return home + path[1:]
+    return os.path.expanduser(path) if path.startswith("~") else path  # ~user: that user's home
+
+
+def _checked_trust_paths(dotted: str, value: Any, origin: str) -> Any:
+    """trust.allowedPaths (a single path as a list), every entry absolute: resolved where the layer
+    entered (:func:`absolute_trust_paths`), never against this process's working folder here."""
     if dotted == "trust" and isinstance(value, dict) and "allowedPaths" in value:
-        return {**value, "allowedPaths": _absolute_paths("trust.allowedPaths", value["allowedPaths"], base)}
+        return {**value, "allowedPaths": _checked_trust_paths("trust.allowedPaths", value["allowedPaths"], origin)}
     if dotted != "trust.allowedPaths":
         return value
     paths = [value] if isinstance(value, str) else value
-    return [os.path.normpath(os.path.join(base, os.path.expanduser(p))) for p in paths]
+    relative = next((p for p in paths if not os.path.isabs(p)), None)
+    if relative is not None:
+        raise ConfigError(f"{origin}: trust.allowedPaths entry {quoted(relative)} is not an absolute path; pass "
+                          "overrides through ctxengine's API or CLI (they resolve it) or give an absolute path")
+    return [os.path.normpath(p) for p in paths]
 
 
 def _type_name(value: Any) -> str:

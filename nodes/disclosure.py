@@ -30,7 +30,8 @@ from .lib.markdown import nest_under_title
 from .lib.references import fallback_title, root_group, normalise_url, parse_document, priority_for, title_for
 from .lib.quote import quoted
 from .lib.settings import DisclosureSettings, trust_at
-from .lib.textio import CONFIG_MAX_BYTES, Refused, TextUnavailable, Trust, fetch_url, list_files, read_local_text
+from .lib.textio import (CONFIG_MAX_BYTES, Refused, TextUnavailable, Trust, fetch_url, list_files, read_local_text,
+                          trusted_path)
 from .lib.yamlio import YAMLError, load_yaml
 from .types import ConfigError, Document, Section, Source
 
@@ -77,11 +78,12 @@ def disclosure_rules(disclosure_settings: DisclosureSettings, trust_settings: Tr
         path = os.path.expanduser(named)
         if not os.path.isabs(path):
             path = os.path.join(project_dir, ".planning", path)
-        if not os.path.lexists(path):
+        trust = trust_at(trust_settings, project_dir)
+        if trusted_path(path, trust) and not os.path.lexists(path):  # outside: refused without looking
             raise ConfigError(f"key 'disclosure.rules' is {quoted(named)}, but there is no file {path}; "
                               "give a YAML file relative to .planning/ or remove the key")
         try:  # under the trust rules: inside the project (or trust.allowedPaths), a regular file, capped
-            text = read_local_text(path, trust_at(trust_settings, project_dir), CONFIG_MAX_BYTES,
+            text = read_local_text(path, trust, CONFIG_MAX_BYTES,
                                    f"the rules file cap ({CONFIG_MAX_BYTES} bytes)").text
         except TextUnavailable as exc:
             raise ConfigError(f"key 'disclosure.rules' ({quoted(named)}): {exc}") from None

@@ -20,7 +20,7 @@ from .lib import references as _refs
 from .lib.markdown import nest_under_title
 from .lib.references import ReferenceProblem, ReferenceSet, Target
 from .lib.settings import ReferenceSettings, trust_at
-from .lib.textio import Trust, fetch_url, list_files, read_local_text
+from .lib.textio import Trust, fetch_url, list_files, read_local_text, trusted_path
 from .types import Document, Section
 
 _PLANNING_LIST_LIMIT = 5000  # files under .planning/ considered for "did you mean"
@@ -52,7 +52,7 @@ def reference_documents(
     and URLs are read under the trust rules (``trust.*``); a refusal is a warning."""
     settings = reference_settings
     trust = trust_at(trust_settings, project_dir)
-    locate = _locator(trust.root)
+    locate = _locator(trust)
     notes: list[str] = []
     read = _reader(trust, settings.url_timeout, settings.url_max_bytes, settings.max_file_bytes, fetch_deadline, notes)
     priorities = dict(settings.group_priorities)
@@ -104,9 +104,10 @@ def _section(doc: Document, group: str, by_key: dict[str, Document]) -> Section:
     )
 
 
-def _locator(root: str):
-    """locate(token, referrer) -> Target for this project, or ReferenceProblem."""
-    home = os.path.expanduser("~")
+def _locator(trust: Trust):
+    """locate(token, referrer) -> Target for this project (``trust.root``), or ReferenceProblem."""
+    root = trust.root
+    home = os.path.expanduser("~")  # a loader: read each build
     planning: list[tuple[str, ...]] = []  # listed on the first miss only
 
     def suggestions_pool() -> tuple[str, ...]:
@@ -126,7 +127,7 @@ def _locator(root: str):
             raise ReferenceProblem(f"only http:// and https:// URLs are read, not {token.split(':', 1)[0]}:")
         if kind == "builtin":
             return _builtin_target(token)
-        return _file_target(token, root, home, suggestions_pool)
+        return _file_target(token, trust, home, suggestions_pool)
 
     return locate
 
@@ -147,11 +148,15 @@ def _builtin_target(token: str) -> Target:
     return Target("builtin", f"builtin:{name}", f"builtin:{name}")
 
 
-def _file_target(token: str, root: str, home: str, suggestions_pool) -> Target:
+def _file_target(token: str, trust: Trust, home: str, suggestions_pool) -> Target:
+    """The file a path reference names: the first candidate that is there; a candidate outside
+    the project and the allowed folders is taken without looking (the reader refuses it the same
+    way whether or not a file is there)."""
+    root = trust.root
     candidates = _refs.file_candidates(token, root, home)
     for path in candidates:
-        if os.path.lexists(path) and not os.path.isdir(path):  # FIFOs, loops, links out: the reader says why
-            real = os.path.realpath(path)
+        if not trusted_path(path, trust) or (os.path.lexists(path) and not os.path.isdir(path)):
+            real = os.path.realpath(path)  # FIFOs, loops, links out: the reader says why
             return Target("file", real, _refs.display_path(real, root))
     directories = [path for path in candidates if os.path.isdir(path)]
     if directories:

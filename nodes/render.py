@@ -17,7 +17,7 @@ from hamilton.function_modifiers import cache, extract_fields, tag
 from .lib.quote import quoted
 from .lib.layout import layout_order, render_context, render_parts
 from .lib.settings import RenderSettings, trust_at
-from .lib.textio import Refused, TextUnavailable, Trust, read_local_text
+from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path
 from .types import ConfigError, Section, Source
 
 _PACKAGE = "ctxengine.configs"
@@ -84,14 +84,15 @@ def context_template_file(render_settings: RenderSettings, trust_settings: Trust
     path = _template_path(value, project_dir)
     if path is None:
         return {"context_template": _builtin_text("templates", value, "contextTemplate"), "template_warnings": ()}
-    if not os.path.lexists(path) or os.path.isdir(path):
+    trust = trust_at(trust_settings, project_dir)
+    if trusted_path(path, trust) and (not os.path.lexists(path) or os.path.isdir(path)):  # outside: refused unlooked
         raise ConfigError(
             f"contextTemplate {quoted(value)}: no file {path}; give a path relative to .planning/ "
             f"or one of the built-in names: {', '.join(_builtin_names('templates'))}"
         )
     cap = render_settings.max_file_bytes
     try:
-        loaded = read_local_text(path, trust_at(trust_settings, project_dir), cap, "references.maxFileBytes",
+        loaded = read_local_text(path, trust, cap, "references.maxFileBytes",
                                  f"contextTemplate {quoted(value)} ({path})")
     except Refused as exc:
         return {"context_template": _builtin_text("templates", "context", "contextTemplate"),

@@ -59,6 +59,7 @@ class _Reader:
     def __init__(self, project_dir: str, trust_settings: Trust, keep_tail: bool = False):
         self.project_dir, self.keep_tail, self.warnings = project_dir, keep_tail, []
         self.trust = trust_at(trust_settings, project_dir)
+        self.cwds: tuple[str, ...] = ()  # a transcript found in Claude Code's folder: the project's folders
 
     def __call__(self, path: str) -> str | None:
         shown = os.path.relpath(path, self.project_dir)
@@ -259,15 +260,16 @@ def _view_section(view: _plan.PlanView, kind: str, title: str, state_settings: S
 
 @tag(stage=STAGE, loader="file", target_=...)
 @cache(behavior="recompute")
-@extract_fields({"session_files": dict, "session_read_warnings": tuple})
+@extract_fields({"session_files": dict, "session_read_warnings": tuple, "session_cwds": tuple})
 def session_reads(project_dir: str, state_settings: StateSettings, trust_settings: Trust) -> dict:
-    """The session transcript's content (``session_files``), path -> text, and the warnings of
+    """The session transcript's content (``session_files``), path -> text, the warnings of
     reading it under the trust rules (``session_read_warnings``: a log over the 64 MiB cap
-    keeps its newest part)."""
+    keeps its newest part) and, for a transcript found in Claude Code's own folder, the
+    project's folders its lines must be recorded in (``session_cwds``; () otherwise)."""
     read = _Reader(project_dir, trust_settings, keep_tail=True)
     files = _session_files(project_dir, state_settings, read)
     return {"session_files": {path: text for path, text in files.items() if text is not None},
-            "session_read_warnings": tuple(read.warnings)}
+            "session_read_warnings": tuple(read.warnings), "session_cwds": read.cwds}
 
 
 def _session_files(project_dir: str, state_settings: StateSettings, _read) -> dict[str, str | None]:
@@ -326,14 +328,26 @@ def _claude_named(project_dir: str, state_settings: StateSettings, read: _Reader
 
 def _claude_found(project_dir: str, state_settings: StateSettings, read: _Reader) -> dict:
     """The project's newest transcript in Claude Code's own folder ($CLAUDE_CONFIG_DIR or
-    ~/.claude, projects/<encoded project path>/), when the user's trust.claudeProjects allows."""
+    ~/.claude, projects/<encoded project path>/), when the user's trust.claudeProjects allows.
+    The folder name is shared by every path that differs only in its punctuation (``/t/a-b``,
+    ``/t/a.b``, ``/t/a/b``), so a transcript is the project's only when it was recorded in the
+    project (its first ``cwd``); the others are skipped with a note that names none of them,
+    and ``read.cwds`` tells the parser to skip any later line recorded elsewhere."""
     if not state_settings.claude_projects:
         return {}
+    paths = _claude.project_paths(project_dir)
     for folder in _claude.project_folders(project_dir):
-        path = _claude.newest_transcript(folder)
-        if path is not None:
+        found = _claude.transcripts(folder)
+        mine = next((p for p in found if _claude.in_project(_claude.head_cwd(p) or "", paths)), None)
+        skipped = found.index(mine) if mine is not None else len(found)
+        if skipped:
+            read.warnings.append(f"{folder}: {skipped} Claude Code transcript{'s' if skipped != 1 else ''} skipped: "
+                                 "recorded in another folder whose name Claude Code stores in the same place "
+                                 "(not this project)")
+        if mine is not None:
+            read.cwds = paths
             trust = replace(read.trust, allowed_paths=read.trust.allowed_paths + (os.path.realpath(folder),))
-            return _claude_read(path, trust, read)
+            return _claude_read(mine, trust, read)
     return {}
 
 
@@ -343,16 +357,18 @@ def _claude_read(path: str, trust: Trust, read: _Reader) -> dict:
 
 
 @tag(stage=STAGE)
-def session_history(session_files: dict[str, str], state_settings: StateSettings) -> _session.SessionHistory:
+def session_history(session_files: dict[str, str], state_settings: StateSettings,
+                    session_cwds: tuple) -> _session.SessionHistory:
     """The session's rounds (a user request and everything up to the next), with a warning
     per malformed line; an empty history when there is no session file. A Claude Code
-    transcript is read by its own parser (``state.claudeCode.*``)."""
+    transcript is read by its own parser (``state.claudeCode.*``; only the lines recorded in
+    ``session_cwds`` when those are given)."""
     for path, text in session_files.items():
         if _claude.is_claude_code(text):
             return _claude.parse_claude_code(text, path, _claude.Options(
                 sidechains=state_settings.claude_sidechains, compacted=state_settings.claude_compacted,
                 result_max_lines=state_settings.claude_result_max_lines,
-                result_max_chars=state_settings.claude_result_max_chars))
+                result_max_chars=state_settings.claude_result_max_chars, cwds=tuple(session_cwds)))
         return _session.parse_session(text, path)
     return _session.SessionHistory()
 

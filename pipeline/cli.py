@@ -226,6 +226,9 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", parents=[common],
                            help="a Model Context Protocol server on stdio (tools build_context, explain_config)")
     _add_cache(serve)
+    serve.add_argument("--allow-trust-overrides", action="store_true",
+                       help="let tool calls set trust.* (and state.claudeCode.transcript) in their overrides; "
+                            "off by default: the agent reads untrusted project text and is not you")
     serve.set_defaults(handler=_serve)
 
     dag = sub.add_parser("dag", parents=[common], help="draw the dataflow graph")
@@ -601,7 +604,7 @@ def _experiment(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from .serve import serve  # a CtxEngineError (exit 2) saying how to install mcp when it is missing
 
-    serve(debug=bool(getattr(args, "debug", False)))
+    serve(debug=bool(getattr(args, "debug", False)), allow_trust_overrides=args.allow_trust_overrides)
     return 0
 
 

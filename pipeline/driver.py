@@ -214,7 +214,7 @@ def execute(
         raise CtxEngineError(f"project folder {quoted(os.fspath(project_dir))} does not exist or is not a folder")
     inputs = {
         "project_dir": os.path.abspath(os.fspath(project_dir)),
-        "overrides": dict(overrides or {}),
+        "overrides": config.absolute_trust_paths(overrides or {}, os.getcwd(), os.path.expanduser("~")),  # nodes read neither
         "user_request": user_request,
     }
     wanted = list(dict.fromkeys([*outputs, "context_config"]))

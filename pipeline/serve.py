@@ -8,7 +8,10 @@ its origin). A CtxEngineError comes back as a tool error carrying its message, a
 exception as one line (its traceback goes to the server's stderr log); the server keeps serving.
 
 Trust: the project path is an argument from the client, the user's own agent, as it is on the
-command line; the project folder itself stays untrusted input (see README).
+command line; the project folder itself stays untrusted input (see README). The agent reads that
+untrusted text and is not the user: ``trust.*`` (and ``state.claudeCode.transcript``) in a tool
+call's overrides is a tool error unless the server was started with ``--allow-trust-overrides``,
+and warnings and errors sent back say what was left out, not which setting would let it in.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from asyncio.streams import FlowControlMixin
 from typing import Annotated, Any, Callable, Literal, TypeVar
 
 from .cli import MODES, PHASES, internal_error
+from .nodes.lib.textio import without_widening_hints
 from .nodes.types import CtxEngineError
 
 #: How to install the server's dependency; named in the error when it is missing.
@@ -88,36 +92,78 @@ class ConfigExplanation(TypedDict):
     warnings: list[str]
 
 
-async def build_context(project: Project, request: Request = "", mode: Mode = None, phase: Phase = None,
-                        max_tokens: MaxTokens = None,
-                        overrides: Overrides = None) -> Annotated[CallToolResult, BuildSummary]:
-    """Assemble the context an LLM should see for one request against one project, cut to fit
-    the token budget by priority. Returns the context text, then a JSON summary (tokens,
-    utilization, truncation, warnings, GSD position)."""
-    from . import api
-
-    result = _guarded(lambda: api.build_context(_folder(project), request, overrides=overrides,
-                                                mode=mode, phase=phase, max_tokens=max_tokens))
-    summary = build_summary(result)
-    return CallToolResult(content=[TextContent(type="text", text=result.context),
-                                   TextContent(type="text", text=json.dumps(summary, ensure_ascii=False))],
-                          structured_content=summary)
+#: Override keys that widen what a build may read: ``trust.*`` and a Claude Code transcript named
+#: outside the project. An agent reads untrusted project text and is not the user, so a tool call
+#: may not set them unless the server was started with ``--allow-trust-overrides``.
+WIDENING_KEYS = ("trust", "state.claudeCode.transcript")
 
 
-async def explain_config(project: Project, mode: Mode = None, phase: Phase = None, max_tokens: MaxTokens = None,
-                         overrides: Overrides = None) -> ConfigExplanation:
-    """Every effective configuration value of a project with its origin (defaults, user config,
-    the project's .planning/config.json, or the override), and the configuration warnings."""
-    from . import api
+def dotted_keys(overrides: Any, prefix: str = "") -> list[str]:
+    """Every key of ``overrides`` as the dotted key it sets (nested objects and dotted names alike:
+    ``{"trust": {"allowedPaths": …}}`` and ``{"trust.allowedPaths": …}`` both give
+    ``trust.allowedPaths``; an empty object gives its own key)."""
+    if not isinstance(overrides, dict):
+        return [prefix] if prefix else []
+    keys: list[str] = []
+    for key, value in overrides.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        keys.extend(dotted_keys(value, dotted) if isinstance(value, dict) and value else [dotted])
+    return keys
 
-    rows, warnings = _guarded(lambda: api.explain_config(
-        _folder(project), api.build_overrides(overrides, mode=mode, phase=phase, max_tokens=max_tokens)))
-    return {"values": [{"key": key, "value": value, "origin": origin} for key, value, origin in rows],
-            "warnings": list(warnings)}
+
+def widening_keys(overrides: Any) -> list[str]:
+    """The keys of ``overrides`` that would widen what a build may read (:data:`WIDENING_KEYS`)."""
+    return [key for key in dotted_keys(overrides)
+            if any(key == w or key.startswith(w + ".") or w.startswith(key + ".") for w in WIDENING_KEYS)]
+
+
+class Tools:
+    """The MCP tools, for one server: whether tool calls may set the trust keys is the server's
+    (``serve --allow-trust-overrides``), never the agent's."""
+
+    def __init__(self, allow_trust_overrides: bool = False):
+        self.allow_trust_overrides = allow_trust_overrides
+
+    def checked(self, overrides: Overrides) -> dict[str, Any]:
+        """``overrides`` as given, or a tool error naming the keys that would widen trust."""
+        refused = [] if self.allow_trust_overrides else widening_keys(overrides)
+        if refused:
+            raise ToolError(f"overrides: {', '.join(refused)} cannot be set from a tool call; what ctxengine may "
+                            "read is the user's to decide, in their own configuration")
+        return dict(overrides or {})
+
+    async def build_context(self, project: Project, request: Request = "", mode: Mode = None, phase: Phase = None,
+                            max_tokens: MaxTokens = None,
+                            overrides: Overrides = None) -> Annotated[CallToolResult, BuildSummary]:
+        """Assemble the context an LLM should see for one request against one project, cut to fit
+        the token budget by priority. Returns the context text, then a JSON summary (tokens,
+        utilization, truncation, warnings, GSD position)."""
+        from . import api
+
+        overrides = self.checked(overrides)
+        result = _guarded(lambda: api.build_context(_folder(project), request, overrides=overrides,
+                                                    mode=mode, phase=phase, max_tokens=max_tokens))
+        summary = build_summary(result)
+        return CallToolResult(content=[TextContent(type="text", text=result.context),
+                                       TextContent(type="text", text=json.dumps(summary, ensure_ascii=False))],
+                              structured_content=summary)
+
+    async def explain_config(self, project: Project, mode: Mode = None, phase: Phase = None,
+                             max_tokens: MaxTokens = None, overrides: Overrides = None) -> ConfigExplanation:
+        """Every effective configuration value of a project with its origin (defaults, user config,
+        the project's .planning/config.json, or the override), and the configuration warnings."""
+        from . import api
+
+        overrides = self.checked(overrides)
+        rows, warnings = _guarded(lambda: api.explain_config(
+            _folder(project), api.build_overrides(overrides, mode=mode, phase=phase, max_tokens=max_tokens)))
+        return {"values": [{"key": key, "value": value, "origin": origin} for key, value, origin in rows],
+                "warnings": [without_widening_hints(w) for w in warnings]}
 
 
 def build_summary(result) -> BuildSummary:
-    """The summary of a :class:`ctxengine.BuildResult` that ``build_context`` returns beside the text."""
+    """The summary of a :class:`ctxengine.BuildResult` that ``build_context`` returns beside the text;
+    its warnings say what was left out, not which setting would let it in."""
     truncation = result.truncation
     return {
         "tokens": result.budget.total_tokens,
@@ -127,27 +173,29 @@ def build_summary(result) -> BuildSummary:
         "truncated": bool(truncation.get("triggered")),
         "truncation_reason": truncation.get("reason"),
         "sections_changed": list(truncation.get("sections_changed") or ()),
-        "warnings": list(result.warnings),
+        "warnings": [without_widening_hints(w) for w in result.warnings],
         "position": dict(result.position),
     }
 
 
-def make_server(debug: bool = False) -> MCPServer:
-    """The MCP server with the ctxengine tools (``debug``: INFO logs on stderr, else warnings only)."""
+def make_server(debug: bool = False, allow_trust_overrides: bool = False) -> MCPServer:
+    """The MCP server with the ctxengine tools (``debug``: INFO logs on stderr, else warnings only;
+    ``allow_trust_overrides``: tool calls may set the trust keys, :data:`WIDENING_KEYS`)."""
     from .cli import _version
 
     server = MCPServer("ctxengine", version=_version(), log_level="INFO" if debug else "WARNING",
                        instructions="Call build_context with the project folder and the user's request to get "
                                     "the context to work from (rules, plan, history, git changes), already fit "
                                     "to the token budget; explain_config shows where each setting comes from.")
-    server.add_tool(build_context, structured_output=True)
-    server.add_tool(explain_config, structured_output=True)
+    tools = Tools(allow_trust_overrides)
+    server.add_tool(tools.build_context, structured_output=True)
+    server.add_tool(tools.explain_config, structured_output=True)
     return server
 
 
-def serve(debug: bool = False) -> None:
+def serve(debug: bool = False, allow_trust_overrides: bool = False) -> None:
     """Serve over stdin/stdout until the client closes stdin; the driver warms up meanwhile."""
-    server = make_server(debug)
+    server = make_server(debug, allow_trust_overrides)
     threading.Thread(target=_warm_up, name="ctxengine-warm-up", daemon=True).start()
     anyio.run(_serve_stdio, server)
 
@@ -193,7 +241,8 @@ async def _open_pipes():
             os.dup2(copy, fd)
             os.close(copy)
 
-    return _LineReader(stream), _PipeWriter(asyncio.StreamWriter(transport, protocol, None, loop)), restore
+    writer = _PipeWriter(asyncio.StreamWriter(transport, protocol, None, loop))
+    return _LineReader(stream, writer.send_line), writer, restore
 
 
 def _is_pipe(fd: int) -> bool:
@@ -205,10 +254,13 @@ def _is_pipe(fd: int) -> bool:
 
 
 class _LineReader:
-    """stdin's lines as text (what ``stdio_server`` iterates over)."""
+    """stdin's lines as text (what ``stdio_server`` iterates over). A line that is not JSON (or is
+    too long to read) never reaches the SDK, which would drop it without a word and leave the
+    client waiting: it is answered at once with a JSON-RPC parse error (:func:`parse_error_reply`)
+    through ``reply``; blank lines are skipped."""
 
-    def __init__(self, stream: asyncio.StreamReader):
-        self._stream = stream
+    def __init__(self, stream: asyncio.StreamReader, reply: Callable[[str], Any] | None = None):
+        self._stream, self._reply = stream, reply
 
     def __aiter__(self) -> "_LineReader":
         return self
@@ -217,12 +269,41 @@ class _LineReader:
         while True:
             try:
                 line = await self._stream.readline()
-            except ValueError:  # the stream dropped it; the client's request times out
+            except ValueError:  # the stream dropped it
                 _log.warning("a message longer than %d bytes was dropped", MAX_MESSAGE_BYTES)
+                await self._answer(f"the message is longer than {MAX_MESSAGE_BYTES} bytes")
                 continue
             if not line:
                 raise StopAsyncIteration
-            return line.decode("utf-8", errors="replace")
+            text = line.decode("utf-8", errors="replace")
+            if not text.strip():
+                continue
+            problem = json_problem(text)
+            if problem is None:
+                return text
+            _log.warning("a message that is not JSON was answered with a parse error (%s)", problem)
+            await self._answer(problem)
+
+    async def _answer(self, problem: str) -> None:
+        if self._reply is not None:
+            await self._reply(parse_error_reply(problem))
+
+
+def json_problem(text: str) -> str | None:
+    """Why ``text`` (one message) is not JSON, or None when it is."""
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        return f"not valid JSON ({getattr(exc, 'msg', exc)} at character {getattr(exc, 'pos', '?')})"
+    except RecursionError:
+        return "JSON nested too deeply to read"
+    return None
+
+
+def parse_error_reply(problem: str) -> str:
+    """The JSON-RPC 2.0 answer to a message that could not be parsed: one line, error code
+    -32700 and id null (the request's id is not known)."""
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {problem}"}}) + "\n"
 
 
 class _PipeWriter:
@@ -236,6 +317,11 @@ class _PipeWriter:
 
     async def flush(self) -> None:
         await self._writer.drain()
+
+    async def send_line(self, line: str) -> None:
+        """One whole line written and flushed (a reply the SDK does not make)."""
+        await self.write(line)
+        await self.flush()
 
 
 def _warm_up() -> None:
@@ -270,7 +356,7 @@ def _guarded(run: Callable[[], _T]) -> _T:
         try:
             return run()
         except CtxEngineError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(without_widening_hints(str(exc))) from None
         except Exception as exc:  # noqa: BLE001 - the server keeps serving
             _log.error("build failed", exc_info=True)
             raise ToolError(f"{internal_error(exc)} (the traceback is in the server's log)") from None

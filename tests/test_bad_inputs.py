@@ -103,7 +103,7 @@ def _plan_symlink_loop(root: Path) -> list[str]:
 
 def _dangling_state(root: Path) -> list[str]:
     project = _project(root, {".planning/ROADMAP.md": "# Roadmap\n\n## Phase 1: Core\n"})
-    (project / ".planning" / "STATE.md").symlink_to(root / "gone.md")
+    (project / ".planning" / "STATE.md").symlink_to(project / "gone.md")  # inside (outside: refused unlooked)
     return _build(project)
 
 

@@ -246,13 +246,20 @@ def claude_home(tmp_path: Path, monkeypatch) -> Path:
     return home
 
 
+def recorded_in(project: Path | str, text: str | None = None) -> str:
+    """The synthetic transcript (or ``text``) as Claude Code would have recorded it in ``project``
+    (every ``cwd`` is the project's path)."""
+    text = SYNTHETIC.read_text(encoding="utf-8") if text is None else text
+    return text.replace('"cwd":"/work/demo-project"', '"cwd":' + json.dumps(str(project)))
+
+
 def _planted(home: Path, project: Path) -> Path:
     folder = home / "projects" / cc.folder_name(str(project))
-    folder.mkdir(parents=True)
-    (folder / "0ld.jsonl").write_text(json.dumps({"type": "user", "uuid": "x", "message": {
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "0ld.jsonl").write_text(json.dumps({"type": "user", "uuid": "x", "cwd": str(project), "message": {
         "role": "user", "content": "AN OLDER SESSION"}}) + "\n")
     os.utime(folder / "0ld.jsonl", (time.time() - 600, time.time() - 600))
-    (folder / "5e551011-0000-4000-8000-000000000001.jsonl").write_bytes(SYNTHETIC.read_bytes())
+    (folder / "5e551011-0000-4000-8000-000000000001.jsonl").write_text(recorded_in(project), encoding="utf-8")
     return folder
 
 
@@ -379,3 +386,100 @@ def test_an_edited_line_is_read_again_not_served_from_the_memo():
     edited = cc.parse_claude_code(text.replace("Create a hello world function", "Create a goodbye function"), path)
     assert "Create a goodbye function" in render_rounds(edited.rounds)
     assert "Create a hello world function" not in render_rounds(edited.rounds)
+
+
+# ----------------------------------------------------------------------------- one folder, several projects
+
+
+def session_text(cwd: Path | str, prompt: str, answer: str, session: str, summary_of: str | None = None) -> str:
+    """A short Claude Code transcript in its real format (the fields Claude Code 2.x writes on
+    each line), recorded in ``cwd``: a hook progress event, a prompt and its answer; with
+    ``summary_of`` a ``summary`` line for that leaf first (Claude Code writes those at a file's head)."""
+    common = {"isSidechain": False, "userType": "external", "cwd": str(cwd), "sessionId": session,
+              "version": "2.1.38", "gitBranch": "main"}
+    lines = [{"type": "summary", "summary": f"Title of {summary_of}", "leafUuid": summary_of}] if summary_of else []
+    lines += [
+        {"parentUuid": None, **common, "type": "progress", "data": {"type": "hook_progress", "hookEvent": "SessionStart"},
+         "timestamp": "2026-02-10T21:11:52.438Z", "uuid": f"{session}-p"},
+        {"parentUuid": f"{session}-p", **common, "type": "user", "message": {"role": "user", "content": prompt},
+         "timestamp": "2026-02-10T21:11:56.906Z", "uuid": f"{session}-u", "permissionMode": "default"},
+        {"parentUuid": f"{session}-u", **common, "type": "assistant", "message": {
+            "id": f"msg_{session}", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": answer}], "stop_reason": None,
+            "usage": {"input_tokens": 3, "output_tokens": 9}}, "requestId": "req_1",
+         "timestamp": "2026-02-10T21:12:00.000Z", "uuid": f"{session}-a"},
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def _colliding(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
+    """(the private project t/a/b, a project whose name collides with it, their shared Claude Code
+    folder under a fake HOME) with t/a/b's private session the newest file there."""
+    victim = write_project(tmp_path / "t" / "a" / "b", {"a.txt": "a\n"})
+    clone = write_project(tmp_path / "t" / name, {"a.txt": "a\n"})
+    folder = tmp_path / "home" / ".claude" / "projects" / cc.folder_name(str(victim))
+    assert cc.project_folders(str(clone), {"HOME": str(tmp_path / "home")}) == [str(folder)]  # they collide
+    folder.mkdir(parents=True)
+    (folder / "private.jsonl").write_text(session_text(
+        victim, "Rotate the key AKIA-PRIVATE-OF-A-B", "Rotated AKIA-PRIVATE-OF-A-B.", "private"))
+    return victim, clone, folder
+
+
+def _everything(out: dict) -> str:
+    return json.dumps([repr(out["session_history"]), repr(out["history_section"]), out["state_warnings"]])
+
+
+@pytest.mark.parametrize("name", ["a-b", "a.b", "a_b", "a b"])
+def test_a_project_never_reads_the_session_of_another_whose_name_collides(dr, tmp_path: Path, monkeypatch, name):
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    victim, clone, folder = _colliding(tmp_path, name)
+    out = run(dr, clone)
+    assert out["history_section"] is None and out["session_history"].rounds == ()
+    assert "AKIA-PRIVATE" not in _everything(out) and str(victim) not in _everything(out)
+    assert f"{folder}: 1 Claude Code transcript skipped: recorded in another folder whose name Claude Code stores " \
+           "in the same place (not this project)" in out["state_warnings"]
+    assert "AKIA-PRIVATE-OF-A-B" in run(dr, victim)["history_section"].content  # its owner still reads it
+
+    # the clone's own, older session is found past the other project's newer one
+    (folder / "own.jsonl").write_text(session_text(clone, "Add the CLONE-OWN feature", "Done.", "own"))
+    os.utime(folder / "own.jsonl", (time.time() - 600, time.time() - 600))
+    out = run(dr, clone)
+    assert "CLONE-OWN" in out["history_section"].content and "AKIA-PRIVATE" not in _everything(out)
+    assert out["session_history"].source == str(folder / "own.jsonl")
+    assert "CLONE-OWN" not in _everything(run(dr, victim))
+
+
+def test_lines_and_summaries_of_another_folder_are_skipped_within_a_transcript(dr, tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    victim, clone, folder = _colliding(tmp_path, "a-b")
+    mixed = (session_text(clone, "CLONE-FIRST request", "ok", "one", summary_of="private-a")
+             + session_text(victim, "Rotate AKIA-PRIVATE-OF-A-B", "AKIA-PRIVATE answer", "two")
+             + session_text(clone / "src", "CLONE-SECOND request from a subfolder", "ok", "three"))
+    (folder / "mixed.jsonl").write_text(mixed)
+    out = run(dr, clone)
+    content = out["history_section"].content
+    assert "CLONE-FIRST" in content and "CLONE-SECOND" in content
+    assert "AKIA-PRIVATE" not in _everything(out) and "Title of private-a" not in _everything(out)
+    assert f"{folder / 'mixed.jsonl'}: 3 lines recorded in another folder (not this project) skipped" \
+        in out["state_warnings"]
+
+
+def test_a_symlinked_project_reads_the_transcript_recorded_at_its_real_path(dr, tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    real = write_project(tmp_path / "real", {"a.txt": "a\n"})
+    (tmp_path / "link").symlink_to(real)
+    folder = tmp_path / "home" / ".claude" / "projects" / cc.folder_name(str(real))
+    folder.mkdir(parents=True)
+    (folder / "s.jsonl").write_text(session_text(real, "REAL-PATH request", "ok", "s"))
+    assert "REAL-PATH" in run(dr, tmp_path / "link")["history_section"].content
+
+
+def test_the_line_filter_is_part_of_the_memo_key():
+    text = session_text("/t/a/b", "PRIVATE prompt", "answer", "s")
+    assert "PRIVATE" in render_rounds(cc.parse_claude_code(text, "/p/s.jsonl").rounds)
+    filtered = cc.parse_claude_code(text, "/p/s.jsonl", cc.Options(cwds=("/t/a-b",)))
+    assert filtered.rounds == () and filtered.warnings == ("/p/s.jsonl: 3 lines recorded in another folder (not "
+                                                           "this project) skipped",)

@@ -352,3 +352,42 @@ def test_a_session_with_32000_tokens_leaves_25600(tmp_path):
     result = session.next_context("Add a login endpoint")
     assert result.budget.available_tokens == 25600
     assert session.records[-1].available_tokens == 25600
+
+
+# ----------------------------------------------------------------------------- no working folder or HOME in the graph
+
+
+def test_the_same_overrides_from_two_folders_and_two_homes_read_what_each_allows(tmp_path, monkeypatch):
+    """A relative or ~ path in trust.allowedPaths is resolved where the overrides enter, so the
+    cached configuration stage never serves one folder's (or one HOME's) allowance to another."""
+    import ctxengine
+
+    folders = {name: tmp_path / name for name in ("cwd-a", "cwd-b", "home-a", "home-b")}
+    for name, folder in folders.items():
+        (folder / "rules").mkdir(parents=True)
+        (folder / "rules" / "r.md").write_text(f"# Rules\nFROM-{name.upper()}\n")
+    lines = "".join(f"@{folder / 'rules' / 'r.md'}\n" for folder in folders.values())
+    project = write_project(tmp_path / "proj", {".planning/config.json": {"references": {"core": ["main.md"]}},
+                                                ".planning/main.md": f"# Main\n{lines}"})
+    quiet = {"state.includeGit": False, "state.includeEnvironment": False}
+    cache = tmp_path / "shared-cache"
+
+    def seen(allowed: str, cached: bool) -> set[str]:
+        context = ctxengine.build_context(str(project), "x", cache=cached, cache_dir=cache if cached else None,
+                                          overrides={**quiet, "trust.allowedPaths": allowed}).context
+        return {name for name in folders if f"FROM-{name.upper()}" in context}
+
+    for cwd in ("cwd-a", "cwd-b"):
+        monkeypatch.chdir(folders[cwd])
+        assert seen("rules", True) == seen("rules", False) == {cwd}
+    monkeypatch.chdir(tmp_path)
+    for home in ("home-a", "home-b"):
+        monkeypatch.setenv("HOME", str(folders[home]))
+        assert seen("~/rules", True) == seen("~/rules", False) == {home}
+
+
+def test_the_configuration_stage_refuses_a_relative_trust_path_it_was_handed():
+    with pytest.raises(ConfigError, match=r"trust.allowedPaths entry 'rules' is not an absolute path"):
+        cfg.resolved_config("/p", cfg.defaults(), {}, {"trust": {"allowedPaths": ["rules"]}})
+    assert cfg.absolute_trust_paths({"trust": {"allowedPaths": "~/x"}, "trust.allowedPaths": ["y", 3]}, "/b", "/h") \
+        == {"trust": {"allowedPaths": ["/h/x"]}, "trust.allowedPaths": ["/b/y", 3]}

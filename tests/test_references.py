@@ -550,9 +550,11 @@ def test_a_real_gsd_plan_pulls_in_its_at_context():
     assert project_md.data["parent"] == plan and project_md.priority == 55
     plan_text = by_key(sections)[f"ref:{plan}"].content
     assert "@.planning/PROJECT.md" not in plan_text and "@.planning/STATE.md" not in plan_text
-    assert "@/Users/annon/.claude/get-shit-done/workflows/execute-plan.md" in plan_text  # missing: kept
-    missing = f"{plan}:77: @/Users/annon/.claude/get-shit-done/workflows/execute-plan.md: file not found"
-    assert any(w.startswith(missing) for w in warnings)
+    assert "@/Users/annon/.claude/get-shit-done/workflows/execute-plan.md" in plan_text  # not read: kept
+    # outside the project: refused without looking, so the warning does not say whether it exists
+    outside = f"{plan}:77: @/Users/annon/.claude/get-shit-done/workflows/execute-plan.md"
+    assert any(w.startswith(outside) and "is outside the project; not read" in w and "file not found" not in w
+               for w in warnings), warnings
 
 
 def test_document_headings_nest_under_their_title():

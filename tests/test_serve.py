@@ -19,6 +19,7 @@ from mcp.client.stdio import stdio_client
 import ctxengine
 from ctxengine import cli
 from conftest import write_project
+from ctxengine.nodes.lib.textio import without_widening_hints
 
 REQUEST = "Fix the login endpoint: a bad password must return 401"
 TOOLS = {"build_context", "explain_config"}
@@ -82,7 +83,7 @@ def test_builds_the_demo_as_the_api_does(client):
     assert summary["available_tokens"] == expected.budget.available_tokens == 16000 - 3200  # the demo's config.json
     assert summary["utilization"] == expected.budget.utilization_rate
     assert summary["truncated"] is False and summary["over_budget"] is False
-    assert summary["warnings"] == list(expected.warnings)
+    assert summary["warnings"] == [without_widening_hints(w) for w in expected.warnings]  # no "add … to trust"
 
 
 def test_bad_project_is_a_tool_error_and_the_server_keeps_serving(client, tmp_path):
@@ -133,7 +134,7 @@ def test_explain_config_gives_every_value_with_its_origin(client):
     assert by_key["budget.maxTokens"]["value"] == 5000 and by_key["budget.maxTokens"]["origin"].startswith("override")
     assert by_key["budget.exactBand"]["origin"].startswith("defaults")
     assert by_key["template"]["origin"].endswith(".planning/config.json")  # the demo sets it
-    assert result.structured_content["warnings"] == list(warnings)
+    assert result.structured_content["warnings"] == [without_widening_hints(w) for w in warnings]
 
 
 def test_unexpected_error_is_one_line_and_not_a_crash():
@@ -171,3 +172,130 @@ def test_an_oversized_message_is_dropped_and_reading_goes_on(caplog):
 
     assert asyncio.run(lines()) == ['{"id": 1}\n']
     assert "was dropped" in caplog.text
+
+
+# ----------------------------------------------------------------------------- the agent is not the user
+
+
+SECRET = "SECRET-OUTSIDE-THE-PROJECT-5a1"
+
+
+@pytest.fixture
+def outside_rules(tmp_path) -> tuple[Path, Path]:
+    """(a project whose rules name a file outside it that exists and one that does not, that
+    outside folder holding the secret)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(f"# Secret\n{SECRET}\n")
+    project = write_project(tmp_path / "proj", {
+        ".planning/config.json": {"references": {"core": ["main.md"]}},
+        ".planning/main.md": f"# Rules\n@{outside / 'secret.md'}\n@{outside / 'missing.md'}\n"})
+    return project, outside
+
+
+@pytest.mark.parametrize("overrides, key", [
+    ({"trust.allowedPaths": ["/"]}, "trust.allowedPaths"),
+    ({"trust": {"allowedPaths": "/", "allowPrivateUrls": True}}, "trust.allowedPaths, trust.allowPrivateUrls"),
+    ({"trust": {}}, "trust"),
+    ({"state": {"claudeCode": {"transcript": "/"}}}, "state.claudeCode.transcript"),
+    ({"state.claudeCode": {"transcript": "/"}}, "state.claudeCode.transcript"),
+])
+def test_a_tool_call_cannot_widen_trust(client, outside_rules, overrides, key):
+    project, outside = outside_rules
+    for tool, extra in (("build_context", {"request": REQUEST}), ("explain_config", {})):
+        result = client.call(tool, project=str(project), overrides=overrides, **extra)
+        assert result.is_error, _text(result)
+        assert f"overrides: {key} cannot be set from a tool call" in _text(result)
+        assert SECRET not in _text(result)
+
+
+def test_mcp_warnings_say_what_was_left_out_not_how_to_widen_trust(client, outside_rules):
+    project, outside = outside_rules
+    result = client.call("build_context", project=str(project), request=REQUEST)
+    assert not result.is_error, _text(result)
+    assert SECRET not in _text(result)
+    sent = result.structured_content["warnings"]
+    refused = [w for w in sent if "outside the project; not read" in w]
+    assert len(refused) == 2, sent
+    assert not [w for w in sent if "trust." in w or "--set" in w or "to allow" in w], sent
+    # the same words for the file that is there and the one that is not
+    assert refused[0].replace("secret.md", "X") == refused[1].replace("missing.md", "X").replace(":3:", ":2:")
+    # the user at the command line keeps the hint
+    cli_warnings = ctxengine.build_context(str(project), REQUEST, cache=False).warnings
+    assert [w for w in cli_warnings if f"add {outside} to trust.allowedPaths" in w]
+
+
+def test_the_server_started_with_the_flag_takes_trust_overrides(outside_rules):
+    import asyncio
+
+    from ctxengine import serve
+
+    project, outside = outside_rules
+    widened = {"trust.allowedPaths": [str(outside)]}
+    result = asyncio.run(serve.Tools(allow_trust_overrides=True).build_context(str(project), REQUEST,
+                                                                               overrides=widened))
+    assert SECRET in result.content[0].text
+    with pytest.raises(serve.ToolError, match=r"^overrides: trust.allowedPaths cannot be set from a tool call"):
+        asyncio.run(serve.Tools().build_context(str(project), REQUEST, overrides=widened))
+    assert cli._parser().parse_args(["serve", "--allow-trust-overrides"]).allow_trust_overrides is True
+    assert cli._parser().parse_args(["serve"]).allow_trust_overrides is False
+
+
+def test_widening_hints_are_taken_out_of_every_refusal():
+    from ctxengine.nodes.lib.textio import without_widening_hints
+
+    samples = {
+        "x.md is outside the project; not read (add /a (b)/c to trust.allowedPaths in your user config or --set "
+        "to allow it); left out of the plan": "x.md is outside the project; not read; left out of the plan",
+        "git: p is inside the repository at /r, which is outside the project; it is not read (add /r to "
+        "trust.allowedPaths to allow it)": "git: p is inside the repository at /r, which is outside the project; "
+                                          "it is not read",
+        "u: host h is not in trust.allowedHosts (a); not fetched (add it in your user config or --set to allow it)":
+            "u: host h is not in trust.allowedHosts (a); not fetched",
+        "u: h resolves to the private address 10.0.0.1; not fetched (set trust.allowPrivateUrls: true in your user "
+        "config or --set to allow private addresses)": "u: h resolves to the private address 10.0.0.1; not fetched",
+        "u: not fetched, the build's URL deadline trust.buildDeadline (20 s) is spent (raise it in your user config "
+        "or --set)": "u: not fetched, the build's URL deadline trust.buildDeadline (20 s) is spent",
+        "trust.allowedPaths in c.json is ignored: a project cannot widen what ctxengine reads; set it in "
+        "~/.config/ctxengine/config.yaml or with --set": "trust.allowedPaths in c.json is ignored: a project "
+                                                         "cannot widen what ctxengine reads",
+    }
+    for warning, expected in samples.items():
+        assert without_widening_hints(warning) == expected
+
+
+def test_a_line_that_is_not_json_gets_a_parse_error_reply():
+    import asyncio
+
+    from ctxengine import serve
+
+    sent: list[str] = []
+
+    async def reply(line: str) -> None:
+        sent.append(line)
+
+    async def lines():
+        stream = asyncio.StreamReader(limit=64)
+        stream.feed_data(b'{"jsonrpc": "2.0", "id": 1\n\n' + b"x" * 80 + b'\n{"id": 2}\n')
+        stream.feed_eof()
+        return [line async for line in serve._LineReader(stream, reply)]
+
+    assert asyncio.run(lines()) == ['{"id": 2}\n']
+    replies = [json.loads(line) for line in sent]
+    assert [(r["jsonrpc"], r["id"], r["error"]["code"]) for r in replies] == [("2.0", None, -32700)] * 2
+    assert "not valid JSON" in replies[0]["error"]["message"] and "longer than" in replies[1]["error"]["message"]
+
+
+def test_the_live_server_answers_a_bad_line_with_a_parse_error(tmp_path):
+    import subprocess
+
+    server = subprocess.Popen([sys.executable, "-m", "ctxengine", "serve"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    try:
+        server.stdin.write(b"this is not json\n")
+        server.stdin.flush()
+        answer = json.loads(server.stdout.readline())
+    finally:
+        server.kill()  # the answer is all this test waits for (not the warm-up build)
+        server.wait(timeout=30)
+    assert answer["id"] is None and answer["error"]["code"] == -32700

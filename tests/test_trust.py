@@ -356,7 +356,7 @@ def test_redirects_are_followed_and_each_hop_checked(server):
     local = Trust("/nowhere", allow_private_urls=True, allowed_hosts=("127.0.0.1",))
     assert SECRET in textio.fetch_url(f"{server}/to-doc", local, 5.0, 1000).text
     with pytest.raises(Refused, match=rf"redirected to http://localhost:{port}/doc.md\): host localhost is not in "
-                                      r"trust.allowedHosts \(127.0.0.1\); add it"):
+                                      r"trust.allowedHosts \(127.0.0.1\); not fetched \(add it"):
         textio.fetch_url(f"{server}/to-localhost", local, 5.0, 1000)
     named = Trust("/nowhere", allow_private_urls=True, allowed_hosts=("localhost",))
     with pytest.raises(Refused, match=r"redirected to http://127.0.0.1:\d+/doc.md\): host 127.0.0.1 is not in"):
@@ -539,3 +539,89 @@ def test_a_file_read_again_after_it_grew_reads_as_a_file_read_whole(head, line_e
     text, removed = grown.text("t.md", whole, make, textio._prefix_safe)
     assert (text, removed) == make(whole)[:2]
     assert digest.text_digest(text) == hashlib.sha256(text.encode("utf-8")).digest()[:16]  # the extended digest
+
+
+# ----------------------------------------------------------------------------- every special-purpose address
+
+
+@pytest.fixture
+def no_traffic(monkeypatch) -> list:
+    """Every connect in this process blocked and recorded; names resolve only when they are IP
+    literals (no resolver is asked): nothing leaves the machine."""
+    tried: list = []
+
+    def blocked_connect(self, address, *args):
+        tried.append(address)
+        raise OSError("connect blocked by the test")
+
+    def blocked_create_connection(address, *args, **kwargs):
+        tried.append(address)
+        raise OSError("connect blocked by the test")
+
+    def literal_only(host, port, *args, **kwargs):
+        import ipaddress
+
+        ip = ipaddress.ip_address(host)  # a name would be a ValueError: never resolved here
+        family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+        sockaddr = (str(ip), port, 0, 0) if ip.version == 6 else (str(ip), port)
+        return [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", sockaddr)]
+
+    monkeypatch.setattr(socket.socket, "connect", blocked_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", blocked_connect)
+    monkeypatch.setattr(socket, "create_connection", blocked_create_connection)
+    monkeypatch.setattr(socket, "getaddrinfo", literal_only)
+    return tried
+
+
+TEREDO_AROUND_METADATA = "2001:0:4136:e378:8000:63bf:5601:5601"  # client: ~0x56015601 = 169.254.169.254
+
+
+@pytest.mark.parametrize("host, reason", [
+    ("192.0.0.192", "cloud metadata endpoint"),
+    ("[::ffff:192.0.0.192]", "cloud metadata address"),
+    ("[fec0::1]", "site-local address fec0::1"),
+    ("192.88.99.1", "deprecated 6to4 relay anycast address 192.88.99.1"),
+    ("[2002:a9fe:a9fe::]", "cloud metadata address"),
+    (f"[{TEREDO_AROUND_METADATA}]", "cloud metadata address"),
+    ("[64:ff9b::a9fe:a9fe]", "cloud metadata address"),
+    ("[64:ff9b::a00:1]", "NAT64 address 64:ff9b::a00:1 carrying the private address 10.0.0.1"),
+    ("[2002:c0a8:101::1]", "6to4 address 2002:c0a8:101::1 carrying the private address 192.168.1.1"),
+    ("[2001:0:4136:e378:8000:63bf:3fff:fdfe]", "Teredo address 2001:0:4136:e378:8000:63bf:3fff:fdfe carrying the "
+                                                "documentation address 192.0.2.1"),  # client ~0x3ffffdfe
+    ("[64:ff9b:1::a9fe:a9fe]", "local-use NAT64 address"),
+    ("192.0.0.9", "IETF protocol assignment address 192.0.0.9"),
+    ("198.18.0.1", "benchmarking address 198.18.0.1"),
+    ("[2001:db8::1]", "documentation address 2001:db8::1"),
+    ("[3fff::1]", "documentation address 3fff::1"),
+    ("[::1.2.3.4]", "reserved address ::102:304"),
+])
+def test_every_special_purpose_address_is_refused_before_any_connect(no_traffic, host, reason):
+    with pytest.raises(Refused) as err:
+        textio.fetch_url(f"http://{host}/x.md", Trust("/nowhere"), 5.0, 1000)
+    assert reason in str(err.value), str(err.value)
+    assert no_traffic == []
+    if "metadata" in reason:  # allowing private addresses does not open the metadata service
+        with pytest.raises(Refused, match="cloud metadata"):
+            textio.fetch_url(f"http://{host}/x.md", Trust("/nowhere", allow_private_urls=True), 5.0, 1000)
+        assert no_traffic == []
+
+
+@pytest.mark.parametrize("host, address", [("8.8.8.8", "8.8.8.8"), ("[2606:4700:4700::1111]", "2606:4700:4700::1111"),
+                                           ("[2002:808:808::1]", "2002:808:808::1")])
+def test_a_public_address_is_let_through_to_the_blocked_connect(no_traffic, host, address):
+    with pytest.raises(TextUnavailable) as err:
+        textio.fetch_url(f"http://{host}/x.md", Trust("/nowhere"), 5.0, 1000)
+    assert not isinstance(err.value, Refused), str(err.value)
+    assert [a[0] for a in no_traffic] == [address]
+
+
+def test_the_registries_are_judged_by_table_not_by_is_global():
+    import ipaddress
+
+    for address in ("192.0.0.192", "192.88.99.1", "fec0::1"):
+        assert textio.address_refusal(address) is not None
+    for address in ("8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "2a00:1450:4001::1"):
+        assert textio.address_refusal(address) is None
+    assert textio.embedded_ipv4(ipaddress.IPv6Address(TEREDO_AROUND_METADATA)) == (
+        "Teredo", ipaddress.IPv4Address("169.254.169.254"))
+    assert "192.0.0.192" in textio.METADATA_HOSTS

@@ -29,6 +29,12 @@ How the events become :class:`~ctxengine.nodes.types.Round` s (:func:`parse_clau
   folded rounds' requests (``compacted="keep"``: the rounds stay and the summary is a round
   of its own); a ``summary`` event (a title Claude Code gives the conversation up to its
   ``leafUuid``) is a session note at the end of that leaf's round;
+- a transcript found in Claude Code's own folder is read for its project only
+  (``Options.cwds``): several projects share one folder name (``/t/a-b``, ``/t/a.b`` and
+  ``/t/a/b`` are all ``-t-a-b``), so a line recorded in another folder (its ``cwd`` is not the
+  project or a folder inside it; a conversation event without a ``cwd``) is skipped, and one
+  note counts them without saying anything of theirs; a ``summary`` is kept only when its leaf
+  is a line that was read;
 - a malformed line is a warning naming ``file:line``; the text is walked line by line and
   each event is reduced to what the rounds need as it is read (progress events keep only
   their ids), so a large transcript never holds more than its text and the kept parts.
@@ -42,6 +48,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections import Counter
 from itertools import islice
 from dataclasses import astuple, dataclass, field, replace
@@ -69,6 +76,7 @@ class Options:
     result_max_lines: int = 40  # a tool result's lines past this: head and tail kept
     result_max_chars: int = 4000  # then its characters past this: head and tail kept
     call_max_chars: int = 600  # a tool call's input (JSON) past this is cut
+    cwds: tuple[str, ...] = ()  # when set: only events recorded in these folders (or inside them) are read
 
 
 # ----------------------------------------------------------------------------- finding
@@ -92,30 +100,82 @@ def project_folders(project_dir: str, environ: Mapping[str, str] | None = None) 
     """Where the project's transcripts may be: ``<config dir>/projects/<folder_name>`` for the
     project's absolute path and, when it differs, its real path (symlinks resolved)."""
     base = os.path.join(config_dir(environ), "projects")
-    paths = dict.fromkeys((os.path.abspath(project_dir), os.path.realpath(project_dir)))
-    return [os.path.join(base, folder_name(p)) for p in paths]
+    return list(dict.fromkeys(os.path.join(base, folder_name(p)) for p in project_paths(project_dir)))
 
 
-def newest_transcript(folder: str) -> str | None:
-    """The newest (last modified; by name on a tie) ``*.jsonl`` regular file directly in
-    ``folder``, leaving out subagent files (``agent-*.jsonl``); None when there is none."""
+def transcripts(folder: str) -> list[str]:
+    """The ``*.jsonl`` regular files directly in ``folder``, newest (last modified; by name on
+    a tie) first, leaving out subagent files (``agent-*.jsonl``); [] when there is none."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return None
-    best: tuple[float, str] | None = None
+        return []
+    keyed: list[tuple[float, str]] = []
     for entry in entries:
         if not entry.name.endswith(".jsonl") or entry.name.startswith("agent-"):
             continue
         try:
             if not entry.is_file(follow_symlinks=False):
                 continue
-            key = (entry.stat(follow_symlinks=False).st_mtime, entry.name)
+            keyed.append((entry.stat(follow_symlinks=False).st_mtime, entry.name))
         except OSError:
             continue
-        if best is None or key > best:
-            best = key
-    return os.path.join(folder, best[1]) if best else None
+    return [os.path.join(folder, name) for _, name in sorted(keyed, reverse=True)]
+
+
+def newest_transcript(folder: str) -> str | None:
+    """The newest of :func:`transcripts` in ``folder``; None when there is none."""
+    found = transcripts(folder)
+    return found[0] if found else None
+
+
+def project_paths(project_dir: str) -> tuple[str, ...]:
+    """The folders a transcript of the project is recorded in: its absolute path and, when it
+    differs, its real path (symlinks resolved)."""
+    return tuple(dict.fromkeys((os.path.abspath(project_dir), os.path.realpath(project_dir))))
+
+
+def in_project(cwd: str, paths: tuple[str, ...]) -> bool:
+    """Whether the folder ``cwd`` (as a transcript records it) is one of ``paths`` or inside one
+    (compared as strings: nothing is looked up on disk)."""
+    folder = os.path.normpath(cwd) if os.path.isabs(cwd) else None
+    return folder is not None and any(folder == p or folder.startswith(p.rstrip(os.sep) + os.sep) for p in paths)
+
+
+def recorded_cwd(text: str) -> str | None:
+    """The folder a transcript was recorded in: the top-level ``cwd`` of its first event that
+    has one (within the first 200 lines); None when none says."""
+    for _, line in islice(_lines(text), 200):
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("cwd"), str):
+            return obj["cwd"]
+    return None
+
+
+_HEAD_BYTES = 1 << 18
+
+
+def head_cwd(path: str) -> str | None:
+    """:func:`recorded_cwd` of the complete lines in the first 256 KiB of the regular file at
+    ``path`` (not followed when a symlink); None when it cannot be read or does not say there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, _HEAD_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) == _HEAD_BYTES:
+        data = data[:data.rfind(b"\n") + 1]
+    return recorded_cwd(data.decode("utf-8", "replace"))
 
 
 def is_claude_code(text: str) -> bool:
@@ -157,6 +217,7 @@ class _Read:
     sessions: set = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     total_lines: int = 0
+    foreign: int = 0  # lines skipped as recorded in another folder (Options.cwds)
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
@@ -179,9 +240,10 @@ def _read(text: str, path: str, options: Options) -> _Read:
     where = (CLAUDE_CODE, path, astuple(options))  # hashed once, not per line
     for number, raw in _lines(text):
         read.total_lines = number
-        uuid, parent, session, event, warnings = ROUND_MEMO.line(
+        uuid, parent, session, event, warnings, foreign = ROUND_MEMO.line(
             (where, number, raw), lambda: _read_line(raw, number, path, options))
         read.warnings.extend(warnings)
+        read.foreign += foreign
         if uuid is not None:
             read.parents[uuid] = parent
         if session is not None:
@@ -192,16 +254,18 @@ def _read(text: str, path: str, options: Options) -> _Read:
 
 
 def _read_line(raw: str, number: int, path: str, options: Options) -> tuple:
-    """(uuid, parent uuid, session id, event, warnings) of one transcript line; the event is
-    never changed once read."""
+    """(uuid, parent uuid, session id, event, warnings, whether it was recorded in another
+    folder) of one transcript line; the event is never changed once read."""
     try:
         obj = json.loads(raw)
     except ValueError as exc:
-        return None, None, None, None, (f"{path}:{number}: malformed JSON line skipped ({getattr(exc, 'msg', exc)})",)
+        return None, None, None, None, (f"{path}:{number}: malformed JSON line skipped ({getattr(exc, 'msg', exc)})",), False
     except RecursionError:
-        return None, None, None, None, (f"{path}:{number}: JSON nested too deeply to read; line skipped",)
+        return None, None, None, None, (f"{path}:{number}: JSON nested too deeply to read; line skipped",), False
     if not isinstance(obj, dict):
-        return None, None, None, None, (f"{path}:{number}: not a JSON object; line skipped",)
+        return None, None, None, None, (f"{path}:{number}: not a JSON object; line skipped",), False
+    if options.cwds and not _recorded_here(obj, options.cwds):
+        return None, None, None, None, (), True
     uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else None
     parent = obj.get("parentUuid") or obj.get("logicalParentUuid")
     session = obj["sessionId"] if isinstance(obj.get("sessionId"), str) else None
@@ -210,7 +274,20 @@ def _read_line(raw: str, number: int, path: str, options: Options) -> tuple:
     if event is not None:
         event.uuid, event.sidechain = uuid, bool(obj.get("isSidechain"))
         event.timestamp = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else ""
-    return uuid, parent if isinstance(parent, str) else None, session, event, tuple(warnings)
+    return uuid, parent if isinstance(parent, str) else None, session, event, tuple(warnings), False
+
+
+#: Event types that carry the conversation: read only with a ``cwd`` that is the project's.
+_RECORDED_TYPES = frozenset(("user", "assistant", "system", "progress"))
+
+
+def _recorded_here(obj: dict, cwds: tuple[str, ...]) -> bool:
+    """Whether a decoded line may be read for the project in ``cwds``: its ``cwd`` is one of them
+    (or inside one); a line without a ``cwd`` only when it is not a conversation event."""
+    cwd = obj.get("cwd")
+    if isinstance(cwd, str):
+        return in_project(cwd, cwds)
+    return cwd is None and obj.get("type") not in _RECORDED_TYPES
 
 
 def _event_of(obj: dict, number: int, path: str, options: Options, warnings: list[str]) -> _Event | None:
@@ -524,12 +601,15 @@ def _sidechain_line(events: list[_Event]) -> str:
     return f"subagent work (sidechain, {count}; tools: {used})" + (f": {said}" if said else "")
 
 
-def _add_summaries(read: _Read, builder: _Builder) -> None:
+def _add_summaries(read: _Read, builder: _Builder, own_leaves_only: bool) -> None:
     """Claude Code's ``summary`` events (titles of the conversation up to ``leafUuid``): a
     session note at the end of the leaf's round, or at the head of the first round when the
-    leaf is not in this file (an earlier session)."""
+    leaf is not in this file (an earlier session; left out with ``own_leaves_only``: it may
+    be another project's session in the same folder)."""
     for event in read.events:
         if event.kind != "summary" or not builder.groups:
+            continue
+        if own_leaves_only and (event.leaf or "") not in read.parents:
             continue
         note = Message("system", f"Claude Code's summary of the conversation so far: {event.text}", 0, event.line)
         index = builder.uuid_group.get(event.leaf or "")
@@ -541,7 +621,8 @@ def _add_summaries(read: _Read, builder: _Builder) -> None:
 
 def parse_claude_code(text: str, path: str, options: Options | None = None) -> SessionHistory:
     """The rounds of a Claude Code transcript (see the module docstring), with a warning per
-    malformed line and per tool result whose call is not in the thread."""
+    malformed line and per tool result whose call is not in the thread, and one note of the
+    lines recorded in another folder (``options.cwds``)."""
     options = options or Options()
     read = _read(text, path, options)
     off = _thread(read)
@@ -553,7 +634,7 @@ def parse_claude_code(text: str, path: str, options: Options | None = None) -> S
         builder.fold(builder.boundary.text + " (no summary recorded)", builder.boundary.line)
     if options.sidechains == "fold":
         _fold_sidechains(read, builder, off)
-    _add_summaries(read, builder)
+    _add_summaries(read, builder, bool(options.cwds))
     rounds = []
     for group in (g for g in builder.groups if g):
         index = len(rounds) + 1
@@ -561,6 +642,9 @@ def parse_claude_code(text: str, path: str, options: Options | None = None) -> S
         numbers = [m.line for m in messages if m.line is not None]
         rounds.append(Round(index, messages, (min(numbers), max(numbers)) if numbers else None))
     warnings = list(read.warnings)
+    if read.foreign:
+        warnings.append(f"{path}: {read.foreign} line{'s' if read.foreign != 1 else ''} recorded in another folder "
+                        "(not this project) skipped")
     called = {c["id"] for r in rounds for m in r.messages for c in m.tool_calls}
     for round_ in rounds:
         for message in round_.messages:

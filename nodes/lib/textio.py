@@ -18,8 +18,12 @@ Every read of project content goes through ``read_local_text`` (files) or ``fetc
 - text loaded is cleaned: NUL, control characters (other than newline, tab and CR) and ANSI
   escape sequences are removed and counted.
 
-A refusal raises ``Refused`` (a TextUnavailable) whose message names the setting that would
-allow the read; callers make it a warning and leave the document out.
+A refusal raises ``Refused`` (a TextUnavailable) whose message says what was left out and then,
+in parentheses, the setting that would allow the read (for the user at the command line;
+:func:`without_widening_hints` takes those hints out where the reader is an agent, as
+``ctxengine serve`` does); callers make it a warning and leave the document out. A path outside
+the project is refused before it is looked up, so the refusal reads the same whether or not
+anything is there.
 """
 
 from __future__ import annotations
@@ -93,9 +97,24 @@ _CHUNK = 1 << 16
 METADATA_HOSTS = frozenset({
     "metadata.google.internal", "metadata.goog", "metadata", "instance-data", "instance-data.ec2.internal",
     "169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200", "metadata.azure.com",
+    "192.0.0.192",  # Oracle Cloud's
 })
 _REDIRECTS = (301, 302, 303, 307, 308)
 _SETTINGS_HINT = "in your user config or --set"
+#: The hints that tell how to widen trust, in every form the refusals (here, in git.py, state.py
+#: and config.py) write them: "... (add X to trust.allowedPaths ... to allow it)", "(raise it ...
+#: --set)", "; set it in ~/.config/ctxengine/config.yaml or with --set".
+_WIDENING_HINTS = lazy_regex(
+    r" \((?:add|list|set|raise) .*?(?:to allow it|to allow private addresses|to follow more|--set"
+    r"|to read one elsewhere)\)"
+    r"|; set it in \S+ or with --set")
+
+
+def without_widening_hints(text: str) -> str:
+    """``text`` (a warning or an error) without the hints that tell how to widen trust: what was
+    left out stays, which setting would let it in does not (for an agent, which reads untrusted
+    project text and is not the one to widen what ctxengine reads)."""
+    return _WIDENING_HINTS.sub("", text)
 
 
 # ----------------------------------------------------------------------------- the trust rules
@@ -314,9 +333,14 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat
 
 
 def resolved_path(path: str, trust: Trust, shown: str | None = None) -> str:
-    """The real path of ``path`` when the trust rules let it be read; TextUnavailable for a
-    missing file or a symlink loop, Refused outside the project and allowed folders."""
+    """The real path of ``path`` when the trust rules let it be read; Refused outside the project
+    and allowed folders (judged first, on the path with its symlinks resolved as far as they
+    exist, so the refusal is the same for a file that is there and one that is not), then
+    TextUnavailable for a missing file or a symlink loop."""
     shown = shown or path
+    lexical = os.path.realpath(path)
+    if not (is_under(lexical, trust.root) or any(is_under(lexical, folder) for folder in trust.allowed_paths)):
+        raise _outside(shown, lexical)
     try:
         real = os.path.realpath(path, strict=True)
     except OSError as exc:
@@ -429,29 +453,121 @@ def list_files(base: str, trust: Trust, limit: int, hidden_files: bool = True) -
 # ----------------------------------------------------------------------------- URLs
 
 
+#: The IANA IPv4 Special-Purpose Address Registry (and multicast), most specific first: no
+#: address in it is fetched from without trust.allowPrivateUrls (whatever the registry says of
+#: global reachability: none is where a document lives). Written out rather than taken from
+#: ``ipaddress``'s ``is_global``, which in Python 3.11 calls several of these global.
+IPV4_SPECIAL = tuple((ipaddress.IPv4Network(net), kind) for net, kind in (
+    ("0.0.0.0/32", "unspecified"),
+    ("0.0.0.0/8", "this-network"),
+    ("10.0.0.0/8", "private"),
+    ("100.64.0.0/10", "non-public shared (carrier-grade NAT)"),
+    ("127.0.0.0/8", "loopback"),
+    ("169.254.0.0/16", "link-local"),
+    ("172.16.0.0/12", "private"),
+    ("192.0.0.0/24", "IETF protocol assignment"),  # 192.0.0.192: a cloud metadata address
+    ("192.0.2.0/24", "documentation"),
+    ("192.31.196.0/24", "AS112"),
+    ("192.52.193.0/24", "AMT"),
+    ("192.88.99.0/24", "deprecated 6to4 relay anycast"),
+    ("192.168.0.0/16", "private"),
+    ("192.175.48.0/24", "AS112 direct delegation"),
+    ("198.18.0.0/15", "benchmarking"),
+    ("198.51.100.0/24", "documentation"),
+    ("203.0.113.0/24", "documentation"),
+    ("224.0.0.0/4", "multicast"),
+    ("255.255.255.255/32", "broadcast"),
+    ("240.0.0.0/4", "reserved"),
+))
+#: IPv6: only global unicast (2000::/3) is fetched from, less the IANA IPv6 Special-Purpose
+#: Address Registry's entries in it; the forms that carry an IPv4 address (:func:`embedded_ipv4`)
+#: are judged by that address. Outside 2000::/3 (loopback, unique-local, link-local, the old
+#: site-local fec0::/10, multicast, IPv4-compatible ...) :data:`IPV6_OUTSIDE` names the kind.
+IPV6_SPECIAL = tuple((ipaddress.IPv6Network(net), kind) for net, kind in (
+    ("2001::/23", "IETF protocol assignment"),  # Teredo (2001::/32) is judged by its client first
+    ("2001:db8::/32", "documentation"),
+    ("2002::/16", "6to4"),  # judged by its IPv4 address first
+    ("2620:4f:8000::/48", "AS112 direct delegation"),
+    ("3fff::/20", "documentation"),
+    ("5f00::/16", "segment routing"),
+))
+IPV6_OUTSIDE = tuple((ipaddress.IPv6Network(net), kind) for net, kind in (
+    ("::/128", "unspecified"),
+    ("::1/128", "loopback"),
+    ("64:ff9b:1::/48", "local-use NAT64"),
+    ("100::/64", "discard-only"),
+    ("fc00::/7", "private (unique-local)"),
+    ("fe80::/10", "link-local"),
+    ("fec0::/10", "site-local"),
+    ("ff00::/8", "multicast"),
+))
+_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+    """(form, the IPv4 address) an IPv6 address carries: IPv4-mapped (::ffff:0:0/96), 6to4
+    (2002::/16), Teredo (2001::/32: the client, its last 32 bits inverted) or NAT64
+    (64:ff9b::/96); None for any other."""
+    if ip.ipv4_mapped is not None:
+        return "IPv4-mapped", ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return "6to4", ip.sixtofour
+    if ip.teredo is not None:
+        return "Teredo", ip.teredo[1]
+    if ip in _NAT64:
+        return "NAT64", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def _ipv4_kind(ip: ipaddress.IPv4Address) -> str | None:
+    return next((kind for net, kind in IPV4_SPECIAL if ip in net), None)
+
+
 def address_refusal(address: str) -> str | None:
-    """Why an IP address may not be fetched from without trust.allowPrivateUrls, or None."""
+    """Why an IP address may not be fetched from without trust.allowPrivateUrls (it is in a
+    special-purpose registry: :data:`IPV4_SPECIAL`, :data:`IPV6_SPECIAL`, outside IPv6 global
+    unicast, or carries such an IPv4 address), or None."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return f"{address} is not an IP address"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    for test, name in (("is_loopback", "loopback"), ("is_link_local", "link-local"), ("is_multicast", "multicast"),
-                       ("is_unspecified", "unspecified"), ("is_reserved", "reserved"), ("is_private", "private")):
-        if getattr(ip, test):
-            return f"{name} address {ip}"
-    if not ip.is_global:
-        return f"non-public address {ip}"
-    return None
+    if isinstance(ip, ipaddress.IPv4Address):
+        kind = _ipv4_kind(ip)
+        return f"{kind} address {ip}" if kind else None
+    carried = embedded_ipv4(ip)
+    if carried is not None:
+        form, inner = carried
+        kind = _ipv4_kind(inner)
+        if form == "IPv4-mapped":
+            return f"{kind} address {inner}" if kind else None
+        return f"{form} address {ip} carrying the {kind} address {inner}" if kind else None
+    outside = next((kind for net, kind in IPV6_OUTSIDE if ip in net), None)
+    if outside is None and ip not in _GLOBAL_UNICAST:
+        outside = "reserved"
+    kind = outside or next((kind for net, kind in IPV6_SPECIAL if ip in net), None)
+    return f"{kind} address {ip}" if kind else None
+
+
+def metadata_address(address: str) -> bool:
+    """Whether ``address`` is a cloud metadata address (:data:`METADATA_HOSTS`), also when an
+    IPv6 address carries it (:func:`embedded_ipv4`) or it is written another way."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address in METADATA_HOSTS
+    forms = {str(ip)}
+    if isinstance(ip, ipaddress.IPv6Address) and embedded_ipv4(ip) is not None:
+        forms.add(str(embedded_ipv4(ip)[1]))
+    return bool(forms & METADATA_HOSTS)
 
 
 def host_refusal(host: str, trust: Trust) -> str | None:
     """Why a host name may not be fetched from at all (allowlist, metadata names), or None."""
     host = host.lower().rstrip(".")
     if trust.allowed_hosts and host not in trust.allowed_hosts:
-        return (f"host {host} is not in trust.allowedHosts ({', '.join(trust.allowed_hosts)}); add it "
-                f"{_SETTINGS_HINT} to allow it")
+        return (f"host {host} is not in trust.allowedHosts ({', '.join(trust.allowed_hosts)}); not fetched (add it "
+                f"{_SETTINGS_HINT} to allow it)")
     if host in METADATA_HOSTS and host not in trust.allowed_hosts:
         return (f"{host} is a cloud metadata endpoint; not fetched (list it in trust.allowedHosts "
                 f"{_SETTINGS_HINT} to allow it)")
@@ -482,14 +598,15 @@ def _resolve(host: str, port: int, timeout: float) -> list:
 
 def vetted_address(host: str, port: int, trust: Trust, timeout: float = 5.0) -> str:
     """The address to connect to: the host resolved (within ``timeout`` seconds), every address
-    checked (Refused when one is private, loopback, link-local, multicast, reserved or
-    unspecified and trust.allowPrivateUrls is off)."""
+    checked (Refused when one is a cloud metadata address, however written, unless the host is in
+    trust.allowedHosts; Refused when one is special-purpose, :func:`address_refusal`, and
+    trust.allowPrivateUrls is off)."""
     infos = _resolve(host, port, timeout)
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
     if not addresses:
         raise TextUnavailable(f"cannot resolve {host}")
     for address in addresses:
-        if address in METADATA_HOSTS and host.lower() not in trust.allowed_hosts:
+        if metadata_address(address) and host.lower() not in trust.allowed_hosts:
             raise Refused(f"{host} resolves to the cloud metadata address {address}; not fetched (list it in "
                           f"trust.allowedHosts {_SETTINGS_HINT} to allow it)")
         reason = None if trust.allow_private_urls else address_refusal(address)
