@@ -271,11 +271,14 @@ def _add_build_inputs(parser: argparse.ArgumentParser) -> None:
 def _add_cache(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", action="store_true",
                         help="keep Hamilton's cache between runs (the default, but for batch), per project under "
-                             "$CTXENGINE_CACHE_DIR, else $XDG_CACHE_HOME/ctxengine, else ~/.cache/ctxengine")
+                             "$CTXENGINE_CACHE_DIR/ctxengine-cache, else $XDG_CACHE_HOME/ctxengine, else "
+                             "~/.cache/ctxengine")
     parser.add_argument("--no-cache", action="store_true",
                         help="compute everything, read and write no cache (wins over --cache and --cache-dir)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
-                        help="keep the cache between runs in this folder instead of the user cache")
+                        help="keep the cache between runs in DIR/ctxengine-cache, a folder ctxengine makes inside "
+                             "DIR (nothing else in DIR is touched), instead of the user cache; a relative DIR is "
+                             "from the working folder; one inside the project is refused")
 
 
 def _add_module(parser: argparse.ArgumentParser) -> None:
