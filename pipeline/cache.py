@@ -557,7 +557,8 @@ class _MetadataStore(SQLiteMetadataStore):
         connection = super()._get_connection()
         if fresh:
             with _suppress(sqlite3.Error):
-                connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # a new file: pruning can give pages back
+                if connection.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (else it needs the write lock)
+                    connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # pruning can give pages back
                 connection.execute("PRAGMA journal_size_limit=4194304")
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("PRAGMA synchronous=NORMAL")
