@@ -475,9 +475,9 @@ class SQLiteResultStore(ResultStore):
             self.metadata.write_rows(cur, rows)
             self.metadata.connection.commit()
             self.written += sum(map(len, pending.values()))
-        except sqlite3.Error as exc:
-            _WARN.warning("warning: cache: this build's results were not stored in %s: %s",
-                          self.metadata._directory, exc)
+        except sqlite3.Error as exc:  # a full disk, a file size limit: the next build tries again
+            log = _WARN.warning if "locked" in str(exc) else _LOGGER.debug
+            log("warning: cache: this build's results were not stored in %s: %s", self.metadata._directory, exc)
             with _suppress(sqlite3.Error):
                 self.metadata.connection.rollback()
 

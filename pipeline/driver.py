@@ -236,15 +236,17 @@ def execute(
 
 def _driver_with_cache(variants: tuple, folder: str | None, swaps: tuple = ()) -> tuple[h_driver.Driver, str | None]:
     """The cached driver when ``folder`` is given; the uncached one when that folder cannot be
-    created or opened (a read-only home, a full disk, another user's folder): the cache never
-    fails a build."""
+    created or opened (a read-only home, a full disk; with a warning, a folder refused: a
+    symbolic link, one ctxengine did not make, another user's): the cache never fails a build."""
     if folder is None:
         return driver_for(variants, False, swaps), None
     try:
         _cache.stores_for(folder)
     except (OSError, sqlite3.Error, CtxEngineError) as exc:
-        logging.getLogger("ctxengine.cache").warning("warning: cache: %s cannot be used (%s); building without "
-                                                     "the cache", folder, exc)
+        # a folder refused (a link, not ctxengine's, another user's) is said; a full or read-only disk is not
+        log = logging.getLogger("ctxengine.cache").warning if isinstance(exc, CtxEngineError) else \
+            logging.getLogger(__name__).debug
+        log("warning: cache: %s cannot be used (%s); building without the cache", folder, exc)
         return driver_for(variants, False, swaps), None
     return driver_for(variants, True, swaps), folder
 
