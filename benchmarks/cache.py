@@ -273,7 +273,7 @@ def memory_table(builds: int, folder: Path) -> None:
     for n in range(1, builds + 1):
         driver.execute(["build_result"], demo, {"cache.maxBytes": cap}, f"request {n}", cache_dir=cache_dir)
         if n in marks:
-            size = cache.stats(cache_dir)["bytes"] / 1e6
+            size = cache.stats(Path(driver.cache_dir_for(demo, cache_dir)))["bytes"] / 1e6
             print(f"{n:>7} {rss():>8.1f} {size:>10.2f} {cache.MEMORY.bytes / 1e6:>16.2f} "
                   f"{(time.perf_counter() - start) / n:>8.3f}")
     print(f"folder cap {cap / 1e6:.1f} MB (default cache.maxBytes {cache.DEFAULT_MAX_BYTES / 1e6:.0f} MB); "

@@ -102,6 +102,7 @@ RANGES: dict[str, Range] = {
     "disclosure.maxFileBytes": Range(1, _GIB, whole=True),
     "trust.maxRedirects": Range(0, 20, whole=True),
     "cache.maxBytes": Range(1 << 20, 1 << 40, whole=True),
+    "cache.maxTotalBytes": Range(1 << 20, 1 << 44, whole=True),
     "trust.urlConnectTimeout": Range(0, 3600.0, above=True),
     "trust.buildDeadline": Range(0, _HOURS, above=True),
     "monitor.thresholdRounds": Range(-1, _COUNT, whole=True),  # -1: never

@@ -1,19 +1,26 @@
 """Hamilton's cache between runs: where it lives, how it stays safe, bounded and fast.
 
-One folder per project: ``<root>/graph/<sha256 of the project's real path>[:16]`` with root
-``$CTXENGINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ctxengine``, else ``~/.cache/ctxengine``
-(or the folder given as ``cache_dir``/``--cache-dir``). Inside it::
+One folder per project: ``<root>/projects/<sha256 of the project's real path>[:16]``, the root
+being ``DIR/ctxengine-cache`` for a folder the user gives (``--cache-dir DIR``, ``cache_dir=``,
+``$CTXENGINE_CACHE_DIR``), else ``$XDG_CACHE_HOME/ctxengine`` or ``~/.cache/ctxengine`` (see
+:mod:`ctxengine.nodes.lib.usercache`). Every folder ctxengine makes there is marked
+(``CACHEDIR.TAG``) and only such folders are ever deleted; a cache folder inside the project
+being built, or given through a symbolic link, is refused. Inside a project's folder::
 
-    project.txt           the project's real path (for `ctxengine cache stats`)
+    project.txt           the project's real path (for `ctxengine cache stats` and --stale)
     last_run.json         hits and misses of the last build
     <code version>/       metadata_store.db: Hamilton's metadata and the results (pickles)
 
 The code version hashes ctxengine's version with the source of its node modules and bundled
 configs, so a new version (or an edited helper, which Hamilton's per-node key misses) starts a
-fresh folder; the old ones are removed by :func:`prune`. A build's results and metadata are
-written in one SQLite transaction after it (WAL; a concurrent writer is waited for), a torn
-result is recomputed, so two processes can share one folder. Hits come from a memory layer in
-a warm process and are unpickled only when needed. The folder is private to the user.
+fresh folder; the old ones are removed by :func:`prune`. A project's folder is bounded by its
+``cache.maxBytes``, the root by ``cache.maxTotalBytes`` (:func:`prune_root`: folders of
+projects that no longer exist first, then the least recently used). A build's results and
+metadata are written in one SQLite transaction after it (WAL; a concurrent writer is waited for
+a few seconds, then the build's results are not stored, with a warning); a result is
+unpickled only when its HMAC under the user's key checks, else it is discarded and rebuilt
+(one warning); a database that is not one is rebuilt (one warning). Hits come from a memory
+layer in a warm process and are unpickled only when needed. The folders are private to the user.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import json
 import logging
 import os
 import pickle
-import shutil
+import re
 import sqlite3
 import tempfile
 import threading
@@ -42,43 +49,72 @@ from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from . import __version__
-from .nodes.lib.digest import bytes_digest, digest16, text_digest
+from .nodes.lib.digest import digest16, text_digest
 from .nodes.lib.monitor import RoundUse
+from .nodes.lib import usercache
 from .nodes.lib.round_memo import ROUND_MEMO
-from .nodes.types import CtxEngineError, Message, Round
+from .nodes.types import Message, Round
 
 #: The cap of one project's cache folder when the config has no ``cache.maxBytes``.
 DEFAULT_MAX_BYTES = 256 << 20
+#: The cap of every project folder of a cache root together when the config has no ``cache.maxTotalBytes``.
+DEFAULT_MAX_TOTAL_BYTES = 1 << 30
 #: Runs whose history rows stay in the metadata store.
 KEEP_RUNS = 20
 #: Builds of one process between two prunings of a folder it has not written much to.
 PRUNE_EVERY = 50
-#: Seconds a process waits for another one writing the metadata store.
-SQLITE_TIMEOUT = 60.0
+#: Seconds a process waits for another one writing the metadata store (then it builds without
+#: storing its results, and says so).
+SQLITE_TIMEOUT = 3.0
 PROJECT_FILE = "project.txt"
 LAST_RUN_FILE = "last_run.json"
 #: The data version of a recomputed value no cached node reads (never part of a cache key).
 NOT_VERSIONED = "<not versioned>"
+PROJECTS = "projects"
+DATABASE = "metadata_store.db"
+#: The names of the folders ctxengine makes (and may delete, when they carry its marker).
+PROJECT_NAME = re.compile(r"[0-9a-f]{16}")
+VERSION_NAME = re.compile(r"[0-9A-Za-z.+_-]+-[0-9a-f]{12}")
 
 # ----------------------------------------------------------------------------- where
 
 
-def cache_root() -> Path:
-    """The user's cache folder of ctxengine (shared with the tokenizer cache)."""
-    base = os.environ.get("CTXENGINE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxengine")
-    return Path(base)
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cache root: ``cache_dir/ctxengine-cache`` for a folder given (absolute), else the
+    user's (:func:`usercache.user_cache_root`)."""
+    if cache_dir is None:
+        return usercache.user_cache_root()
+    return usercache.cache_root_in(cache_dir, "--cache-dir")
 
 
-def graph_root() -> Path:
+def graph_root(cache_dir: str | os.PathLike | None = None) -> Path:
     """The folder holding one cache folder per project."""
-    return cache_root() / "graph"
+    return cache_root(cache_dir) / PROJECTS
 
 
-def project_cache_dir(project_dir: str | os.PathLike) -> Path:
-    """The cache folder of one project: named by a hash of its real path."""
+def project_cache_dir(project_dir: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cache folder of one project: named by a hash of its real path, in the root of
+    ``cache_dir`` (else the user's)."""
     real = os.path.realpath(os.fspath(project_dir))
-    return graph_root() / hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return graph_root(cache_dir) / hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def checked_project_cache_dir(project_dir: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> Path:
+    """:func:`project_cache_dir`, refused (a :class:`usercache.CacheFolderError`, exit 2) when
+    the folder given (or the user's root) is inside the project, by its path or its real path:
+    the project could have written what would be read there, or point a link of its own at
+    another folder. ``cache_dir`` must be absolute (the CLI and the API resolve a relative one
+    against the working folder)."""
+    if cache_dir is not None and not os.path.isabs(os.fspath(cache_dir)):
+        raise usercache.CacheFolderError(f"--cache-dir {os.fspath(cache_dir)!r}: not an absolute path")
+    given = os.path.normpath(os.fspath(cache_dir)) if cache_dir is not None else os.fspath(cache_root())
+    project = os.path.abspath(os.fspath(project_dir))
+    for folder, inside in ((given, project), (os.path.realpath(given), os.path.realpath(project))):
+        if folder == inside or folder.startswith(inside.rstrip(os.sep) + os.sep):
+            raise usercache.CacheFolderError(
+                f"cache folder {given} is inside the project {project}: a project's files could be read there "
+                "as cached results; give a --cache-dir outside the project (or --no-cache)")
+    return project_cache_dir(project_dir, cache_dir)
 
 
 @lru_cache(maxsize=1)
@@ -106,13 +142,17 @@ def store_dir(cache_dir: str | os.PathLike) -> Path:
     return Path(cache_dir) / code_version()
 
 
-def ensure_private(folder: Path) -> None:
-    """Create ``folder`` (mode 0700); refuse one another user could write: results are pickles."""
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    info = folder.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o022:
-        raise CtxEngineError(f"cache folder {folder} is writable by other users or not yours; "
-                             "fix its permissions (chmod 700) or pass another --cache-dir")
+def open_project_folder(folder: Path) -> Path:
+    """A project's cache folder (``<root>/projects/<hash>``) and its code version's folder,
+    each made and marked or entered only when it is ctxengine's (see
+    :func:`usercache.owned_folder`): never a link, never another user's. The store folder."""
+    projects = folder.parent
+    if projects.name != PROJECTS or not PROJECT_NAME.fullmatch(folder.name):
+        raise usercache.CacheFolderError(f"{folder} is not a project folder of a ctxengine cache root")
+    usercache.open_root(projects.parent)
+    usercache.owned_folder(projects, "project folders")
+    usercache.owned_folder(folder, "one project's cache")
+    return usercache.owned_folder(store_dir(folder), "one code version's results")
 
 
 # ----------------------------------------------------------------------------- stores
@@ -257,8 +297,10 @@ class SQLiteResultStore(ResultStore):
 
     TOUCH_AFTER = 3600.0
 
-    def __init__(self, metadata: "_MetadataStore") -> None:
+    def __init__(self, metadata: "_MetadataStore", key: bytes) -> None:
         self.metadata = metadata
+        self.key = key  # the user's MAC key (usercache.cache_key): a row whose MAC fails is never unpickled
+        self.warned = False  # a forged row was reported in this build
         self.written = 0  # bytes stored by this process since the last prune
         self._pending: dict[str, bytes] = {}
         self._touched: set[str] = set()
@@ -280,6 +322,21 @@ class SQLiteResultStore(ResultStore):
     def memo(self, memo: dict) -> None:
         if memo is not self._memo:
             self._memo, self._chunked = memo, {}
+
+    def sign(self, data_version: str, payload: bytes) -> bytes:
+        """The MAC of a row: its data version and pickle, under the user's key."""
+        return usercache.mac(self.key, data_version.encode("utf-8", "surrogatepass"), payload)
+
+    def _authentic(self, data_version: str, tag: bytes, payload: bytes) -> bool:
+        """Whether a row's MAC checks; a row that fails is reported (once a build), then
+        discarded by the caller and rebuilt: it was not written by this user's ctxengine."""
+        if usercache.mac_ok(self.key, tag, data_version.encode("utf-8", "surrogatepass"), payload):
+            return True
+        if not self.warned:
+            self.warned = True
+            _WARN.warning("warning: cache: a stored result in %s does not carry this user's MAC (written by "
+                          "someone else, or torn); it is discarded and rebuilt", self.metadata._directory)
+        return False
 
     def _row(self, data_version: str, columns: str):
         try:
@@ -357,8 +414,8 @@ class SQLiteResultStore(ResultStore):
             payload = self._pending.get(key)
             if payload is None:
                 row = self._row(key, "digest, payload")
-                if row is None or bytes_digest(row[1]) != row[0]:
-                    raise ResultRetrievalError(f"shared part {key} is gone or torn")
+                if row is None or not self._authentic(key, row[0], row[1]):
+                    raise ResultRetrievalError(f"shared part {key} is gone, torn or not ours")
                 payload = row[1]
             value = pickle.loads(payload)
             MEMORY.put(key, value, len(payload))
@@ -376,9 +433,9 @@ class SQLiteResultStore(ResultStore):
             row = self._row(data_version, "digest, payload, used")
             if row is None:
                 raise ResultRetrievalError(f"result {data_version} is gone")
-            digest, payload, used = row
-            if bytes_digest(payload) != digest:
-                raise ResultRetrievalError(f"result {data_version} is torn")
+            tag, payload, used = row
+            if not self._authentic(data_version, tag, payload):
+                raise ResultRetrievalError(f"result {data_version} is torn or not ours")
             if used < _now() - self.TOUCH_AFTER:
                 self._touched.add(data_version)
         return Lazy(data_version, payload, self)
@@ -400,22 +457,27 @@ class SQLiteResultStore(ResultStore):
         """Write the results kept since the last flush, with their metadata, in one transaction
         (a failure, such as a full disk or a lock held past the timeout, forgets them)."""
         pending, touched = self._pending, self._touched
-        self._pending, self._touched = {}, set()
+        self._pending, self._touched, self.warned = {}, set(), False
         self._shared_here = set()  # within one build only: another process may prune the folder
         rows = self.metadata.take_pending()
         if not (pending or touched or rows):
+            return
+        if self.metadata.busy:  # another process held the write lock past the timeout at the start
+            _WARN.warning("warning: cache: %s is being written by another process; this build waited %.0f s, "
+                          "then built without storing its results", self.metadata._directory, SQLITE_TIMEOUT)
             return
         now = _now()
         try:
             cur = self.metadata.connection.cursor()
             cur.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
-                            [(dv, bytes_digest(data), data, len(data), now) for dv, data in pending.items()])
+                            [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
             cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
             self.metadata.write_rows(cur, rows)
             self.metadata.connection.commit()
             self.written += sum(map(len, pending.values()))
-        except sqlite3.Error as exc:
-            _LOGGER.debug("cache results not written: %s", exc)
+        except sqlite3.Error as exc:  # a full disk, a file size limit: the next build tries again
+            log = _WARN.warning if "locked" in str(exc) else _LOGGER.debug
+            log("warning: cache: this build's results were not stored in %s: %s", self.metadata._directory, exc)
             with _suppress(sqlite3.Error):
                 self.metadata.connection.rollback()
 
@@ -472,10 +534,16 @@ class _MetadataStore(SQLiteMetadataStore):
         cur.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
                         "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
 
+    busy = False  # the write lock was held by another process past the timeout at the start of this run
+
     def initialize(self, run_id) -> None:
+        """A run's row; when another process holds the write lock past :data:`SQLITE_TIMEOUT`,
+        the run goes on (hits are read: WAL readers never wait) and stores nothing."""
+        self.busy = False
         try:
             super().initialize(run_id)
-        except sqlite3.Error:
+        except sqlite3.Error as exc:
+            self.busy = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
             with _suppress(sqlite3.Error):
                 self.connection.rollback()
 
@@ -489,7 +557,8 @@ class _MetadataStore(SQLiteMetadataStore):
         connection = super()._get_connection()
         if fresh:
             with _suppress(sqlite3.Error):
-                connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # a new file: pruning can give pages back
+                if connection.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (else it needs the write lock)
+                    connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # pruning can give pages back
                 connection.execute("PRAGMA journal_size_limit=4194304")
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("PRAGMA synchronous=NORMAL")
@@ -649,6 +718,8 @@ def _pickled(value: Any) -> str:
 
 
 _LOGGER = logging.getLogger("hamilton.caching")
+#: Warnings the user sees (on stderr in the CLI): a forged entry, a busy or corrupt database.
+_WARN = logging.getLogger("ctxengine.cache")
 _KEPT_EVENTS = frozenset({
     CachingEventType.GET_RESULT, CachingEventType.EXECUTE_NODE, CachingEventType.SET_RESULT,
     CachingEventType.MISSING_RESULT, CachingEventType.FAILED_RETRIEVAL, CachingEventType.FAILED_EXECUTION,
@@ -838,12 +909,11 @@ class Stores:
     """The metadata and result stores of one cache folder (for the code version in use)."""
 
     def __init__(self, cache_dir: str | os.PathLike) -> None:
-        root = store_dir(cache_dir)
-        ensure_private(Path(cache_dir))
-        ensure_private(root)
+        root = open_project_folder(Path(cache_dir))
         self.folder = os.fspath(cache_dir)
-        self.metadata = _MetadataStore(str(root))
-        self.results = SQLiteResultStore(self.metadata)
+        self.key = usercache.cache_key()
+        self.metadata = open_metadata(root)
+        self.results = SQLiteResultStore(self.metadata, self.key)
         self.written_files: dict[str, str] = {}  # project.txt and last_run.json as last written
         self.runs_since_prune: int | None = None
 
@@ -857,6 +927,23 @@ class Stores:
             self.metadata.connection.commit()
 
 
+def open_metadata(folder: Path) -> "_MetadataStore":
+    """The metadata store of a code version's folder; a file that is not an SQLite database
+    (garbage bytes, a torn copy) is removed and made again, with a warning."""
+    try:
+        store = _MetadataStore(str(folder))
+        store.connection.execute("SELECT COUNT(*) FROM run_ids").fetchone()
+        return store
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):
+            raise  # locked, read-only, full: not corrupt
+        _WARN.warning("warning: cache: %s is not a valid cache database (%s); it is rebuilt", folder / DATABASE, exc)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with _suppress():
+            os.unlink(folder / (DATABASE + suffix))
+    return _MetadataStore(str(folder))
+
+
 _STORES: OrderedDict[str, Stores] = OrderedDict()
 _STORES_LOCK = threading.Lock()
 _CURRENT: contextvars.ContextVar[Stores | None] = contextvars.ContextVar("ctxengine_cache_stores", default=None)
@@ -864,7 +951,7 @@ _CURRENT: contextvars.ContextVar[Stores | None] = contextvars.ContextVar("ctxeng
 
 def stores_for(cache_dir: str | os.PathLike) -> Stores:
     """The stores of ``cache_dir``, opened once per process (the last 32 folders are kept);
-    OSError, CtxEngineError or sqlite3.Error when the folder cannot be made or opened."""
+    OSError (a CacheFolderError naming the folder) or sqlite3.Error when it cannot be made or opened."""
     key = os.path.abspath(os.fspath(cache_dir))
     with _STORES_LOCK:
         found = _STORES.get(key)
@@ -934,10 +1021,12 @@ def run_summary(adapter: CacheAdapter, run_id: str | None = None) -> RunSummary:
     return RunSummary(tuple(dict.fromkeys(hits)), tuple(dict.fromkeys(misses)), tuple(dict.fromkeys(recomputed)))
 
 
-def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: str, max_bytes: int) -> RunSummary:
-    """Record the run's hits, prune the folder to ``max_bytes`` (when it is over, and on a
-    process's first build, then after every :data:`PRUNE_EVERY` builds or an eighth of the cap
-    written), forget older runs in memory."""
+def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: str, max_bytes: int,
+              max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES) -> RunSummary:
+    """Record the run's hits, prune the project's folder to ``max_bytes`` (when it is over, and
+    on a process's first build, then after every :data:`PRUNE_EVERY` builds or an eighth of the
+    cap written) and then the root to ``max_total_bytes`` (:func:`prune_root`, sparing this
+    folder), forget older runs in memory."""
     summary = run_summary(adapter)
     folder, stores = Path(cache_dir), stores_for(cache_dir)
     for name, text in ((PROJECT_FILE, os.path.realpath(project_dir) + "\n"),
@@ -950,6 +1039,7 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
     if (runs is None or runs >= PRUNE_EVERY or stores.results.written > max_bytes // 8
             or _tree_size(folder) > max_bytes):  # a few files: their sizes are cheap to read
         prune(folder, max_bytes, stores.metadata)
+        prune_root(folder.parent.parent, max_total_bytes, keep=folder)
         runs, stores.results.written = 0, 0
     stores.runs_since_prune = runs + 1
     adapter.forget_runs()
@@ -964,10 +1054,10 @@ def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore |
     removed = 0
     current = code_version()
     for child in _children(cache_dir):
-        if child.is_dir() and child.name != current:
-            removed += _tree_size(child)
-            shutil.rmtree(child, ignore_errors=True)
-    if metadata_store is None:
+        if child.name != current:
+            size = _tree_size(child)
+            removed += size if usercache.remove_owned(child, VERSION_NAME) else 0
+    if metadata_store is None or getattr(metadata_store, "busy", False):
         return removed
     with _suppress(sqlite3.Error):
         connection = metadata_store.connection
@@ -1016,42 +1106,85 @@ def _trim_metadata(connection: sqlite3.Connection, dropped: list[str]) -> None:
         connection.commit()
 
 
-# ----------------------------------------------------------------------------- stats and clear
+def prune_root(root: Path, max_total_bytes: int, keep: Path | None = None) -> int:
+    """Bound the project folders of a cache root together: when they pass ``max_total_bytes``,
+    whole folders go, those of projects that no longer exist first (:func:`stale`), then the
+    least recently used, down to 80% of the cap; ``keep`` (the folder just built) stays. Only
+    folders ctxengine made go (:func:`clear`). The bytes removed."""
+    folders = all_cache_dirs(root)
+    sizes = {folder: _tree_size(folder) for folder in folders}
+    total = sum(sizes.values())
+    if total <= max_total_bytes:
+        return 0
+    removed = 0
+    for folder in sorted(folders, key=lambda f: (not stale(f), last_used(f))):
+        if total - removed <= max_total_bytes * 0.8:
+            break
+        if folder != keep and clear(folder):
+            removed += sizes[folder]
+    return removed
+
+
+def total_bytes(root: Path) -> int:
+    """The bytes of every project folder of a cache root (what ``cache.maxTotalBytes`` bounds)."""
+    return sum(_tree_size(folder) for folder in all_cache_dirs(root))
+
+
+def last_used(folder: Path) -> float:
+    """When a project's cache folder was last written (its newest file)."""
+    newest = 0.0
+    for base, _, files in os.walk(folder):
+        for name in files:
+            with _suppress():
+                newest = max(newest, os.lstat(os.path.join(base, name)).st_mtime)
+    return newest
+
+
+def stale(folder: Path) -> bool:
+    """Whether a project's cache folder belongs to a project that no longer exists (the path in
+    its project.txt is gone; a folder without one has not finished a build: not stale)."""
+    try:
+        project = (folder / PROJECT_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return bool(project) and not os.path.isdir(project)
 
 
 def stats(cache_dir: Path) -> dict:
-    """Size, entries and the last run's hits of one project's cache folder."""
+    """Size, entries, the last run's hits and whether the project still exists, of one project's cache folder."""
     entries = 0
     with _suppress(sqlite3.Error):
-        path = store_dir(cache_dir) / "metadata_store.db"
+        path = store_dir(cache_dir) / DATABASE
         if path.is_file():
             with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=SQLITE_TIMEOUT)) as db:
                 entries = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     last = {}
-    with _suppress():
+    with _suppress(OSError, ValueError):
         last = json.loads((cache_dir / LAST_RUN_FILE).read_text(encoding="utf-8"))
     project = ""
-    with _suppress():
+    with _suppress(OSError, ValueError):
         project = (cache_dir / PROJECT_FILE).read_text(encoding="utf-8").strip()
     return {
         "folder": str(cache_dir),
         "project": project,
+        "stale": stale(cache_dir),
         "bytes": _tree_size(cache_dir),
         "entries": entries,
-        "last_run": {k: last.get(k) for k in ("hits", "misses", "recomputed")} if last else None,
+        "last_run": {k: last.get(k) for k in ("hits", "misses", "recomputed")} if isinstance(last, dict) and last else None,
     }
 
 
-def all_cache_dirs() -> list[Path]:
-    """Every project cache folder under the user's cache root."""
-    return sorted(p for p in _children(graph_root()) if p.is_dir())
+def all_cache_dirs(root: Path | None = None) -> list[Path]:
+    """Every project cache folder ctxengine made in a cache root (default: the user's)."""
+    folder = (cache_root() if root is None else root) / PROJECTS
+    return sorted(p for p in _children(folder)
+                  if PROJECT_NAME.fullmatch(p.name) and p.is_dir() and not p.is_symlink() and usercache.marked(p))
 
 
 def clear(cache_dir: Path) -> int:
-    """Remove one cache folder; the bytes it held."""
+    """Remove one project's cache folder when ctxengine made it (its name and marker); the bytes it held."""
     size = _tree_size(cache_dir)
-    shutil.rmtree(cache_dir, ignore_errors=True)
-    return size
+    return size if usercache.remove_owned(cache_dir, PROJECT_NAME) else 0
 
 
 # ----------------------------------------------------------------------------- helpers

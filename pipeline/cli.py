@@ -242,14 +242,19 @@ def _parser() -> argparse.ArgumentParser:
     actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION", help="stats | clear")
     stats = actions.add_parser("stats", parents=[common], help="size, entries and hits of the last run")
     stats.add_argument("project_dir", nargs="?", default=None, metavar="PROJECT_DIR",
-                       help="one project (default: every project in the user cache)")
-    stats.add_argument("--cache-dir", default=None, metavar="DIR", help="the cache folder given to build --cache-dir")
+                       help="one project (default: every project in the cache)")
+    stats.add_argument("--example", default=None, metavar="NAME", help="one bundled example project")
+    stats.add_argument("--cache-dir", default=None, metavar="DIR",
+                       help="the folder given to build --cache-dir (default: the user cache)")
     stats.add_argument("--format", choices=("text", "json"), default="text", help="text: a table; json: a list")
     stats.set_defaults(handler=_cache_stats)
     clear = actions.add_parser("clear", parents=[common], help="delete cached results")
     clear.add_argument("project_dir", nargs="?", default=None, metavar="PROJECT_DIR", help="one project's cache")
-    clear.add_argument("--all", action="store_true", help="every project's cache in the user cache")
-    clear.add_argument("--cache-dir", default=None, metavar="DIR", help="the cache folder given to build --cache-dir")
+    clear.add_argument("--example", default=None, metavar="NAME", help="one bundled example project's cache")
+    clear.add_argument("--all", action="store_true", help="every project's cache")
+    clear.add_argument("--stale", action="store_true", help="the caches of projects that no longer exist")
+    clear.add_argument("--cache-dir", default=None, metavar="DIR",
+                       help="the folder given to build --cache-dir (default: the user cache); alone: all of it")
     clear.set_defaults(handler=_cache_clear)
     return parser
 
@@ -269,11 +274,14 @@ def _add_build_inputs(parser: argparse.ArgumentParser) -> None:
 def _add_cache(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", action="store_true",
                         help="keep Hamilton's cache between runs (the default, but for batch), per project under "
-                             "$CTXENGINE_CACHE_DIR, else $XDG_CACHE_HOME/ctxengine, else ~/.cache/ctxengine")
+                             "$CTXENGINE_CACHE_DIR/ctxengine-cache, else $XDG_CACHE_HOME/ctxengine, else "
+                             "~/.cache/ctxengine")
     parser.add_argument("--no-cache", action="store_true",
                         help="compute everything, read and write no cache (wins over --cache and --cache-dir)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
-                        help="keep the cache between runs in this folder instead of the user cache")
+                        help="keep the cache between runs in DIR/ctxengine-cache, a folder ctxengine makes inside "
+                             "DIR (nothing else in DIR is touched), instead of the user cache; a relative DIR is "
+                             "from the working folder; one inside the project is refused")
 
 
 def _add_module(parser: argparse.ArgumentParser) -> None:
@@ -629,44 +637,70 @@ def _dag(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cache_folders(args: argparse.Namespace) -> list[Path]:
+def _cache_root(args: argparse.Namespace) -> Path:
+    """The cache root of --cache-dir (relative to the working folder), else the user's."""
     from . import cache
 
-    if args.cache_dir is not None:
-        return [Path(args.cache_dir).resolve()]
-    if args.project_dir is not None:
-        if not Path(args.project_dir).is_dir():
-            raise CtxEngineError(f"project folder {args.project_dir!r} does not exist or is not a folder")
-        return [cache.project_cache_dir(args.project_dir)]
-    return cache.all_cache_dirs()
+    return cache.cache_root(None if args.cache_dir is None else os.path.abspath(args.cache_dir))
+
+
+def _cache_folders(args: argparse.Namespace) -> list[Path]:
+    """The project cache folders a `cache` action is about: one project's (PROJECT_DIR or
+    --example) or every one ctxengine made in the root."""
+    from . import cache
+
+    if args.project_dir is not None or args.example is not None:
+        given = None if args.cache_dir is None else os.path.abspath(args.cache_dir)
+        return [cache.project_cache_dir(_project(args), given)]
+    return cache.all_cache_dirs(_cache_root(args))
 
 
 def _cache_stats(args: argparse.Namespace) -> int:
     from . import cache
 
     rows = [cache.stats(folder) for folder in _cache_folders(args)]
+    total = cache.total_bytes(_cache_root(args))
+    cap = _total_cap()
     if args.format == "json":
-        _emit(json.dumps(rows, indent=2) + "\n")
+        _emit(json.dumps({"root": str(_cache_root(args)), "total_bytes": total, "max_total_bytes": cap,
+                          "folders": rows}, indent=2) + "\n")
         return 0
     table = []
     for row in rows:
         last = row["last_run"]
         shown = f"{last['hits']} hits, {last['misses']} misses, {last['recomputed']} recomputed" if last else "-"
-        table.append((row["project"] or row["folder"], f"{row['bytes'] / 1e6:.2f} MB", str(row["entries"]), shown))
+        name = (row["project"] or row["folder"]) + (" (gone)" if row["stale"] else "")
+        table.append((name, f"{row['bytes'] / 1e6:.2f} MB", str(row["entries"]), shown))
     header = ("PROJECT", "SIZE", "ENTRIES", "LAST RUN")
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(3)]
     _emit("".join("  ".join([*(c.ljust(w) for c, w in zip(r, widths)), r[3]]).rstrip() + "\n" for r in [header, *table]))
+    stale = sum(row["stale"] for row in rows)
     _say(f"{len(rows)} cache folder{'' if len(rows) == 1 else 's'}, {sum(r['bytes'] for r in rows) / 1e6:.2f} MB"
-         + ("" if args.cache_dir or args.project_dir else f" under {cache.graph_root()}"))
+         + (f" ({stale} of projects that no longer exist: ctxengine cache clear --stale)" if stale else "")
+         + f"; the cache under {_cache_root(args)} holds {total / 1e6:.2f} MB of its {cap / 1e6:.0f} MB cap "
+           "(cache.maxTotalBytes)")
     return 0
+
+
+def _total_cap() -> int:
+    """``cache.maxTotalBytes`` from the defaults and the user's config file (no project's)."""
+    from .nodes import config
+
+    path = config.user_config_path()
+    resolved = config.resolved_config(os.getcwd(), config.defaults(), {}, {}, config.user_config(path), path)
+    return int(resolved.values["cache"]["maxTotalBytes"])
 
 
 def _cache_clear(args: argparse.Namespace) -> int:
     from . import cache
 
-    if args.all == (args.project_dir is not None or args.cache_dir is not None):
-        raise CtxEngineError("cache clear: give PROJECT_DIR, --cache-dir DIR or --all (exactly one)")
+    one = args.project_dir is not None or args.example is not None
+    if one + args.all + args.stale > 1 or not (one or args.all or args.stale or args.cache_dir is not None):
+        raise CtxEngineError("cache clear: give PROJECT_DIR (or --example NAME), --all or --stale (one of them), "
+                             "or --cache-dir DIR alone for all of that folder's cache")
     folders = _cache_folders(args)
+    if args.stale:
+        folders = [folder for folder in folders if cache.stale(folder)]
     freed = sum(cache.clear(folder) for folder in folders)
     _say(f"cleared {len(folders)} cache folder{'' if len(folders) == 1 else 's'} ({freed / 1e6:.2f} MB)")
     return 0

@@ -170,8 +170,9 @@ _CACHE_DEFAULTS: dict[str, Any] = {"cache": True, "cache_dir": None}
 
 
 def set_cache_defaults(cache: bool = True, cache_dir: str | os.PathLike | None = None) -> None:
-    """Whether builds of this process use the cache, and in which folder, when a call does not say."""
-    _CACHE_DEFAULTS.update(cache=bool(cache), cache_dir=cache_dir)
+    """Whether builds of this process use the cache, and in which folder, when a call does not
+    say (a relative ``cache_dir`` is resolved against the working folder now)."""
+    _CACHE_DEFAULTS.update(cache=bool(cache), cache_dir=None if cache_dir is None else os.path.abspath(os.fspath(cache_dir)))
 
 
 def last_cache_run() -> "_cache.RunSummary | None":
@@ -180,8 +181,13 @@ def last_cache_run() -> "_cache.RunSummary | None":
 
 
 def cache_dir_for(project_dir: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> str:
-    """The cache folder a build of ``project_dir`` uses: ``cache_dir``, or the project's own."""
-    return os.path.abspath(os.fspath(cache_dir)) if cache_dir is not None else str(_cache.project_cache_dir(project_dir))
+    """The cache folder a build of ``project_dir`` uses: the project's folder in
+    ``cache_dir/ctxengine-cache`` (a relative ``cache_dir`` resolved against the working
+    folder), else in the user's cache root. A root inside the project, by its path or its real
+    path, or a relative ``$CTXENGINE_CACHE_DIR`` is a CtxEngineError (exit 2) naming the folder:
+    what a project could have written is never unpickled."""
+    given = None if cache_dir is None else os.path.abspath(os.fspath(cache_dir))
+    return str(_cache.checked_project_cache_dir(project_dir, given))
 
 
 def default_driver() -> h_driver.Driver:
@@ -217,7 +223,7 @@ def execute(
         "overrides": config.absolute_trust_paths(overrides or {}, os.getcwd(), os.path.expanduser("~")),  # nodes read neither
         "user_request": user_request,
     }
-    wanted = list(dict.fromkeys([*outputs, "context_config"]))
+    wanted = list(dict.fromkeys([*outputs, "context_config", "resolved_config"]))
     if cache is None:  # a folder given asks for the cache
         cache = _CACHE_DEFAULTS["cache"] or cache_dir is not None
     if cache_dir is None:
@@ -230,14 +236,17 @@ def execute(
 
 def _driver_with_cache(variants: tuple, folder: str | None, swaps: tuple = ()) -> tuple[h_driver.Driver, str | None]:
     """The cached driver when ``folder`` is given; the uncached one when that folder cannot be
-    created or opened (a read-only home, a full disk, another user's folder): the cache never
-    fails a build."""
+    created or opened (a read-only home, a full disk; with a warning, a folder refused: a
+    symbolic link, one ctxengine did not make, another user's): the cache never fails a build."""
     if folder is None:
         return driver_for(variants, False, swaps), None
     try:
         _cache.stores_for(folder)
     except (OSError, sqlite3.Error, CtxEngineError) as exc:
-        logging.getLogger(__name__).debug("cache folder %s unusable (%s): building without the cache", folder, exc)
+        # a folder refused (a link, not ctxengine's, another user's) is said; a full or read-only disk is not
+        log = logging.getLogger("ctxengine.cache").warning if isinstance(exc, CtxEngineError) else \
+            logging.getLogger(__name__).debug
+        log("warning: cache: %s cannot be used (%s); building without the cache", folder, exc)
         return driver_for(variants, False, swaps), None
     return driver_for(variants, True, swaps), folder
 
@@ -262,8 +271,19 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
             dr.cache.forget_runs(keep=1)
         limit = int(out["context_config"]["cache"]["maxBytes"])
         _round_store.keep(folder, work, limit)
-        _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], limit)
+        _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], limit,
+                                              total_cap(out["resolved_config"], inputs["project_dir"]))
     return out
+
+
+def total_cap(resolved: Any, project_dir: str) -> int:
+    """``cache.maxTotalBytes`` (the cap of every project folder of the cache root together) as
+    the user set it: a project's own config.json bounds its own folder (``cache.maxBytes``) at
+    most, never the folders of other projects, so a value from it is not used."""
+    origin = resolved.provenance.get("cache.maxTotalBytes", "")
+    if origin.startswith(os.path.join(project_dir, ".planning") + os.sep):
+        return int(config.defaults()["cache"]["maxTotalBytes"])
+    return int(resolved.values["cache"]["maxTotalBytes"])
 
 
 def _execute_materialized(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict) -> dict:

@@ -16,10 +16,13 @@ a build that read the transcript's rounds judges that: one whose rounds were all
 The file is the cache's, with the cache's rules: in the private folder of this code version
 (so another version never reads it, and pruning removes it with that version), read only when
 it is this user's and nobody else can write it, never over a quarter of ``cache.maxBytes``.
-Each frame carries its length and digest: a frame torn by a crash or a concurrent write ends
-the reading there (what came before is used, the next build writes the file again), and two
-processes appending at once each add a whole frame (one ``write`` to a file opened for
-appending). A file that does not load is never an error.
+Each frame carries its length and its HMAC-SHA256 under the user's key
+(:func:`usercache.cache_key`, kept outside any project): a frame is unpickled only when its MAC
+checks. A frame torn by a crash or a concurrent write (cut short at the end) ends the reading
+there (what came before is used, the next build writes the file again); a whole frame whose MAC
+fails (not written by this user's ctxengine) discards the file, with a warning. Two processes
+appending at once each add a whole frame (one ``write`` to a file opened for appending). A
+file that does not load is never an error.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ import pickle
 import tempfile
 from pathlib import Path
 
-from .cache import store_dir
-from .nodes.lib.digest import digest16
+from .cache import store_dir, stores_for
+from .nodes.lib import usercache
 from .nodes.lib.round_memo import ROUND_MEMO, RoundMemo
 
 FILE = "rounds.pickle"
-_MAGIC = b"ctxengine-rounds-2\n"
-_HEAD = 4 + 16  # a frame: its length (4 bytes, big-endian), its digest, then its pickle
+_MAGIC = b"ctxengine-rounds-3\n"
+_HEAD = 4 + usercache.MAC_BYTES  # a frame: its length (4 bytes, big-endian), its MAC, then its pickle
+_WARN = logging.getLogger("ctxengine.cache")
 _LOGGER = logging.getLogger(__name__)
 #: path -> (mtime_ns, size) of the file as this process last read or wrote it
 _SEEN: dict[str, tuple[int, int]] = {}
@@ -64,13 +68,15 @@ def offer(cache_dir: str | os.PathLike, memo: RoundMemo = ROUND_MEMO) -> bool:
     if info.st_uid != os.getuid() or info.st_mode & 0o022:
         _LOGGER.debug("round memo %s not read: not this user's, or writable by others", path)
         return False
-    memo.offer(lambda: load(path))
+    key = stores_for(cache_dir).key
+    memo.offer(lambda: load(path, key))
     return True
 
 
-def load(path: Path) -> dict:
-    """The entries kept in ``path``, its frames merged in order; {} when it does not load (a
-    file that is not a round memo is removed)."""
+def load(path: Path, key: bytes) -> dict:
+    """The entries kept in ``path``, its frames merged in order, each unpickled only when its MAC
+    under ``key`` checks; {} when it does not load (a file that is not a round memo, or holds a
+    frame that fails its MAC, is removed)."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -82,7 +88,13 @@ def load(path: Path) -> dict:
     merged: dict = {"parses": {}, "derived": {}}
     position, entries, whole = len(_MAGIC), 0, True
     while position < len(data):
-        frame = _frame_at(data, position)
+        frame = _frame_at(data, position, key)
+        if frame is _FORGED:
+            _WARN.warning("warning: cache: %s holds an entry without this user's MAC (written by someone else); "
+                          "the file is discarded and rebuilt", path)
+            path.unlink(missing_ok=True)
+            _ENTRIES[str(path)] = None
+            return {}
         if frame is None:
             _LOGGER.debug("round memo %s: a torn frame at byte %d; the rest is not read", path, position)
             whole = False
@@ -95,14 +107,20 @@ def load(path: Path) -> dict:
     return merged
 
 
-def _frame_at(data: bytes, position: int) -> tuple[dict, int] | None:
-    """(the snapshot, the next position) of the frame at ``position``; None when it is torn."""
+_FORGED = object()
+
+
+def _frame_at(data: bytes, position: int, key: bytes):
+    """(the snapshot, the next position) of the frame at ``position``; None when it is torn (cut
+    short), :data:`_FORGED` when it is whole but its MAC fails."""
     size = int.from_bytes(data[position:position + 4], "big")
     body = data[position + _HEAD:position + _HEAD + size]
-    if len(body) != size or digest16(body) != data[position + 4:position + _HEAD]:
+    if len(body) != size or len(data) < position + _HEAD:
         return None
+    if not usercache.mac_ok(key, data[position + 4:position + _HEAD], body):
+        return _FORGED
     try:
-        snapshot = pickle.loads(body)  # noqa: S301 - our own private file (see offer), digest checked
+        snapshot = pickle.loads(body)  # noqa: S301 - our own private file (see offer), MAC checked
     except Exception:  # noqa: BLE001 - a class that changed outside the nodes: as if torn
         return None
     return (snapshot, position + _HEAD + size) if isinstance(snapshot, dict) else None
@@ -114,6 +132,7 @@ def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: R
     docstring). False when there was nothing to write, it would pass a quarter of ``max_bytes``,
     or the disk refused."""
     path = rounds_file(cache_dir)
+    key = stores_for(cache_dir).key
     try:
         info = path.stat()
     except OSError:
@@ -131,7 +150,7 @@ def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: R
         if not any(snapshot.values()):
             return False
         if not judged or known + sum(map(len, snapshot.values())) <= 1.5 * memo.used + 64:  # else: mostly unused
-            frame = _frame(snapshot)
+            frame = _frame(snapshot, key)
             if info.st_size + len(frame) > max_bytes // 4:
                 if not judged:
                     return False  # nothing to tell what could go: the file stays as it is
@@ -142,7 +161,7 @@ def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: R
         snapshot = memo.snapshot()
         if not any(snapshot.values()):
             return False
-        data = _MAGIC + _frame(snapshot)
+        data = _MAGIC + _frame(snapshot, key)
         if len(data) > max_bytes // 4:
             return False
         written = _replace(path, data)
@@ -154,9 +173,9 @@ def keep(cache_dir: str | os.PathLike, work_before: int, max_bytes: int, memo: R
     return True
 
 
-def _frame(snapshot: dict) -> bytes:
+def _frame(snapshot: dict, key: bytes) -> bytes:
     body = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
-    return len(body).to_bytes(4, "big") + digest16(body) + body
+    return len(body).to_bytes(4, "big") + usercache.mac(key, body) + body
 
 
 def _append(path: Path, frame: bytes) -> bool:

@@ -48,6 +48,12 @@ def build(project: Path, cache_dir: Path, request: str = REQUEST, overrides: dic
     return out["build_result"], what
 
 
+def pf(given: Path) -> Path:
+    """The one project folder ctxengine made in the cache folder ``given`` (``given/ctxengine-cache/projects/<hash>``)."""
+    (only,) = cache.all_cache_dirs(cache.cache_root(given))
+    return only
+
+
 def versions() -> dict[str, str]:
     """The data version of every node of the last cached run (Hamilton's own record)."""
     dr = cached_driver()
@@ -165,7 +171,7 @@ def test_the_code_version_follows_every_node_source_and_config_wherever_installe
 def test_a_new_code_version_starts_an_empty_cache_and_removes_the_old(demo, tmp_path, monkeypatch):
     folder = tmp_path / "c"
     build(demo, folder)
-    old = cache.store_dir(folder)
+    old = cache.store_dir(pf(folder))
     assert old.is_dir()
     monkeypatch.setattr(cache, "code_version", lambda: "9.9.9-feedfacecafe")
     driver.driver_for.cache_clear()
@@ -174,11 +180,11 @@ def test_a_new_code_version_starts_an_empty_cache_and_removes_the_old(demo, tmp_
     finally:
         driver.driver_for.cache_clear()
     assert set(what.values()) == {"run"}
-    assert (folder / "9.9.9-feedfacecafe").is_dir() and not old.exists()
+    assert (pf(folder) / "9.9.9-feedfacecafe").is_dir() and not old.exists()
 
 
 def _db(folder: Path) -> sqlite3.Connection:
-    return sqlite3.connect(cache.store_dir(folder) / "metadata_store.db", timeout=30)
+    return sqlite3.connect(cache.store_dir(pf(folder)) / "metadata_store.db", timeout=30)
 
 
 def test_a_torn_result_is_recomputed(demo, tmp_path):
@@ -190,8 +196,9 @@ def test_a_torn_result_is_recomputed(demo, tmp_path):
     second, what = build(demo, tmp_path / "c")
     assert rendered(second) == rendered(first)
     assert {"build_result", "history_section", "budget_report"} <= {n for n, w in what.items() if w == "run"}
-    with contextlib.closing(_db(tmp_path / "c")) as db:  # every torn row was written again
-        assert all(hashlib.sha256(p).digest()[:16] == d for d, p in db.execute("SELECT digest, payload FROM results"))
+    results = cache.stores_for(pf(tmp_path / "c")).results
+    with contextlib.closing(_db(tmp_path / "c")) as db:  # every torn row was written again, with its MAC
+        assert all(results.sign(v, p) == d for v, d, p in db.execute("SELECT data_version, digest, payload FROM results"))
     cache.MEMORY.clear()
     _, what = build(demo, tmp_path / "c")
     assert set(what.values()) == {"hit"}
@@ -202,9 +209,11 @@ def test_a_result_that_no_longer_unpickles_never_fails_a_build(long_session, tmp
     node sources): found only when a value is needed, then dropped and the build run again."""
     first, _ = build(long_session, tmp_path / "c")
     bad = pickle.dumps(_Gone())
-    with contextlib.closing(_db(tmp_path / "c")) as db:
-        db.execute("UPDATE results SET payload = ?, digest = ? WHERE data_version LIKE 'shared-%'",
-                   (bad, hashlib.blake2b(bad, digest_size=16).digest()))
+    results = cache.stores_for(pf(tmp_path / "c")).results
+    with contextlib.closing(_db(tmp_path / "c")) as db:  # signed with the user's key: only the class changed
+        for (name,) in db.execute("SELECT data_version FROM results WHERE data_version LIKE 'shared-%'").fetchall():
+            db.execute("UPDATE results SET payload = ?, digest = ? WHERE data_version = ?",
+                       (bad, results.sign(name, bad), name))
         db.commit()
     cache.MEMORY.clear()
     _Gone.broken = True
@@ -277,7 +286,7 @@ def test_the_folder_is_pruned_to_its_cap(long_session, tmp_path):
         write_long_session(long_session, f"why{n}?")
         driver.execute(["build_result"], long_session, overrides, "request", cache_dir=folder)
         stored.update(_rows(folder))
-        assert cache.stats(folder)["bytes"] <= cap
+        assert cache.stats(pf(folder))["bytes"] <= cap
     assert sum(stored.values()) > 2 * cap  # without pruning the folder would be over its cap
     cache.MEMORY.clear()
     driver.execute(["build_result"], long_session, overrides, "request", cache_dir=folder)
@@ -285,7 +294,8 @@ def test_the_folder_is_pruned_to_its_cap(long_session, tmp_path):
 
 
 def test_prune_drops_the_least_recently_used_results_and_their_metadata(tmp_path):
-    stores = cache.stores_for(tmp_path)
+    folder = cache.project_cache_dir(tmp_path, tmp_path / "c")
+    stores = cache.stores_for(folder)
     db = stores.metadata.connection
     for index in range(10):
         payload = os.urandom(100_000)
@@ -295,22 +305,23 @@ def test_prune_drops_the_least_recently_used_results_and_their_metadata(tmp_path
                    (f"k{index}", "node", "code", f"r{index}"))
     db.commit()
     cap = 600_000
-    removed = cache.prune(tmp_path, cap, stores.metadata)
+    removed = cache.prune(folder, cap, stores.metadata)
     left = sorted(row[0] for row in db.execute("SELECT data_version FROM results"))
     assert removed >= 400_000 and 3 <= len(left) <= 5 and left == [f"r{i}" for i in range(10 - len(left), 10)]
     assert sorted(row[0] for row in db.execute("SELECT data_version FROM cache_metadata")) == left
-    assert cache.stats(tmp_path)["bytes"] <= cap  # the file gave the space back
+    assert cache.stats(folder)["bytes"] <= cap  # the file gave the space back
 
 
 def test_prune_never_drops_a_shared_part_before_a_value_of_the_same_time(tmp_path):
-    stores = cache.stores_for(tmp_path)
+    folder = cache.project_cache_dir(tmp_path, tmp_path / "c")
+    stores = cache.stores_for(folder)
     db = stores.metadata.connection
     for name in ("shared-a", "value-a", "shared-b", "value-b"):  # one build: the same time for all
         payload = os.urandom(150_000)
         db.execute("INSERT INTO results VALUES (?, ?, ?, ?, ?)",
                    (name, hashlib.sha256(payload).digest()[:16], payload, len(payload), 1000))
     db.commit()
-    cache.prune(tmp_path, 450_000, stores.metadata)
+    cache.prune(folder, 450_000, stores.metadata)
     left = {row[0] for row in db.execute("SELECT data_version FROM results")}
     assert left and left <= {"shared-a", "shared-b"}  # the values went first: nothing kept refers to a lost part
 
@@ -369,7 +380,7 @@ def test_two_processes_share_one_cache_folder(demo, tmp_path):
     for tag in ("a", "b"):
         for n in range(4):
             assert Path(f"{folder}-{tag}-{n}.txt").read_text(encoding="utf-8") == expected[n % 2]
-    with sqlite3.connect(cache.store_dir(folder) / "metadata_store.db") as db:
+    with sqlite3.connect(cache.store_dir(pf(folder)) / "metadata_store.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     _, what = build(demo, folder, request="request 1")
     assert set(what.values()) == {"hit"}
@@ -380,24 +391,27 @@ def test_cli_flags_stats_and_clear(demo, tmp_path, monkeypatch, capsys):
     try:
         assert main(["build", str(demo), "--request", "x", "--no-cache"]) == 0
         assert main(["build", str(demo), "--request", "x", "--cache", "--no-cache"]) == 0  # --no-cache wins
-        assert not (tmp_path / "root" / "graph").exists()
+        assert not (tmp_path / "root" / "ctxengine-cache" / "projects").exists()
         assert main(["build", str(demo), "--request", "x"]) == 0  # cached by default
         assert main(["build", str(demo), "--request", "x"]) == 0
         folder = cache.project_cache_dir(demo)
-        assert folder.parent == tmp_path / "root" / "graph" and folder.is_dir()
+        assert folder.parent == tmp_path / "root" / "ctxengine-cache" / "projects" and folder.is_dir()
         assert oct(folder.stat().st_mode & 0o777) == "0o700"
         capsys.readouterr()
         assert main(["cache", "stats", str(demo), "--format", "json"]) == 0
-        (row,) = json.loads(capsys.readouterr().out)
+        shown = json.loads(capsys.readouterr().out)
+        (row,) = shown["folders"]
+        assert shown["total_bytes"] >= row["bytes"] and shown["max_total_bytes"] == 1 << 30
         assert row["project"] == os.path.realpath(demo) and row["bytes"] > 0 and row["entries"] > 0
         assert row["last_run"]["hits"] > 0 and row["last_run"]["misses"] == 0
         assert main(["cache", "stats"]) == 0
         assert os.path.realpath(demo) in capsys.readouterr().out
         assert main(["build", str(demo), "--request", "x", "--cache-dir", str(tmp_path / "mine")]) == 0
-        assert cache.store_dir(tmp_path / "mine").is_dir()
+        assert cache.store_dir(pf(tmp_path / "mine")).is_dir()
         assert main(["cache", "clear"]) == 2
         assert main(["cache", "clear", str(demo)]) == 0 and not folder.exists()
-        assert main(["cache", "clear", "--cache-dir", str(tmp_path / "mine")]) == 0 and not (tmp_path / "mine").exists()
+        assert main(["cache", "clear", "--cache-dir", str(tmp_path / "mine")]) == 0
+        assert cache.all_cache_dirs(cache.cache_root(tmp_path / "mine")) == [] and (tmp_path / "mine").is_dir()
         assert main(["build", str(demo), "--request", "x"]) == 0  # a cleared folder is made again
         assert main(["cache", "clear", "--all"]) == 0 and cache.all_cache_dirs() == []
     finally:

@@ -34,6 +34,16 @@ def _build(project: Path, folder: Path):
                           OVERRIDES, REQUEST, cache_dir=folder)
 
 
+def _rounds(project: Path, folder: Path) -> Path:
+    """The round memo file of ``project`` in the cache folder ``folder`` (given as --cache-dir)."""
+    return round_store.rounds_file(driver.cache_dir_for(project, folder))
+
+
+def _load(path: Path) -> dict:
+    """The entries of a round memo file, read with the user's key."""
+    return round_store.load(path, cache.stores_for(path.parent.parent).key)
+
+
 @pytest.fixture
 def grown(tmp_path):
     """(project, cache folder, the first build) of a 12-round aider transcript, then a 13th round
@@ -45,7 +55,7 @@ def grown(tmp_path):
     folder = tmp_path / "cache"
     _new_process()
     first = _build(project, folder)
-    assert round_store.rounds_file(folder).is_file()
+    assert _rounds(project, folder).is_file()
     with history.open("a", encoding="utf-8") as fh:
         fh.write("\n#### Step 13: add docs\n\nDone: docs/x.md written.\n")
     _new_process()
@@ -87,7 +97,7 @@ def test_a_build_that_only_counts_a_new_request_keeps_the_rounds_for_the_next_tu
 
 def test_a_file_others_could_write_or_a_torn_one_is_not_used(grown):
     project, folder, _ = grown
-    path = round_store.rounds_file(folder)
+    path = _rounds(project, folder)
     path.chmod(0o666)
     _build(project, folder)
     assert S.ROUND_MEMO.parsed == 13  # not read: every round parsed again
@@ -98,16 +108,16 @@ def test_a_file_others_could_write_or_a_torn_one_is_not_used(grown):
     _new_process()
     out = _build(project, folder)  # no error: the torn file is dropped, then written again, whole
     assert len(out["session_history"].rounds) == 14 and S.ROUND_MEMO.parsed == 14
-    assert len(round_store.load(path)["parses"]) == 14
+    assert len(_load(path)["parses"]) == 14
 
 
 def test_a_grown_transcript_appends_a_frame_and_a_torn_frame_ends_the_reading(grown):
     project, folder, _ = grown
-    path = round_store.rounds_file(folder)
+    path = _rounds(project, folder)
     size = path.stat().st_size
     _build(project, folder)  # round 13: its parse, summary and counts are appended, not the file rewritten
     assert size < path.stat().st_size < size + 4096
-    assert len(round_store.load(path)["parses"]) == 13
+    assert len(_load(path)["parses"]) == 13
     with path.open("r+b") as fh:  # a crash in the middle of that append
         fh.truncate(path.stat().st_size - 5)
     with (project / ".aider.chat.history.md").open("a", encoding="utf-8") as fh:
@@ -116,7 +126,7 @@ def test_a_grown_transcript_appends_a_frame_and_a_torn_frame_ends_the_reading(gr
     out = _build(project, folder)
     assert S.ROUND_MEMO.parsed == 2  # rounds 13 (its frame was torn) and 14; the first frame still served
     assert len(out["session_history"].rounds) == 14
-    assert len(round_store.load(path)["parses"]) == 14  # written again whole after the torn frame
+    assert len(_load(path)["parses"]) == 14  # written again whole after the torn frame
     assert round_store._ENTRIES[str(path)] is not None
 
 
@@ -128,9 +138,9 @@ def test_a_snapshot_over_a_quarter_of_the_cache_cap_is_not_written(tmp_path):
     folder = tmp_path / "cache"
     _new_process()
     driver.execute(["build_result"], project, {"cache.maxBytes": 2 << 20}, REQUEST, cache_dir=folder)
-    assert not round_store.rounds_file(folder).exists()
+    assert not _rounds(project, folder).exists()
     driver.execute(["build_result"], project, {"cache.maxBytes": 8 << 20}, "another request", cache_dir=folder)
-    assert round_store.rounds_file(folder).exists()  # within a quarter of this cap
+    assert _rounds(project, folder).exists()  # within a quarter of this cap
 
 
 def test_two_processes_keeping_rounds_in_one_folder_leave_a_whole_file(tmp_path):
@@ -143,14 +153,16 @@ def test_two_processes_keeping_rounds_in_one_folder_leave_a_whole_file(tmp_path)
     folder = tmp_path / "cache"
     script = ("import sys; from ctxengine import driver\n"
               "for _ in range(3): driver.execute(['build_result'], sys.argv[1], {}, 'x', cache_dir=sys.argv[2])\n")
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(p), str(folder)], stderr=subprocess.PIPE)
-             for p in projects]
+    project = projects[0]  # both processes keep the rounds of one project: one file
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(project), str(folder)], stderr=subprocess.PIPE)
+             for _ in projects]
     for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
     _new_process()
-    assert round_store.load(round_store.rounds_file(folder))["parses"]  # whichever won, the file loads
-    assert not [n for n in os.listdir(round_store.rounds_file(folder).parent) if n.startswith(".rounds-")]
+    path = _rounds(project, folder)
+    assert _load(path)["parses"]  # whichever won, the file loads
+    assert not [n for n in os.listdir(_rounds(project, folder).parent) if n.startswith(".rounds-")]
 
 
 def test_an_unchanged_rebuild_in_a_fresh_process_never_reads_the_file(tmp_path):
@@ -160,7 +172,7 @@ def test_an_unchanged_rebuild_in_a_fresh_process_never_reads_the_file(tmp_path):
     folder = tmp_path / "cache"
     _new_process()
     first = _build(project, folder)
-    path = round_store.rounds_file(folder)
+    path = _rounds(project, folder)
     path.write_bytes(b"junk that a read would drop")
     _new_process()
     again = _build(project, folder)  # every node a hit: no round is looked for

