@@ -225,10 +225,10 @@ def _position(position: Mapping[str, Any]) -> str:
 
 
 def _write_context(folder: str, job: Job, context: str) -> str:
-    from .viz.output import write_atomic
+    from .viz.output import write_output
 
     path = os.path.join(folder, context_file_name(job))
-    write_atomic(path, context, "--contexts-dir")
+    write_output(path, context, "--contexts-dir")
     return path
 
 

@@ -153,7 +153,8 @@ def _parser() -> argparse.ArgumentParser:
                             "and a user message with an Anthropic cache_control breakpoint at the end of the "
                             "stable part (default: text)")
     build.add_argument("-o", "--output", default=None, metavar="FILE",
-                       help="write the result to this file (atomically; its folder must exist) instead of stdout")
+                       help="write the result to this file instead of stdout (a file atomically, a FIFO or device in place, "
+                            "through a symlink; its folder must exist)")
     build.add_argument("--lineage", default=None, metavar="FILE",
                        help="also draw which sources fed which sections and what truncation did (.svg, .png, .dot)")
     build.add_argument("--report", default=None, metavar="FILE",
@@ -164,7 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", parents=[common], help="build and write the run report as one HTML page")
     _add_build_inputs(report)
     report.add_argument("-o", "--output", default="report.html", metavar="FILE",
-                        help="the HTML file (atomically; its folder must exist; default: report.html)")
+                        help="the HTML file (written like build -o; its folder must exist; default: report.html)")
     _add_cache(report)
     report.set_defaults(handler=_report)
 
@@ -458,10 +459,10 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _write_report(out: dict[str, Any], output: str, option: str) -> None:
-    from .viz.output import write_atomic
+    from .viz.output import write_output
     from .viz.report import report_html
 
-    written = write_atomic(output, report_html(out["build_result"], out["context_lineage"]), option)
+    written = write_output(output, report_html(out["build_result"], out["context_lineage"]), option)
     _say(f"wrote {written}")
 
 
@@ -532,6 +533,9 @@ def _batch(args: argparse.Namespace) -> int:
         from .viz.output import check_output_path
 
         check_output_path(args.output, "-o")
+        if args.resume and os.path.exists(args.output) and not os.path.isfile(args.output):  # a FIFO: reading blocks
+            raise CtxEngineError(f"--resume reads the rows of -o {quoted(args.output)}, which is not a regular file; "
+                                 "give a file or drop --resume")
         output_format(args.output)
     if args.contexts_dir is not None and not os.path.isdir(args.contexts_dir):
         raise CtxEngineError(f"--contexts-dir {quoted(args.contexts_dir)}: the folder does not exist; create it first")
@@ -672,9 +676,9 @@ def _write(text: str, output: str | None) -> None:
     if output is None:
         _emit(text)
         return
-    from .viz.output import write_atomic
+    from .viz.output import write_output
 
-    write_atomic(output, text, "-o")
+    write_output(output, text, "-o")
 
 
 class _StdoutSink:

@@ -12,6 +12,7 @@ import json
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -178,24 +179,90 @@ def test_a_missing_output_folder_is_refused_the_same_everywhere(tmp_path, args):
     assert not (tmp_path / "no").exists()
 
 
-def test_atomic_output_keeps_the_mode_and_cleans_up(tmp_path):
-    from ctxengine.viz.output import atomic_output, write_atomic
+def test_the_output_writer_keeps_the_mode_and_cleans_up(tmp_path):
+    from ctxengine.viz.output import output_file, write_output
 
     target = tmp_path / "out.txt"
     target.write_text("old")
     target.chmod(0o640)
-    write_atomic(target, "new")
+    write_output(target, "new")
     assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o640
     with pytest.raises(RuntimeError):
-        with atomic_output(target) as fh:
+        with output_file(target) as fh:
             fh.write("half")
             raise RuntimeError("boom")
     assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
     with pytest.raises(KeyboardInterrupt):
-        with atomic_output(target, keep_on_interrupt=True) as fh:
+        with output_file(target, keep_on_interrupt=True) as fh:
             fh.write("row 1\n")
             raise KeyboardInterrupt
     assert target.read_text() == "row 1\n" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+#: Every output option, with the name its FIFO gets (the suffix picks the format).
+OUTPUT_OPTIONS = [
+    (("build", "--request", "x", "-o"), "context.md"),
+    (("build", "--request", "x", "--lineage"), "lineage.svg"),
+    (("build", "--request", "x", "--report"), "report.html"),
+    (("report", "--request", "x", "-o"), "report.html"),
+    (("dag", "-o"), "dag.svg"),
+    (("batch", str(DEMO), "--request", "x", "-o"), "rows.csv"),
+    (("experiment", str(DEMO), "--vary", "truncation.strategy=tail,head", "-o"), "results.csv"),
+]
+
+
+@pytest.mark.parametrize("args, name", OUTPUT_OPTIONS, ids=[" ".join(a[:1] + a[-1:]) for a, _ in OUTPUT_OPTIONS])
+def test_every_output_option_writes_a_fifo_in_place(tmp_path, args, name, capsys):
+    """The issue's `-o /dev/null` replaced the device: every output option writes a FIFO (made
+    here, read by a thread as `cat FIFO` would) in place, and it is still a FIFO afterwards."""
+    from ctxengine.cli import main
+
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    got: list = []
+
+    def read() -> None:
+        with open(fifo, "rb") as fh:
+            got.append(fh.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert main([*args, str(fifo)]) == 0, capsys.readouterr().err
+    reader.join(5)
+    assert got and len(got[0]) > 100
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and [p.name for p in tmp_path.iterdir()] == [name]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="os.mknod of a character device needs root")
+def test_build_to_a_null_device_node_leaves_the_device(tmp_path, capsys):
+    """The issue's exact case, on a node made under tmp_path (never the machine's /dev/null)."""
+    from ctxengine.cli import main
+
+    node = tmp_path / "null"
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    assert main(["build", "--request", "x", "-o", str(node), "--lineage", str(node)]) == 0, capsys.readouterr().err
+    assert stat.S_ISCHR(os.lstat(node).st_mode) and os.lstat(node).st_rdev == os.makedev(1, 3)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]
+
+
+def test_a_dangling_symlink_output_is_refused_before_the_build(tmp_path, capsys):
+    from ctxengine.cli import main
+
+    link = tmp_path / "report.html"
+    link.symlink_to(tmp_path / "gone" / "report.html")
+    assert main(["build", "--request", "x", "--report", str(link)]) == 2
+    err = capsys.readouterr().err
+    assert "--report" in err and "dangling symlink" in err and "tokens" not in err  # no build ran
+    assert link.is_symlink() and not (tmp_path / "gone").exists()
+
+
+def test_batch_resume_refuses_a_fifo(tmp_path, capsys):
+    from ctxengine.cli import main
+
+    fifo = tmp_path / "rows.csv"
+    os.mkfifo(fifo)
+    assert main(["batch", str(DEMO), "--request", "x", "-o", str(fifo), "--resume"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- batch

@@ -60,5 +60,6 @@ def lineage_digraph(graph) -> graphviz.Digraph:
 
 
 def write_lineage(graph, output: str | Path) -> tuple[Path, str | None]:
-    """Write the lineage diagram to ``output`` (format from its suffix), atomically; (path written, note)."""
+    """Write the lineage diagram to ``output`` (format from its suffix) with
+    :func:`~ctxengine.viz.output.write_digraph`; (path written, note)."""
     return write_digraph(lineage_digraph(graph), output, option="--lineage")
