@@ -387,16 +387,36 @@ def _project(args: argparse.Namespace) -> Path:
 
 
 def _request_text(args: argparse.Namespace) -> str:
+    """The request of --request, or of --request-file (read like any other input: a regular file,
+    or stdin for '-', at most the cap of a project file, UTF-8 text); a NUL byte or a lone
+    surrogate is an error naming the option."""
+    from .api import check_request
+
     if args.request_file is None:
-        return args.request or ""
-    if args.request_file == "-":
-        return sys.stdin.read()
+        request, where = args.request or "", "--request"
+    else:
+        request, where = _request_file_text(args.request_file), f"--request-file {quoted(args.request_file)}"
+    check_request(request, where)
+    return request
+
+
+def _request_file_text(path: str) -> str:
+    """The text of --request-file: a regular file (a FIFO or device is refused, never waited on),
+    or stdin for '-'; either over :data:`~ctxengine.nodes.lib.textio.DEFAULT_MAX_FILE_BYTES` is refused."""
+    from .nodes.lib.textio import DEFAULT_MAX_FILE_BYTES, read_text_file
+
+    shown = f"--request-file {quoted(path)}"
+    if path != "-":
+        return read_text_file(path, DEFAULT_MAX_FILE_BYTES, "a request", CtxEngineError, shown,
+                              "give a regular file, or - to read stdin")
+    data = sys.stdin.buffer.read(DEFAULT_MAX_FILE_BYTES + 1)
+    if len(data) > DEFAULT_MAX_FILE_BYTES:
+        raise CtxEngineError(f"{shown}: stdin holds more than the {DEFAULT_MAX_FILE_BYTES}-byte cap of a request; "
+                             "shorten it")
     try:
-        return Path(args.request_file).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CtxEngineError(f"--request-file {quoted(args.request_file)}: {exc.strerror}") from None
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CtxEngineError(f"--request-file {quoted(args.request_file)}: not UTF-8 text (bad byte at offset {exc.start})") from None
+        raise CtxEngineError(f"{shown}: stdin is not UTF-8 text (bad byte at offset {exc.start}); send UTF-8") from None
 
 
 def _warn_if_empty(request: str, how: str) -> None:

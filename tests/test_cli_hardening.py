@@ -10,6 +10,7 @@ import http.server
 import io
 import json
 import os
+import re
 import resource
 import signal
 import stat
@@ -406,3 +407,77 @@ def test_example_gsd_builds():
     done = run_cli("build", "--example", "gsd", "--request", "What is the next task?")
     assert done.returncode == 0, done.stderr
     assert "# User Request" in done.stdout
+
+
+# ----------------------------------------------------------------------------- the request
+
+
+def _main_error(args: list[str], capsys) -> tuple[int, str]:
+    from ctxengine.cli import main
+
+    code = main(args)
+    return code, one_line(capsys.readouterr().err)
+
+
+def test_a_fifo_request_file_is_refused_at_once(tmp_path, capsys):
+    """A FIFO nobody writes to hung the build; it is refused like any input that is not a file."""
+    fifo = tmp_path / "request"
+    os.mkfifo(fifo)
+    code, line = _main_error(["build", "--request-file", str(fifo)], capsys)
+    assert code == 2 and line == (f"ctxengine: error: --request-file '{fifo}' is a FIFO, not a regular file; "
+                                  "give a regular file, or - to read stdin")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="os.mknod of a character device needs root")
+def test_a_zero_device_request_file_is_refused(tmp_path, capsys):
+    """`--request-file /dev/zero` grew without limit: a zero node made under tmp_path is refused unread."""
+    node = tmp_path / "zero"
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 5))
+    code, line = _main_error(["build", "--request-file", str(node)], capsys)
+    assert code == 2 and "--request-file" in line and "is a character device, not a regular file" in line
+
+
+def test_a_request_file_over_the_cap_is_refused_unread(tmp_path, capsys):
+    from ctxengine.nodes.lib.textio import DEFAULT_MAX_FILE_BYTES
+
+    big = tmp_path / "request.txt"
+    with open(big, "wb") as fh:  # sparse: nothing is written, the size says it all
+        fh.truncate(DEFAULT_MAX_FILE_BYTES + 1)
+    code, line = _main_error(["build", "--request-file", str(big)], capsys)
+    assert code == 2 and f"over the {DEFAULT_MAX_FILE_BYTES}-byte cap of a request" in line
+
+
+def test_a_request_on_stdin_over_the_cap_is_refused(monkeypatch, capsys):
+    from ctxengine.nodes.lib.textio import DEFAULT_MAX_FILE_BYTES
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * (DEFAULT_MAX_FILE_BYTES + 10))))
+    code, line = _main_error(["build", "--request-file", "-"], capsys)
+    assert code == 2 and "--request-file '-': stdin holds more than" in line
+
+
+@pytest.mark.parametrize("request_text, what", [("fix\0it", "a NUL byte at character 4 of 6"),
+                                                ("fix\udcffit", "a lone surrogate U+DCFF (not UTF-8 text) at character 4 of 6")])
+def test_a_nul_or_a_lone_surrogate_in_the_request_is_named(tmp_path, capsys, request_text, what):
+    code, line = _main_error(["build", "--request", request_text], capsys)
+    assert code == 2 and line.startswith(f"ctxengine: error: --request has {what}; ")
+    (tmp_path / "req.txt").write_bytes(b"x" * 9000 + b"\0")  # past the binary probe: the request check names it
+    code, line = _main_error(["build", "--request-file", str(tmp_path / "req.txt")], capsys)
+    assert code == 2 and "--request-file" in line and "a NUL byte at character 9,001 of 9,001" in line
+    import ctxengine
+
+    with pytest.raises(ctxengine.CtxEngineError, match="^" + re.escape(f"request has {what}")):
+        ctxengine.build_context(request=request_text)
+
+
+def test_batch_rows_name_a_nul_or_a_surrogate_in_their_request(tmp_path):
+    from ctxengine.batch import run_jobs
+    from ctxengine.batch_io import read_job_list
+
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(json.dumps({"project": str(DEMO), "request": "a\0b"}) + "\n"
+                    + json.dumps({"project": str(DEMO), "request": "a\ud800b"}) + "\n"
+                    + json.dumps({"project": str(DEMO), "request": "fine"}) + "\n", encoding="utf-8")
+    rows = list(run_jobs(read_job_list(jobs), contexts_dir=str(tmp_path)))
+    assert [row["status"] for row in rows] == ["error", "error", "ok"]
+    assert rows[0]["error"].startswith("CtxEngineError: request has a NUL byte at character 2")
+    assert rows[1]["error"].startswith("CtxEngineError: request has a lone surrogate U+D800")
