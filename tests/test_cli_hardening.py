@@ -12,6 +12,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import stat
 import subprocess
@@ -481,3 +482,52 @@ def test_batch_rows_name_a_nul_or_a_surrogate_in_their_request(tmp_path):
     assert [row["status"] for row in rows] == ["error", "error", "ok"]
     assert rows[0]["error"].startswith("CtxEngineError: request has a NUL byte at character 2")
     assert rows[1]["error"].startswith("CtxEngineError: request has a lone surrogate U+D800")
+
+
+# ----------------------------------------------------------------------------- odd file names drawn
+
+#: Names git quotes in its output: a trailing backslash, a double quote, a newline, a tab, \l.
+ODD_NAMES = ("ends with\\", 'say "hi"', "two\nlines", "tab\there", "left\\l")
+
+
+def _dot_labels(source: str) -> list[str]:
+    """The labels of a DOT text as dot reads them: a quoted string to its first unescaped quote,
+    then its escapes (\\n a newline, \\x the character x)."""
+    quoted_labels = re.findall(r'\blabel="((?:[^"\\]|\\.)*)"', source, flags=re.S)
+    return [re.sub(r"\\(.)", lambda m: "\n" if m[1] == "n" else m[1], text, flags=re.S) for text in quoted_labels]
+
+
+def test_modified_files_with_odd_names_are_drawn_in_report_and_lineage(tmp_path, capsys):
+    """A tracked, modified file whose name ends in a backslash made report and --lineage fail
+    with "internal error" (its label escaped the closing quote of the DOT string)."""
+    import warnings
+
+    import graphviz
+
+    from ctxengine.cli import main
+
+    repo = tmp_path / "repo"
+    write_project(repo, {".planning/config.json": "{}", **{name: "one\n" for name in ODD_NAMES}})
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "odd names"], check=True)
+    for name in ODD_NAMES:
+        (repo / name).write_text("one\ntwo\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", graphviz.DotSyntaxWarning)
+        code = main(["build", str(repo), "--request", "x", "--no-cache", "-o", str(out / "context.md"),
+                     "--lineage", str(out / "lineage.dot"), "--report", str(out / "report.html")])
+    assert code == 0, capsys.readouterr().err
+    assert "internal error" not in capsys.readouterr().err
+    context = (out / "context.md").read_text()
+    assert all(name.split("\n")[0] in context for name in ODD_NAMES)  # the git section has them
+    labels = _dot_labels((out / "lineage.dot").read_text())
+    for name in ODD_NAMES:  # each name comes back exactly as dot reads the label
+        assert any(label.startswith(f"file: {name}") for label in labels), (name, labels)
+    page = (out / "report.html").read_text()
+    assert "ends with\\" in page and "say &quot;hi&quot;" in page
+    if shutil.which("dot"):  # CI: the report's lineage was drawn by dot, not listed after a failure
+        assert '<div class="lineage"><svg' in page

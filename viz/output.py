@@ -200,7 +200,22 @@ def write_digraph(digraph, output: str | Path, option: str = "-o") -> tuple[Path
         note = None if fmt in ("dot", "gv") else "graphviz 'dot' is not installed; wrote the DOT text instead"
         return target, note
     check_output_path(output, option)  # before running dot
-    return write_output(output, digraph.pipe(format=fmt), option), None
+    return write_output(output, rendered(digraph, fmt, option), option), None
+
+
+def rendered(digraph, fmt: str, option: str = "-o") -> bytes:
+    """``digraph`` drawn by graphviz's ``dot`` in ``fmt``; a failure of ``dot`` is an
+    :class:`OutputWriteError` naming the option, dot's exit code and the first line it printed."""
+    import graphviz
+
+    try:
+        return digraph.pipe(format=fmt)
+    except graphviz.CalledProcessError as exc:
+        said = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
+        raise OutputWriteError(f"{option}: graphviz 'dot' failed (exit {exc.returncode})"
+                               + (f": {said[0][:300]}" if said else "") + "; write a .dot file instead") from None
+    except graphviz.ExecutableNotFound:
+        raise OutputWriteError(f"{option}: graphviz 'dot' could not be run; write a .dot file instead") from None
 
 
 def _file_object(handle: int, binary: bool) -> IO:
