@@ -531,3 +531,32 @@ def test_modified_files_with_odd_names_are_drawn_in_report_and_lineage(tmp_path,
     assert "ends with\\" in page and "say &quot;hi&quot;" in page
     if shutil.which("dot"):  # CI: the report's lineage was drawn by dot, not listed after a failure
         assert '<div class="lineage"><svg' in page
+
+
+# ----------------------------------------------------------------------------- warnings capped
+
+
+def test_warnings_are_capped_per_kind_in_one_pass():
+    from ctxengine.nodes.lib.quote import WARNINGS_PER_KIND, capped_warnings
+
+    bad = [f"session.log:{n}: malformed JSON line skipped" for n in range(1, 50_001)]
+    other = [f"plans/{n}.md: unknown key 'k{n}'" for n in range(3)]
+    capped = capped_warnings([*bad[:2], *other, *bad[2:], bad[0]])  # a repeat counts once
+    assert capped == (*bad[:2], *other, *bad[2:WARNINGS_PER_KIND],
+                      f"... and {50_000 - WARNINGS_PER_KIND:,} more like this")
+
+
+def test_a_session_log_of_bad_lines_gives_a_bounded_warning_list(tmp_path, capsys):
+    """The JSON (and so the MCP reply, which lists the same result's warnings) and stderr hold a
+    few warnings of each kind, not one per bad line."""
+    from ctxengine.cli import main
+
+    project = write_project(tmp_path / "p", {".planning/sessions/current/session.log":
+                                             "".join(f"{{not json {n}\n" for n in range(3000))})
+    out = tmp_path / "result.json"
+    assert main(["build", str(project), "--request", "x", "--format", "json", "-o", str(out)]) == 0
+    warnings = json.loads(out.read_text())["warnings"]
+    malformed = [w for w in warnings if "malformed JSON line" in w]
+    assert len(malformed) == 5 and "... and 2,995 more like this" in warnings and len(warnings) < 20
+    assert main(["build", str(project), "--request", "x", "-o", str(tmp_path / "c.md")]) == 0
+    assert len([line for line in capsys.readouterr().err.splitlines() if "warning:" in line]) < 40
