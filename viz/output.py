@@ -122,7 +122,7 @@ def own_descriptor(output: str | os.PathLike) -> int | None:
         folder = os.path.realpath(folder)
         current = os.path.join(folder, name)
         match = _OWN_FD_PATH.fullmatch(current)
-        if match and int(match[1]) == os.getpid():
+        if match and match[1] == _proc_self():
             return int(match[2])
         try:
             target = os.readlink(current)
@@ -130,6 +130,14 @@ def own_descriptor(output: str | os.PathLike) -> int | None:
             return None
         current = os.path.join(folder, target)  # a relative link is read from its own folder
     return None
+
+
+def _proc_self() -> str:
+    """This process's number as /proc names it (in a container's PID namespace it may differ from os.getpid())."""
+    try:
+        return os.readlink("/proc/self")
+    except OSError:
+        return str(os.getpid())
 
 
 @contextlib.contextmanager
