@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from hamilton.function_modifiers import tag
 
 from .lib.lineage import section_fate
+from .lib.quote import capped_warnings
 from .types import BudgetReport, LedgerEntry, Section
 
 
@@ -93,14 +94,11 @@ def run_warnings(
     truncation_warnings: tuple,
     template_warnings: tuple = (),
 ) -> tuple:
-    """Every warning of the run, stage by stage, without repeats."""
-    seen: dict[str, None] = {}
+    """Every warning of the run, stage by stage, without repeats, capped per kind
+    (:func:`~ctxengine.nodes.lib.quote.capped_warnings`: a few of each, then "... and N more like this")."""
     groups = (config_warnings, reference_warnings, template_warnings, state_warnings, disclosure_warnings,
               budget_warnings, truncation_warnings)
-    for group in groups:
-        for warning in group:
-            seen.setdefault(warning, None)
-    return tuple(seen)
+    return capped_warnings(warning for group in groups for warning in group)
 
 
 @tag(stage="report")

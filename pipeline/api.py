@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -13,6 +14,9 @@ from .nodes.config import MAX_DEPTH, OVERRIDE_ORIGIN
 from .nodes.lib.yamlio import nesting_depth
 from .nodes.report import BuildResult
 from .nodes.types import ConfigError, CtxEngineError
+
+#: What a request may not hold: NUL, or a surrogate code point on its own (see :func:`request_problem`).
+_BAD_REQUEST_CHARACTER = re.compile("[\0\ud800-\udfff]")
 
 
 def bundled_example(name: str = "demo") -> Path:
@@ -105,6 +109,7 @@ def run_nodes(
     ``nodes`` swaps nodes as in :func:`build_context`."""
     _check_types(project_dir=(project_dir, (str, os.PathLike, type(None))), request=(request, (str,)),
                  overrides=(overrides, (Mapping, type(None))))
+    check_request(request)
     project = project_dir if project_dir is not None else bundled_example()
     return driver.execute(list(outputs), project, build_overrides(overrides, **options), request,
                           cache=cache, cache_dir=cache_dir, nodes=nodes)
@@ -121,6 +126,25 @@ def explain_config(
                          cache=cache, cache_dir=cache_dir)
     rows = [(key, _lookup(out["context_config"], key), origin) for key, origin in sorted(out["config_provenance"].items())]
     return rows, out["config_warnings"]
+
+
+def request_problem(request: str) -> str | None:
+    """What makes ``request`` unusable as the text of a prompt, else None: a NUL byte (a binary
+    file or a C string's end) or a lone surrogate (bytes that were not UTF-8, kept by Python's
+    surrogateescape, which no UTF-8 writer or model API accepts), with its character position."""
+    found = _BAD_REQUEST_CHARACTER.search(request)
+    if found is None:
+        return None
+    what = "a NUL byte" if found.group() == "\0" else f"a lone surrogate U+{ord(found.group()):04X} (not UTF-8 text)"
+    return f"has {what} at character {found.start() + 1:,} of {len(request):,}"
+
+
+def check_request(request: str, where: str = "request") -> None:
+    """A CtxEngineError (exit 2) naming ``where`` the request came from when :func:`request_problem`
+    finds a NUL byte or a lone surrogate in it."""
+    problem = request_problem(request)
+    if problem:
+        raise CtxEngineError(f"{where} {problem}; remove it or give the request as UTF-8 text")
 
 
 def _check_types(**arguments: tuple[Any, tuple[type, ...]]) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping
 
 from . import driver
+from .api import check_request
 from .nodes.types import CtxEngineError
 
 #: The columns of a row of :func:`run_jobs`, in file order; a job's labels follow them.
@@ -118,6 +119,7 @@ def run_job(job: Job, contexts_dir: str | None = None) -> dict:
     row = {"project": os.path.abspath(os.fspath(job.project)), "status": "ok", "error": None}
     try:
         row["fingerprint"] = job_fingerprint(job)
+        check_request(job.request)  # a NUL or lone surrogate: this row's error, not a failed write later
         extra = {"nodes": job.nodes} if job.nodes else {}
         with driver.quiet_failures():
             result = driver.execute(["build_result"], job.project, dict(job.overrides), job.request, **extra)["build_result"]
@@ -225,10 +227,10 @@ def _position(position: Mapping[str, Any]) -> str:
 
 
 def _write_context(folder: str, job: Job, context: str) -> str:
-    from .viz.output import write_atomic
+    from .viz.output import write_output
 
     path = os.path.join(folder, context_file_name(job))
-    write_atomic(path, context, "--contexts-dir")
+    write_output(path, context, "--contexts-dir")
     return path
 
 
@@ -426,6 +428,7 @@ def build_record(
     """The run record of one project, or a row naming the error when it cannot be built
     (``debug``: the traceback of an unexpected error also goes to stderr)."""
     try:
+        check_request(request)
         with driver.quiet_failures():
             return driver.execute(["run_record"], project_dir, overrides, request)["run_record"]
     except CtxEngineError as exc:

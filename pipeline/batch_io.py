@@ -9,8 +9,8 @@ relative to the list file's folder. A bad line is a :class:`JobListError` naming
 
 Result files (``-o``), by extension: ``.csv`` and ``.jsonl`` are written row by row (flushed,
 so a crash or Ctrl-C keeps every finished row), ``.parquet`` in row groups of
-:data:`PARQUET_ROW_GROUP` rows. Every file is written to a temporary file and renamed (Ctrl-C
-still renames). Nothing is kept in memory but the rows of one parquet row group.
+:data:`PARQUET_ROW_GROUP` rows. A file is written to a temporary file and renamed (Ctrl-C
+still renames); a FIFO or device in place (:mod:`ctxengine.viz.output`). Nothing is kept in memory but the rows of one parquet row group.
 """
 
 from __future__ import annotations
@@ -271,11 +271,12 @@ def _parquet_schema(columns: Sequence[str], rows: list[dict]):
 
 @contextlib.contextmanager
 def open_rows(output: str | os.PathLike, columns: Sequence[str]) -> Iterator[RowWriter]:
-    """A :class:`RowWriter` over ``output`` (atomically; Ctrl-C keeps the rows written)."""
-    from .viz.output import atomic_output
+    """A :class:`RowWriter` over ``output`` (with :func:`ctxengine.viz.output.output_file`: a file
+    atomically, a FIFO or device in place; Ctrl-C keeps the rows written)."""
+    from .viz.output import output_file
 
     fmt = output_format(output)
-    with atomic_output(output, "-o", binary=fmt == "parquet", keep_on_interrupt=True) as fh:
+    with output_file(output, "-o", binary=fmt == "parquet", keep_on_interrupt=True) as fh:
         writer = RowWriter(fh, fmt, columns)
         try:
             yield writer

@@ -153,7 +153,8 @@ def _parser() -> argparse.ArgumentParser:
                             "and a user message with an Anthropic cache_control breakpoint at the end of the "
                             "stable part (default: text)")
     build.add_argument("-o", "--output", default=None, metavar="FILE",
-                       help="write the result to this file (atomically; its folder must exist) instead of stdout")
+                       help="write the result to this file instead of stdout (a file atomically, a FIFO or device in place, "
+                            "through a symlink; its folder must exist)")
     build.add_argument("--lineage", default=None, metavar="FILE",
                        help="also draw which sources fed which sections and what truncation did (.svg, .png, .dot)")
     build.add_argument("--report", default=None, metavar="FILE",
@@ -164,7 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", parents=[common], help="build and write the run report as one HTML page")
     _add_build_inputs(report)
     report.add_argument("-o", "--output", default="report.html", metavar="FILE",
-                        help="the HTML file (atomically; its folder must exist; default: report.html)")
+                        help="the HTML file (written like build -o; its folder must exist; default: report.html)")
     _add_cache(report)
     report.set_defaults(handler=_report)
 
@@ -398,16 +399,36 @@ def _project(args: argparse.Namespace) -> Path:
 
 
 def _request_text(args: argparse.Namespace) -> str:
+    """The request of --request, or of --request-file (read like any other input: a regular file,
+    or stdin for '-', at most the cap of a project file, UTF-8 text); a NUL byte or a lone
+    surrogate is an error naming the option."""
+    from .api import check_request
+
     if args.request_file is None:
-        return args.request or ""
-    if args.request_file == "-":
-        return sys.stdin.read()
+        request, where = args.request or "", "--request"
+    else:
+        request, where = _request_file_text(args.request_file), f"--request-file {quoted(args.request_file)}"
+    check_request(request, where)
+    return request
+
+
+def _request_file_text(path: str) -> str:
+    """The text of --request-file: a regular file (a FIFO or device is refused, never waited on),
+    or stdin for '-'; either over :data:`~ctxengine.nodes.lib.textio.DEFAULT_MAX_FILE_BYTES` is refused."""
+    from .nodes.lib.textio import DEFAULT_MAX_FILE_BYTES, read_text_file
+
+    shown = f"--request-file {quoted(path)}"
+    if path != "-":
+        return read_text_file(path, DEFAULT_MAX_FILE_BYTES, "a request", CtxEngineError, shown,
+                              "give a regular file, or - to read stdin")
+    data = sys.stdin.buffer.read(DEFAULT_MAX_FILE_BYTES + 1)
+    if len(data) > DEFAULT_MAX_FILE_BYTES:
+        raise CtxEngineError(f"{shown}: stdin holds more than the {DEFAULT_MAX_FILE_BYTES}-byte cap of a request; "
+                             "shorten it")
     try:
-        return Path(args.request_file).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CtxEngineError(f"--request-file {quoted(args.request_file)}: {exc.strerror}") from None
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CtxEngineError(f"--request-file {quoted(args.request_file)}: not UTF-8 text (bad byte at offset {exc.start})") from None
+        raise CtxEngineError(f"{shown}: stdin is not UTF-8 text (bad byte at offset {exc.start}); send UTF-8") from None
 
 
 def _warn_if_empty(request: str, how: str) -> None:
@@ -470,10 +491,10 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _write_report(out: dict[str, Any], output: str, option: str) -> None:
-    from .viz.output import write_atomic
+    from .viz.output import write_output
     from .viz.report import report_html
 
-    written = write_atomic(output, report_html(out["build_result"], out["context_lineage"]), option)
+    written = write_output(output, report_html(out["build_result"], out["context_lineage"]), option)
     _say(f"wrote {written}")
 
 
@@ -544,6 +565,9 @@ def _batch(args: argparse.Namespace) -> int:
         from .viz.output import check_output_path
 
         check_output_path(args.output, "-o")
+        if args.resume and os.path.exists(args.output) and not os.path.isfile(args.output):  # a FIFO: reading blocks
+            raise CtxEngineError(f"--resume reads the rows of -o {quoted(args.output)}, which is not a regular file; "
+                                 "give a file or drop --resume")
         output_format(args.output)
     if args.contexts_dir is not None and not os.path.isdir(args.contexts_dir):
         raise CtxEngineError(f"--contexts-dir {quoted(args.contexts_dir)}: the folder does not exist; create it first")
@@ -710,9 +734,9 @@ def _write(text: str, output: str | None) -> None:
     if output is None:
         _emit(text)
         return
-    from .viz.output import write_atomic
+    from .viz.output import write_output
 
-    write_atomic(output, text, "-o")
+    write_output(output, text, "-o")
 
 
 class _StdoutSink:

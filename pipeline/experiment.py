@@ -151,12 +151,12 @@ def results_format(output: str | os.PathLike) -> str:
 
 
 def write_results(frame, output: str | os.PathLike) -> Path:
-    """``frame`` to ``output`` atomically: .csv, or .parquet (pyarrow)."""
-    from .viz.output import write_atomic
+    """``frame`` to ``output`` (atomically for a file): .csv, or .parquet (pyarrow)."""
+    from .viz.output import write_output
 
     if results_format(output) == ".csv":
-        return write_atomic(output, frame.to_csv(index=False), "-o")
-    return write_atomic(output, frame.to_parquet(index=False), "-o")
+        return write_output(output, frame.to_csv(index=False), "-o")
+    return write_output(output, frame.to_parquet(index=False), "-o")
 
 
 def draw_chart(frame, output: str | os.PathLike) -> Path:
@@ -170,7 +170,7 @@ def draw_chart(frame, output: str | os.PathLike) -> Path:
 
     import matplotlib.pyplot as plt
 
-    from .viz.output import write_atomic
+    from .viz.output import write_output
 
     if Path(output).suffix.lower() != ".png":
         raise CtxEngineError(f"--chart {quoted(os.fspath(output))}: the chart is a .png file")
@@ -200,7 +200,7 @@ def draw_chart(frame, output: str | os.PathLike) -> Path:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     plt.close(figure)
-    return write_atomic(output, buffer.getvalue(), "--chart")
+    return write_output(output, buffer.getvalue(), "--chart")
 
 
 def _jobs(project, variants: list[dict], varying: Sequence[str], shared: tuple, request: str, overrides: Mapping[str, Any] | None,

@@ -99,8 +99,8 @@ def dag_digraph(dr, stage: str | None = None) -> graphviz.Digraph:
 
 
 def write_dag(dr, output: str | Path, stage: str | None = None) -> tuple[Path, str | None]:
-    """Write the diagram of ``dr`` (or of one ``stage``) to ``output`` (format from its suffix),
-    atomically; (path written, note)."""
+    """Write the diagram of ``dr`` (or of one ``stage``) to ``output`` (format from its suffix)
+    with :func:`~ctxengine.viz.output.write_digraph`; (path written, note)."""
     return write_digraph(dag_digraph(dr, stage), output)
 
 

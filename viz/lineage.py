@@ -47,9 +47,7 @@ def lineage_digraph(graph) -> graphviz.Digraph:
             label = f"{label}\n{attrs.get('tier')} ({attrs.get('priority')})" + ("" if fate == "kept" else f"\n[{fate}]")
         elif kind == "step":
             style["fillcolor"] = STEP_COLOUR.get(attrs.get("action"), style["fillcolor"])
-        # nohtml: a title like "<b>x</b>" is text, never a graphviz HTML label
-        dot.node(ids[name], label=graphviz.nohtml(label.replace("\n", "\\n")),
-                 tooltip=graphviz.nohtml(attrs.get("reason", name)), **style)
+        dot.node(ids[name], label=dot_text(label), tooltip=dot_text(attrs.get("reason", name)), **style)
     for tail, head, attrs in graph.edges(data=True):
         if attrs.get("kind") == "refers":
             dot.edge(ids[tail], ids[head], style="dashed", color="#b9770e", label="refers to", fontsize="8",
@@ -59,6 +57,15 @@ def lineage_digraph(graph) -> graphviz.Digraph:
     return dot
 
 
+def dot_text(text: str) -> str:
+    """``text`` as a DOT label or tooltip that shows exactly that text: backslashes doubled (a
+    file name ending in ``\\`` would escape the closing quote, and ``\\l`` would left-justify),
+    newlines as DOT's ``\\n``, never a graphviz HTML label (a title like ``<b>x</b>`` is text);
+    graphviz quotes the double quotes."""
+    return graphviz.nohtml(text.replace("\\", "\\\\").replace("\n", "\\n"))
+
+
 def write_lineage(graph, output: str | Path) -> tuple[Path, str | None]:
-    """Write the lineage diagram to ``output`` (format from its suffix), atomically; (path written, note)."""
+    """Write the lineage diagram to ``output`` (format from its suffix) with
+    :func:`~ctxengine.viz.output.write_digraph`; (path written, note)."""
     return write_digraph(lineage_digraph(graph), output, option="--lineage")

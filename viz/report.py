@@ -200,13 +200,18 @@ def _lineage(lineage: Any) -> str:
     if lineage is None:
         return ("<h2>Lineage</h2><p>No lineage graph was given: pass "
                 "<code>run_nodes([\"build_result\", \"context_lineage\"], ...)</code>'s graph.</p>")
+    why = "is not installed"
     if shutil.which("dot") is not None:
         from .lineage import lineage_digraph
+        from .output import OutputWriteError, rendered
 
-        svg = lineage_digraph(lineage).pipe(format="svg").decode("utf-8")
-        svg = svg[svg.index("<svg"):]  # without the XML declaration and DOCTYPE
-        return f'<h2>Lineage</h2><div class="lineage">{svg}</div>'
-    return ("<h2>Lineage</h2><p>graphviz <code>dot</code> is not installed: the lineage as a list "
+        try:
+            svg = rendered(lineage_digraph(lineage), "svg", "the report's lineage").decode("utf-8")
+            svg = svg[svg.index("<svg"):]  # without the XML declaration and DOCTYPE
+            return f'<h2>Lineage</h2><div class="lineage">{svg}</div>'
+        except OutputWriteError as exc:
+            why = f"failed ({_e(str(exc))})"
+    return (f"<h2>Lineage</h2><p>graphviz <code>dot</code> {why}: the lineage as a list "
             "(sources &rarr; section &rarr; each ledger entry &rarr; where it went).</p>" + _lineage_list(lineage))
 
 

@@ -54,32 +54,47 @@ CONFIG_MAX_BYTES = 1 << 20  # a configuration file (user config, .planning/confi
 
 
 def read_config_text(path: str, max_bytes: int = CONFIG_MAX_BYTES) -> str:
-    """The text of a configuration file; one that is not a regular file, is over ``max_bytes``
-    (checked before reading: a 1 GB file is never loaded), is not UTF-8 or cannot be read is a
-    ConfigError naming it."""
+    """The text of a configuration file, read with :func:`read_text_file` (a ConfigError naming it)."""
+    return read_text_file(path, max_bytes, "a configuration file")
+
+
+def read_text_file(
+    path: str,
+    max_bytes: int,
+    what: str,
+    error: type[Exception] = ConfigError,
+    shown: str | None = None,
+    hint: str = "point the setting at a file",
+) -> str:
+    """The whole UTF-8 text of the regular file at ``path`` (a configuration file, a request file).
+
+    One that is not a regular file (opened O_NONBLOCK, so a FIFO never blocks), is over
+    ``max_bytes`` (checked before reading: a 1 GB file or a device is never loaded), is binary,
+    is not UTF-8 or cannot be read raises ``error`` naming it as ``shown`` (default ``path``),
+    ``what`` it is, and how to fix it (``hint`` for a FIFO, device or folder)."""
+    shown = shown or path
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise error(f"{shown}: cannot be read ({exc.strerror})") from None
     try:
         info = os.fstat(fd)
         kind = _kind(info.st_mode)
         if kind:
-            raise ConfigError(f"{path} is {kind}, not a regular file; point the setting at a file")
+            raise error(f"{shown} is {kind}, not a regular file; {hint}")
         if info.st_size > max_bytes:
-            raise ConfigError(f"{path} is {info.st_size} bytes, over the {max_bytes}-byte cap of a configuration "
-                              "file; shorten it")
-        data = _read_fd(fd, max_bytes, path, "the configuration file cap", info.st_size)
+            raise error(f"{shown} is {info.st_size} bytes, over the {max_bytes}-byte cap of {what}; shorten it")
+        data = _read_fd(fd, max_bytes, shown, f"the {max_bytes}-byte cap of {what}", info.st_size)
     except TextUnavailable as exc:
-        raise ConfigError(f"{exc}; fix the file") from None
+        raise error(f"{exc}; fix the file") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise error(f"{shown}: cannot be read ({exc.strerror})") from None
     finally:
         os.close(fd)
     try:
         return bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from None
+        raise error(f"{shown}: not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from None
 
 
 class TextUnavailable(Exception):
