@@ -250,6 +250,8 @@ def write_atomically(path: str, data: bytes) -> None:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+
+
 def program_output(program: str, args: tuple[str, ...], run: Callable[[], str | None]) -> str | None:
     """``run()`` (what ``program`` with ``args`` prints), remembered in the user cache by the
     program's binary (real path, inode, size, modification time) when it is a compiled
