@@ -24,6 +24,7 @@ from hamilton.function_modifiers import cache, tag
 
 from .lib.quote import quoted
 from .lib.reserve import is_auto
+from .lib.trust_paths import absolute_trust_paths
 from .lib.textio import read_config_text
 from .lib.tokens import model_presets
 from .lib.yamlio import YAMLError, load_yaml, nesting_depth
@@ -353,34 +354,6 @@ def _top_level_object(path: str, data: Any, what: str) -> dict:
 
 def _is_trusted(dotted: str) -> bool:
     return dotted == TRUSTED_PREFIX or dotted.startswith(TRUSTED_PREFIX + ".")
-
-
-def absolute_trust_paths(layer: Mapping, base: str, home: str) -> dict:
-    """A configuration layer (the user's file, or overrides; nested or dotted keys) with its
-    ``trust.allowedPaths`` entries made absolute: ``~`` is ``home``, a relative path is under
-    ``base`` (the user file's folder, or the working folder where overrides enter: CLI, API,
-    batch, experiment, serve); a single path becomes a list. Anything else is left for the
-    configuration stage to check."""
-    out = dict(layer)
-    if "trust.allowedPaths" in out:
-        out["trust.allowedPaths"] = _absolute_list(out["trust.allowedPaths"], base, home)
-    trust = out.get("trust")
-    if isinstance(trust, Mapping) and "allowedPaths" in trust:
-        out["trust"] = {**trust, "allowedPaths": _absolute_list(trust["allowedPaths"], base, home)}
-    return out
-
-
-def _absolute_list(value: Any, base: str, home: str) -> Any:
-    paths = [value] if isinstance(value, str) else value
-    if not isinstance(paths, list):
-        return value
-    return [os.path.normpath(os.path.join(base, _home_expanded(p, home))) if isinstance(p, str) else p for p in paths]
-
-
-def _home_expanded(path: str, home: str) -> str:
-    if path == "~" or path.startswith("~/") or path.startswith("~" + os.sep):
-        return home + path[1:]
-    return os.path.expanduser(path) if path.startswith("~") else path  # ~user: that user's home
 
 
 def _checked_trust_paths(dotted: str, value: Any, origin: str) -> Any:

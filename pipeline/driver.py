@@ -31,6 +31,7 @@ from hamilton import ad_hoc_utils, graph as h_graph, htypes, node as h_node  # n
 from hamilton import driver as h_driver  # noqa: E402
 
 from .nodes.lib.quote import quoted
+from .nodes.lib.trust_paths import absolute_trust_paths
 from .nodes import (  # noqa: E402
     budget,
     config,
@@ -220,7 +221,7 @@ def execute(
         raise CtxEngineError(f"project folder {quoted(os.fspath(project_dir))} does not exist or is not a folder")
     inputs = {
         "project_dir": os.path.abspath(os.fspath(project_dir)),
-        "overrides": config.absolute_trust_paths(overrides or {}, os.getcwd(), os.path.expanduser("~")),  # nodes read neither
+        "overrides": absolute_trust_paths(overrides or {}, os.getcwd(), os.path.expanduser("~")),  # nodes read neither
         "user_request": user_request,
     }
     wanted = list(dict.fromkeys([*outputs, "context_config", "resolved_config"]))

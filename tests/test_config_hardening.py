@@ -14,6 +14,7 @@ import ctxengine
 from ctxengine import ConfigError, explain_config
 from ctxengine.driver import execute
 from ctxengine.nodes import config as cfg
+from ctxengine.nodes.lib.trust_paths import absolute_trust_paths
 from ctxengine.nodes.lib.quote import quoted
 from ctxengine.nodes.lib.reserve import effective_reserve
 from ctxengine.nodes.lib.tokens import model_presets
@@ -389,5 +390,5 @@ def test_the_same_overrides_from_two_folders_and_two_homes_read_what_each_allows
 def test_the_configuration_stage_refuses_a_relative_trust_path_it_was_handed():
     with pytest.raises(ConfigError, match=r"trust.allowedPaths entry 'rules' is not an absolute path"):
         cfg.resolved_config("/p", cfg.defaults(), {}, {"trust": {"allowedPaths": ["rules"]}})
-    assert cfg.absolute_trust_paths({"trust": {"allowedPaths": "~/x"}, "trust.allowedPaths": ["y", 3]}, "/b", "/h") \
+    assert absolute_trust_paths({"trust": {"allowedPaths": "~/x"}, "trust.allowedPaths": ["y", 3]}, "/b", "/h") \
         == {"trust": {"allowedPaths": ["/h/x"]}, "trust.allowedPaths": ["/b/y", 3]}
