@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from ctxengine.nodes.lib import git as G
 
-pytestmark = pytest.mark.skipif(G.shutil.which("git") is None, reason="git is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
 def git(repo: Path, *args: str) -> str:
