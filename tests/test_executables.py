@@ -199,3 +199,52 @@ def test_the_environment_never_asks_a_program_in_the_project(tmp_path: Path, mon
         facts = environment_facts(str(project))
         assert FAKE not in json.dumps(facts) and not marker.exists(), first
         assert facts["git"] and facts["git"] == G.git_version(P.executable_path("git", str(project)))
+
+
+# ----------------------------------------------------------------------------- graphviz dot
+
+
+def _digraph():
+    import graphviz
+
+    graph = graphviz.Digraph("g")
+    graph.edge("a", "b")
+    return graph
+
+
+def test_dot_comes_from_an_absolute_entry_and_is_started_by_its_path(tmp_path: Path, monkeypatch):
+    from ctxengine.viz.output import write_digraph
+
+    project = tmp_path / "proj"
+    marker = tmp_path / "marker"
+    _fake(project / "dot", marker)
+    _fake(project / "bin" / "dot", marker)
+    log = tmp_path / "dot.log"
+    tools = _script(tmp_path / "tools" / "dot", f'echo "$0 $*|$PATH" >> "{log}"\ncat >/dev/null\necho "<svg>drawn</svg>"')
+    monkeypatch.chdir(project)
+    for first in ("", ".", "bin"):
+        monkeypatch.setenv("PATH", os.pathsep.join([first, str(tools.parent), "/usr/bin", "/bin"]))
+        written, note = write_digraph(_digraph(), tmp_path / "out.svg")
+        assert note is None and written.read_text() == "<svg>drawn</svg>\n", first
+    assert not marker.exists()
+    calls = log.read_text().splitlines()
+    assert len(calls) == 3 and all(c.startswith(f"{tools} -Tsvg|") for c in calls)
+    assert all(os.path.isabs(e) for c in calls for e in c.split("|", 1)[1].split(os.pathsep))
+
+
+def test_a_dot_only_in_the_working_folder_counts_as_no_dot(tmp_path: Path, monkeypatch):
+    from ctxengine.viz.output import write_digraph
+    from ctxengine.viz.report import _lineage
+
+    project = tmp_path / "proj"
+    marker = tmp_path / "marker"
+    _fake(project / "dot", marker)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PATH", os.pathsep.join(["", ".", str(tmp_path / "empty")]))
+    written, note = write_digraph(_digraph(), tmp_path / "out.svg")
+    assert written == tmp_path / "out.dot" and "not installed" in note
+    assert "digraph g" in written.read_text()
+    import networkx
+
+    assert "not installed" in _lineage(networkx.DiGraph([("a", "b")]))
+    assert not marker.exists()

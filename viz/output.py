@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import IO, Iterator
 
 from ..nodes.types import CtxEngineError
+from .dot import dot_program, piped_through_dot
 
 
 class OutputWriteError(CtxEngineError):
@@ -94,13 +94,14 @@ def write_digraph(digraph, output: str | Path, option: str = "-o") -> tuple[Path
     """
     output = Path(output)
     fmt = output.suffix.lstrip(".").lower() or "svg"
-    if fmt in ("dot", "gv") or shutil.which("dot") is None:
+    dot = dot_program()  # absolute PATH entries only; started by that path, never as a bare "dot"
+    if fmt in ("dot", "gv") or dot is None:
         target = output if fmt in ("dot", "gv") else output.with_suffix(".dot")
         write_atomic(target, digraph.source, option)
         note = None if fmt in ("dot", "gv") else "graphviz 'dot' is not installed; wrote the DOT text instead"
         return target, note
     check_output_path(output, option)  # before running dot
-    return write_atomic(output, digraph.pipe(format=fmt), option), None
+    return write_atomic(output, piped_through_dot(digraph, fmt, dot), option), None
 
 
 def _commit(temp: str, path: Path) -> None:
