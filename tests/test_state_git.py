@@ -213,3 +213,32 @@ def test_timeout_kills_git_and_what_it_started(tmp_path: Path):
     assert time.perf_counter() - start < 3
     endless = G.run_git(["-c", "alias.endless=!yes", "endless"], str(tmp_path), timeout=5, max_bytes=1000)
     assert endless.truncated and len(endless.stdout) == 1000
+
+
+def test_a_broken_repository_is_a_warning_naming_git_s_exit_code_and_first_stderr_line(tmp_path: Path):
+    head = make_repo(tmp_path / "head")
+    (head / "a.txt").write_text("one\n")
+    commit_all(head, "First")
+    (head / ".git" / "HEAD").write_text("garbage\n")  # a corrupt HEAD: git status exits 128
+    snapshot = G.take_snapshot(str(head))
+    assert not snapshot.available and len(snapshot.warnings) == 1
+    warning = snapshot.warnings[0]
+    assert "git status failed" in warning and "git section skipped" in warning
+    assert "exit code 128: fatal: not a git repository" in warning, warning
+
+    config = make_repo(tmp_path / "config")
+    with open(config / ".git" / "config", "a") as fh:
+        fh.write("[core\n")  # an unterminated section: even reading the config fails
+    snapshot = G.take_snapshot(str(config))
+    assert not snapshot.available and len(snapshot.warnings) == 1
+    warning = snapshot.warnings[0]
+    assert "listing the filter drivers" in warning and "git section skipped" in warning
+    assert "exit code 128: fatal: bad config line" in warning and str(config / ".git" / "config") in warning, warning
+
+
+def test_failure_reasons_name_the_exit_code_the_signal_or_the_timeout():
+    assert G.failure_reason(G.GitResult(128, "", "\nfatal: bad object HEAD\nmore\n")) == "exit code 128: fatal: bad object HEAD"
+    assert G.failure_reason(G.GitResult(3, "", "")) == "exit code 3"
+    assert G.failure_reason(G.GitResult(-9, "", ""), 10) == "killed by signal 9"
+    assert G.failure_reason(G.GitResult(-9, "", "", timed_out=True), 2.5) == "timed out after 2.5 s"
+    assert G.failure_reason(G.GitResult(127, "", "[Errno 2] No such file")) == "could not start: [Errno 2] No such file"
