@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -242,3 +244,36 @@ def test_failure_reasons_name_the_exit_code_the_signal_or_the_timeout():
     assert G.failure_reason(G.GitResult(-9, "", ""), 10) == "killed by signal 9"
     assert G.failure_reason(G.GitResult(-9, "", "", timed_out=True), 2.5) == "timed out after 2.5 s"
     assert G.failure_reason(G.GitResult(127, "", "[Errno 2] No such file")) == "could not start: [Errno 2] No such file"
+
+
+_REPLACED_DEVNULL = r"""
+import os, sys, json
+os.devnull = sys.argv[1]  # /dev/null as a regular file holding what other programs wrote into it
+from ctxengine.nodes.lib import git as G
+snapshot = G.take_snapshot(sys.argv[2], log_count=1)
+print(json.dumps({"available": snapshot.available, "warnings": snapshot.warnings, "patch": snapshot.patch}))
+"""
+
+
+@pytest.mark.parametrize("content", [
+    "ctxengine: warning: no request given\n[core\nsome other output\n",  # not config: git failed to parse it
+    "[diff]\n\tnoprefix = true\n",  # config: git would have taken it
+])
+def test_git_never_reads_dev_null_so_a_replaced_one_changes_nothing(tmp_path: Path, content: str):
+    """The git section was skipped at random on a busy machine (issue 23): a program had replaced
+    /dev/null with a regular file (``-o /dev/null`` as root) that other programs kept writing
+    into, and git read it as its global config. Here ``os.devnull`` names such a file (the real
+    /dev/null is never touched): the snapshot is whole and that text has no effect."""
+    repo = make_repo(tmp_path / "proj")
+    (repo / "a.txt").write_text("one\n")
+    commit_all(repo, "First")
+    (repo / "a.txt").write_text("two\n")
+    fake = tmp_path / "devnull"
+    fake.write_text(content)
+    done = subprocess.run([sys.executable, "-c", _REPLACED_DEVNULL, str(fake), str(repo)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    snapshot = json.loads(done.stdout)
+    assert snapshot["available"] and snapshot["warnings"] == [], snapshot["warnings"]
+    assert "diff --git a/a.txt b/a.txt" in snapshot["patch"]
+    assert fake.read_text() == content

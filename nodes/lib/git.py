@@ -10,16 +10,17 @@ nothing a repository can configure, and reads no repository outside the project:
   git gets has those entries removed too. A snapshot looks git up once and passes the path on.
 
 - Inherited ``GIT_*`` variables are dropped (GIT_DIR, GIT_EXTERNAL_DIFF, GIT_CONFIG_PARAMETERS,
-  GIT_ALTERNATE_OBJECT_DIRECTORIES ...); then ``GIT_CONFIG_NOSYSTEM=1``,
-  ``GIT_CONFIG_GLOBAL=/dev/null`` and ``GIT_CONFIG_SYSTEM=/dev/null`` (a user's global config may
-  define aliases, filters or an attributes file), ``GIT_ATTR_NOSYSTEM=1``,
+  GIT_ALTERNATE_OBJECT_DIRECTORIES ...); then ``GIT_CONFIG_NOSYSTEM=1``, ``GIT_CONFIG_GLOBAL`` and
+  ``GIT_CONFIG_SYSTEM`` pointed at :data:`NOWHERE` (a user's global config may define aliases,
+  filters or an attributes file; ``/dev/null/ctxengine-nothing`` names no file, where
+  ``/dev/null`` itself is read, and a replaced /dev/null has content), ``GIT_ATTR_NOSYSTEM=1``,
   ``GIT_NO_REPLACE_OBJECTS=1``, ``GIT_OPTIONAL_LOCKS=0``, ``GIT_TERMINAL_PROMPT=0``, empty
   ``GIT_ASKPASS`` / ``SSH_ASKPASS``, ``GIT_EDITOR=:`` (no editor), ``GIT_PAGER=cat``,
   ``GIT_ALLOW_PROTOCOL=`` (no transport at all, so a partial clone cannot fetch), LC_ALL=C.
 - Settings given through ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_n`` / ``GIT_CONFIG_VALUE_n``:
   command-line scope beats the repository's own config, and child git processes (a submodule's
   status) inherit them. See :data:`SAFE_CONFIG`: ``core.fsmonitor=false``,
-  ``core.hooksPath=/dev/null``, ``core.attributesFile=/dev/null``, ``core.pager=cat``,
+  ``core.hooksPath`` and ``core.attributesFile`` at :data:`NOWHERE`, ``core.pager=cat``,
   ``core.editor=:``, ``core.askPass=``, ``core.sshCommand``, ``gpg.program``,
   ``gpg.<format>.program`` pointed at a path that does not exist, ``log.showSignature=false``,
   ``credential.helper=``, ``protocol.allow=never``, ``diff.ignoreSubmodules=all``,
@@ -39,7 +40,8 @@ nothing a repository can configure, and reads no repository outside the project:
   cannot move the work tree). A repository enclosing the project folder, a ``gitdir:`` /
   ``commondir`` / alternates / symlinked git file leading outside the project is not read unless
   the path is inside one of the user's ``trust.allowedPaths``; the refusal is a warning naming
-  that setting. Without a usable repository git gets ``GIT_DIR=/dev/null``.
+  that setting. Without a usable repository git gets ``GIT_DIR`` = :data:`NOWHERE`. git's
+  standard input is an empty pipe (``hash-object --stdin`` hashes nothing), never /dev/null.
 
 :func:`take_snapshot` runs ``git status --porcelain=v2 -z --branch``, ``git diff <base>
 --numstat -z`` and, only when the changed lines stay under the threshold, the patch itself,
@@ -67,10 +69,17 @@ from .programs import executable_path, safe_search_path
 from .regex import lazy_regex
 
 _NO_PROGRAM = "/nonexistent/ctxengine-disabled"  # what a program setting points at: nothing to run
+#: What git's config, attributes and hooks settings point at: a path that names no file, because
+#: /dev/null is not a folder (git takes ENOTDIR as "no such file"). Never /dev/null itself: git
+#: would READ it, and on a machine where a program replaced /dev/null with a regular file (as
+#: ``-o /dev/null`` run as root once did) it holds whatever other programs wrote into it: git
+#: then failed at random ("bad config line 1 in file /dev/null", the filter listing and so the
+#: git section skipped under load), or took that text as configuration.
+NOWHERE = os.path.join(os.devnull, "ctxengine-nothing")
 _GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_SYSTEM": os.devnull,
+    "GIT_CONFIG_GLOBAL": NOWHERE,
+    "GIT_CONFIG_SYSTEM": NOWHERE,
     "GIT_ATTR_NOSYSTEM": "1",
     "GIT_NO_REPLACE_OBJECTS": "1",
     "GIT_OPTIONAL_LOCKS": "0",  # status must not take the index lock
@@ -87,8 +96,8 @@ _GIT_ENV = {
 }
 SAFE_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.fsmonitor", "false"),
-    ("core.hooksPath", os.devnull),
-    ("core.attributesFile", os.devnull),
+    ("core.hooksPath", NOWHERE),
+    ("core.attributesFile", NOWHERE),
     ("core.pager", "cat"),
     ("core.editor", ":"),
     ("core.askPass", ""),
@@ -207,7 +216,7 @@ class RepoScope:
     """Which repository git may read for a project: its git dir and work tree, or why none."""
 
     project_dir: str  # resolved
-    git_dir: str | None = None  # None: git runs with GIT_DIR=/dev/null
+    git_dir: str | None = None  # None: git runs with GIT_DIR=NOWHERE
     work_tree: str | None = None
     refusal: str | None = None  # the warning when a repository exists but lies outside
 
@@ -317,7 +326,7 @@ def _base_env(scope: RepoScope) -> dict[str, str]:
         env["GIT_DIR"] = scope.git_dir
         env["GIT_WORK_TREE"] = scope.work_tree or scope.project_dir
     else:
-        env["GIT_DIR"] = os.devnull  # nothing to discover, nothing to read
+        env["GIT_DIR"] = NOWHERE  # nothing to discover, nothing to read
     return env
 
 
@@ -434,7 +443,7 @@ def _spawn(git: str, args: Sequence[str], cwd: str, env: dict[str, str], timeout
         proc = subprocess.Popen(
             [git, "--no-pager", *args],
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # closed at once: git reads an empty input, never /dev/null's content
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
@@ -442,6 +451,7 @@ def _spawn(git: str, args: Sequence[str], cwd: str, env: dict[str, str], timeout
         )
     except OSError as exc:
         return GitResult(_NOT_STARTED, "", str(exc))
+    proc.stdin.close()
     timed_out = threading.Event()
 
     def kill() -> None:
