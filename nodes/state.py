@@ -12,10 +12,8 @@ ROADMAP.md, phases/); aider's ``.aider.chat.history.md``.
 
 from __future__ import annotations
 
-import functools
 import os
 import platform
-import shutil
 import subprocess
 from dataclasses import replace
 
@@ -31,6 +29,7 @@ from .lib import session as _session
 from .lib.layout import POOL_OF_KIND
 from .lib.settings import StateSettings, trust_at
 from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path
+from .lib.programs import executable_path, safe_search_path
 from .lib.usercache import program_output
 from .types import ConfigError, CtxEngineError, Section, Source
 
@@ -519,20 +518,24 @@ def file_tree_section(file_listing: _filetree.FileListing, state_settings: State
 # ----------------------------------------------------------------------------- environment
 
 
-@functools.lru_cache(maxsize=None)
-def _version_of(program: str, path: str | None = None) -> str | None:
-    """``program --version``'s first line; cached per program and PATH (it does not change in a
-    run), and between processes per binary (:func:`program_output`)."""
-    where = shutil.which(program, path=path)
+def _version_of(program: str, project_dir: str, path: str | None) -> str | None:
+    """``program --version``'s first line, the program found on the absolute entries of ``path``
+    and never inside the project (:func:`executable_path`), started by that absolute path;
+    kept between processes per binary (:func:`program_output`), a failure never kept."""
+    where = executable_path(program, project_dir, path)
     if where is None:
         return None
-    return program_output(where, ("--version",), lambda: _first_version_line(where))
+    search = safe_search_path(path, project_dir)
+    return program_output(where, ("--version",), lambda: _first_version_line(where, search))
 
 
-def _first_version_line(program: str) -> str | None:
+def _first_version_line(program: str, search_path: str) -> str | None:
+    """The first line ``program --version`` prints (its absolute path; ``search_path`` as its
+    PATH), or None when it cannot start, times out or exits non-zero."""
     try:
         result = subprocess.run(
-            [program, "--version"], capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL
+            [program, "--version"], capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL,
+            env={**os.environ, "PATH": search_path},
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -540,28 +543,30 @@ def _first_version_line(program: str) -> str | None:
     return text[0].strip() if text and result.returncode == 0 else None
 
 
-@functools.lru_cache(maxsize=None)
-def _git_version(path: str | None) -> str | None:
-    """The git version through the safe runner; cached per PATH (it does not change in a run),
-    and between processes per binary (:func:`program_output`)."""
-    where = shutil.which("git", path=path)
-    return None if where is None else program_output(where, ("--version", "safe runner"), _git.git_version)
+def _git_version(project_dir: str, path: str | None) -> str | None:
+    """The git version through the safe runner, git found as :func:`_version_of` finds a
+    program; kept between processes per binary (:func:`program_output`), a failure never kept."""
+    where = executable_path("git", project_dir, path)
+    return None if where is None else program_output(where, ("--version", "safe runner"),
+                                                      lambda: _git.git_version(where))
 
 
 @tag(stage=STAGE, loader="environment")
 @cache(behavior="recompute")
-def environment_facts() -> dict:
-    """Python, OS, git and ctxengine versions, and node's where it is installed."""
+def environment_facts(project_dir: str) -> dict:
+    """Python, OS, git and ctxengine versions, and node's where it is installed. git and node are
+    looked up on the absolute entries of PATH only and never inside ``project_dir`` (a project's
+    committed ``node`` must not run, nor its version reach the context)."""
     ours = _ctxengine_version()
     path = os.environ.get("PATH")
-    git = _git_version(path)
+    git = _git_version(project_dir, path)
     facts = {
         "python": f"{platform.python_version()} ({platform.python_implementation()})",
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "git": git,
         "ctxengine": ours,
     }
-    node = _version_of("node", path)
+    node = _version_of("node", project_dir, path)
     if node:
         facts["node"] = node
     return facts

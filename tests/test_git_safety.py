@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from conftest import DEMO, REPO
 from test_cli import run_cli
 from test_state_git import commit_all, git, make_repo
 
-pytestmark = pytest.mark.skipif(G.shutil.which("git") is None, reason="git is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 QUIET = {"state.includeEnvironment": False, "state.includeFileTree": True}  # the tree's ls-files runs too
 
@@ -236,7 +237,7 @@ def test_the_bundled_demo_shows_none_of_ctxengines_own_git_state():
 
 def _logging_git(tmp_path: Path, monkeypatch) -> Path:
     """A ``git`` first on PATH that logs its arguments, then runs the real git."""
-    real = G.shutil.which("git")
+    real = shutil.which("git")
     log = tmp_path / "git-calls.log"
     _script(tmp_path / "bin" / "git", f'printf "%s\\n" "$*" >> {log}\nexec {real} "$@"')
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,7 +14,7 @@ import pytest
 
 from ctxengine.nodes.lib import git as G
 
-pytestmark = pytest.mark.skipif(G.shutil.which("git") is None, reason="git is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -212,3 +215,65 @@ def test_timeout_kills_git_and_what_it_started(tmp_path: Path):
     assert time.perf_counter() - start < 3
     endless = G.run_git(["-c", "alias.endless=!yes", "endless"], str(tmp_path), timeout=5, max_bytes=1000)
     assert endless.truncated and len(endless.stdout) == 1000
+
+
+def test_a_broken_repository_is_a_warning_naming_git_s_exit_code_and_first_stderr_line(tmp_path: Path):
+    head = make_repo(tmp_path / "head")
+    (head / "a.txt").write_text("one\n")
+    commit_all(head, "First")
+    (head / ".git" / "HEAD").write_text("garbage\n")  # a corrupt HEAD: git status exits 128
+    snapshot = G.take_snapshot(str(head))
+    assert not snapshot.available and len(snapshot.warnings) == 1
+    warning = snapshot.warnings[0]
+    assert "git status failed" in warning and "git section skipped" in warning
+    assert "exit code 128: fatal: not a git repository" in warning, warning
+
+    config = make_repo(tmp_path / "config")
+    with open(config / ".git" / "config", "a") as fh:
+        fh.write("[core\n")  # an unterminated section: even reading the config fails
+    snapshot = G.take_snapshot(str(config))
+    assert not snapshot.available and len(snapshot.warnings) == 1
+    warning = snapshot.warnings[0]
+    assert "listing the filter drivers" in warning and "git section skipped" in warning
+    assert "exit code 128: fatal: bad config line" in warning and str(config / ".git" / "config") in warning, warning
+
+
+def test_failure_reasons_name_the_exit_code_the_signal_or_the_timeout():
+    assert G.failure_reason(G.GitResult(128, "", "\nfatal: bad object HEAD\nmore\n")) == "exit code 128: fatal: bad object HEAD"
+    assert G.failure_reason(G.GitResult(3, "", "")) == "exit code 3"
+    assert G.failure_reason(G.GitResult(-9, "", ""), 10) == "killed by signal 9"
+    assert G.failure_reason(G.GitResult(-9, "", "", timed_out=True), 2.5) == "timed out after 2.5 s"
+    assert G.failure_reason(G.GitResult(127, "", "[Errno 2] No such file")) == "could not start: [Errno 2] No such file"
+
+
+_REPLACED_DEVNULL = r"""
+import os, sys, json
+os.devnull = sys.argv[1]  # /dev/null as a regular file holding what other programs wrote into it
+from ctxengine.nodes.lib import git as G
+snapshot = G.take_snapshot(sys.argv[2], log_count=1)
+print(json.dumps({"available": snapshot.available, "warnings": snapshot.warnings, "patch": snapshot.patch}))
+"""
+
+
+@pytest.mark.parametrize("content", [
+    "ctxengine: warning: no request given\n[core\nsome other output\n",  # not config: git failed to parse it
+    "[diff]\n\tnoprefix = true\n",  # config: git would have taken it
+])
+def test_git_never_reads_dev_null_so_a_replaced_one_changes_nothing(tmp_path: Path, content: str):
+    """The git section was skipped at random on a busy machine (issue 23): a program had replaced
+    /dev/null with a regular file (``-o /dev/null`` as root) that other programs kept writing
+    into, and git read it as its global config. Here ``os.devnull`` names such a file (the real
+    /dev/null is never touched): the snapshot is whole and that text has no effect."""
+    repo = make_repo(tmp_path / "proj")
+    (repo / "a.txt").write_text("one\n")
+    commit_all(repo, "First")
+    (repo / "a.txt").write_text("two\n")
+    fake = tmp_path / "devnull"
+    fake.write_text(content)
+    done = subprocess.run([sys.executable, "-c", _REPLACED_DEVNULL, str(fake), str(repo)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    snapshot = json.loads(done.stdout)
+    assert snapshot["available"] and snapshot["warnings"] == [], snapshot["warnings"]
+    assert "diff --git a/a.txt b/a.txt" in snapshot["patch"]
+    assert fake.read_text() == content

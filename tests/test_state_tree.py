@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,7 +17,7 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
-@pytest.mark.skipif(F._git.shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_git_listing_honours_gitignore(tmp_path: Path):
     repo = write_project(tmp_path / "r", {
         ".gitignore": "secret.env\nbuild/\n",

@@ -28,7 +28,6 @@ import errno
 import fcntl
 import os
 import re
-import shutil
 import stat
 import sys
 import tempfile
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from ..nodes.types import CtxEngineError
+from .dot import dot_program, piped_through_dot
 
 #: Seconds a FIFO with no reader is waited on (the reader may be starting beside ctxengine).
 FIFO_READER_WAIT = 2.0
@@ -201,23 +201,24 @@ def write_digraph(digraph, output: str | Path, option: str = "-o") -> tuple[Path
     """
     output = Path(output)
     fmt = output.suffix.lstrip(".").lower() or "svg"
-    if fmt in ("dot", "gv") or shutil.which("dot") is None:
+    dot = dot_program()  # absolute PATH entries only; started by that path, never as a bare "dot"
+    if fmt in ("dot", "gv") or dot is None:
         streamed = output_destination(output, option).how != REPLACE
         target = output if fmt in ("dot", "gv") or streamed else output.with_suffix(".dot")
         write_output(target, digraph.source, option)
         note = None if fmt in ("dot", "gv") else "graphviz 'dot' is not installed; wrote the DOT text instead"
         return target, note
     check_output_path(output, option)  # before running dot
-    return write_output(output, rendered(digraph, fmt, option), option), None
+    return write_output(output, rendered(digraph, fmt, option, dot), option), None
 
 
-def rendered(digraph, fmt: str, option: str = "-o") -> bytes:
-    """``digraph`` drawn by graphviz's ``dot`` in ``fmt``; a failure of ``dot`` is an
+def rendered(digraph, fmt: str, option: str = "-o", dot: str | None = None) -> bytes:
+    """``digraph`` drawn by graphviz's ``dot`` (``dot``: its absolute path, else looked up) in ``fmt``; a failure of ``dot`` is an
     :class:`OutputWriteError` naming the option, dot's exit code and the first line it printed."""
     import graphviz
 
     try:
-        return digraph.pipe(format=fmt)
+        return piped_through_dot(digraph, fmt, dot)
     except graphviz.CalledProcessError as exc:
         said = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
         raise OutputWriteError(f"{option}: graphviz 'dot' failed (exit {exc.returncode})"

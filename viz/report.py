@@ -19,11 +19,11 @@ import html
 import json
 import os
 import secrets
-import shutil
 from typing import Any, Iterable, Mapping
 
 from ..nodes.lib.lineage import section_fate
 from ..nodes.report import BuildResult
+from .dot import dot_program
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1200px;
@@ -201,12 +201,13 @@ def _lineage(lineage: Any) -> str:
         return ("<h2>Lineage</h2><p>No lineage graph was given: pass "
                 "<code>run_nodes([\"build_result\", \"context_lineage\"], ...)</code>'s graph.</p>")
     why = "is not installed"
-    if shutil.which("dot") is not None:
+    dot = dot_program()  # absolute PATH entries only; started by that path, never as a bare "dot"
+    if dot is not None:
         from .lineage import lineage_digraph
         from .output import OutputWriteError, rendered
 
         try:
-            svg = rendered(lineage_digraph(lineage), "svg", "the report's lineage").decode("utf-8")
+            svg = rendered(lineage_digraph(lineage), "svg", "the report's lineage", dot).decode("utf-8")
             svg = svg[svg.index("<svg"):]  # without the XML declaration and DOCTYPE
             return f'<h2>Lineage</h2><div class="lineage">{svg}</div>'
         except OutputWriteError as exc:

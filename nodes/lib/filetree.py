@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from . import git as _git
+from .programs import executable_path
 
 EXCLUDED_DIRS = frozenset(
     {
@@ -77,9 +78,11 @@ def list_files(project_dir: str, timeout: float = 10.0, max_bytes: int = 8_000_0
     if not os.path.isdir(project_dir):
         return FileListing(project_dir, "walk", (), True, (f"file tree: {project_dir} is not a folder",))
     warnings: list[str] = []
-    if _git.shutil.which("git") is not None:
+    program = executable_path("git", project_dir)  # absolute PATH entries only, never the project's own
+    if program is not None:
         result = _git.run_git(
-            ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], project_dir, timeout, max_bytes
+            ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], project_dir, timeout, max_bytes,
+            git=program,
         )
         if result.returncode == 0:
             paths = sorted({p for p in result.stdout.split("\0") if p})
@@ -88,7 +91,7 @@ def list_files(project_dir: str, timeout: float = 10.0, max_bytes: int = 8_000_0
                 paths = paths[:-1]  # the last one may be cut in the middle
             return FileListing(project_dir, "git", tuple(paths), not result.truncated, tuple(warnings))
         if "not a git repository" not in result.stderr.lower():
-            why = "timed out" if result.timed_out else _git._first_line(result.stderr)
+            why = _git.failure_reason(result, timeout)
             warnings.append(f"file tree: git ls-files failed in {project_dir} ({why}); walking the folder instead")
     paths, complete = walk_files(project_dir)
     if not complete:

@@ -4,17 +4,23 @@ Projects are untrusted input, and so is their ``.git``. :func:`run_git` is the O
 runs git (the file tree's ``git ls-files`` goes through it too). It makes sure git executes
 nothing a repository can configure, and reads no repository outside the project:
 
+- git itself is started by its absolute path, found on the absolute entries of PATH only and
+  never inside the project (:func:`ctxengine.nodes.lib.programs.executable_path`): an empty,
+  ``.`` or relative PATH entry would otherwise run a ``git`` committed to the project. The PATH
+  git gets has those entries removed too. A snapshot looks git up once and passes the path on.
+
 - Inherited ``GIT_*`` variables are dropped (GIT_DIR, GIT_EXTERNAL_DIFF, GIT_CONFIG_PARAMETERS,
-  GIT_ALTERNATE_OBJECT_DIRECTORIES ...); then ``GIT_CONFIG_NOSYSTEM=1``,
-  ``GIT_CONFIG_GLOBAL=/dev/null`` and ``GIT_CONFIG_SYSTEM=/dev/null`` (a user's global config may
-  define aliases, filters or an attributes file), ``GIT_ATTR_NOSYSTEM=1``,
+  GIT_ALTERNATE_OBJECT_DIRECTORIES ...); then ``GIT_CONFIG_NOSYSTEM=1``, ``GIT_CONFIG_GLOBAL`` and
+  ``GIT_CONFIG_SYSTEM`` pointed at :data:`NOWHERE` (a user's global config may define aliases,
+  filters or an attributes file; ``/dev/null/ctxengine-nothing`` names no file, where
+  ``/dev/null`` itself is read, and a replaced /dev/null has content), ``GIT_ATTR_NOSYSTEM=1``,
   ``GIT_NO_REPLACE_OBJECTS=1``, ``GIT_OPTIONAL_LOCKS=0``, ``GIT_TERMINAL_PROMPT=0``, empty
   ``GIT_ASKPASS`` / ``SSH_ASKPASS``, ``GIT_EDITOR=:`` (no editor), ``GIT_PAGER=cat``,
   ``GIT_ALLOW_PROTOCOL=`` (no transport at all, so a partial clone cannot fetch), LC_ALL=C.
 - Settings given through ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_n`` / ``GIT_CONFIG_VALUE_n``:
   command-line scope beats the repository's own config, and child git processes (a submodule's
   status) inherit them. See :data:`SAFE_CONFIG`: ``core.fsmonitor=false``,
-  ``core.hooksPath=/dev/null``, ``core.attributesFile=/dev/null``, ``core.pager=cat``,
+  ``core.hooksPath`` and ``core.attributesFile`` at :data:`NOWHERE`, ``core.pager=cat``,
   ``core.editor=:``, ``core.askPass=``, ``core.sshCommand``, ``gpg.program``,
   ``gpg.<format>.program`` pointed at a path that does not exist, ``log.showSignature=false``,
   ``credential.helper=``, ``protocol.allow=never``, ``diff.ignoreSubmodules=all``,
@@ -34,13 +40,15 @@ nothing a repository can configure, and reads no repository outside the project:
   cannot move the work tree). A repository enclosing the project folder, a ``gitdir:`` /
   ``commondir`` / alternates / symlinked git file leading outside the project is not read unless
   the path is inside one of the user's ``trust.allowedPaths``; the refusal is a warning naming
-  that setting. Without a usable repository git gets ``GIT_DIR=/dev/null``.
+  that setting. Without a usable repository git gets ``GIT_DIR`` = :data:`NOWHERE`. git's
+  standard input is an empty pipe (``hash-object --stdin`` hashes nothing), never /dev/null.
 
 :func:`take_snapshot` runs ``git status --porcelain=v2 -z --branch``, ``git diff <base>
 --numstat -z`` and, only when the changed lines stay under the threshold, the patch itself,
 plus the last few commits (``git log -n``; nothing walks the whole history). Every command has a
 timeout and an output cap. Not a repository, git missing, an empty repository or a detached HEAD
-are warnings, never errors.
+are warnings, never errors; a git command that fails is a warning naming its exit code (or
+timeout, or signal) and the first line of its stderr (:func:`failure_reason`).
 
 Everything else is pure: :func:`parse_status`, :func:`parse_numstat`, :func:`git_state_from`
 and :func:`render_git` turn the raw outputs into the git section.
@@ -50,7 +58,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import threading
@@ -58,13 +65,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from .programs import executable_path, safe_search_path
 from .regex import lazy_regex
 
 _NO_PROGRAM = "/nonexistent/ctxengine-disabled"  # what a program setting points at: nothing to run
+#: What git's config, attributes and hooks settings point at: a path that names no file, because
+#: /dev/null is not a folder (git takes ENOTDIR as "no such file"). Never /dev/null itself: git
+#: would READ it, and on a machine where a program replaced /dev/null with a regular file (as
+#: ``-o /dev/null`` run as root once did) it holds whatever other programs wrote into it: git
+#: then failed at random ("bad config line 1 in file /dev/null", the filter listing and so the
+#: git section skipped under load), or took that text as configuration.
+NOWHERE = os.path.join(os.devnull, "ctxengine-nothing")
 _GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_SYSTEM": os.devnull,
+    "GIT_CONFIG_GLOBAL": NOWHERE,
+    "GIT_CONFIG_SYSTEM": NOWHERE,
     "GIT_ATTR_NOSYSTEM": "1",
     "GIT_NO_REPLACE_OBJECTS": "1",
     "GIT_OPTIONAL_LOCKS": "0",  # status must not take the index lock
@@ -81,8 +96,8 @@ _GIT_ENV = {
 }
 SAFE_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.fsmonitor", "false"),
-    ("core.hooksPath", os.devnull),
-    ("core.attributesFile", os.devnull),
+    ("core.hooksPath", NOWHERE),
+    ("core.attributesFile", NOWHERE),
     ("core.pager", "cat"),
     ("core.editor", ":"),
     ("core.askPass", ""),
@@ -110,6 +125,9 @@ _SAFE_FLAGS = {
     "status": ("--ignore-submodules=all",),
 }
 _ALLOW_SETTING = "trust.allowedPaths"
+_NOT_STARTED = 127  # the exit code :func:`_spawn` gives when git could not be started
+_NO_GIT = ("git: the git program is not on PATH (only its absolute entries are searched, and never "
+           "the project itself)")
 
 _STATUS_WORDS = {
     "M": "modified",
@@ -198,7 +216,7 @@ class RepoScope:
     """Which repository git may read for a project: its git dir and work tree, or why none."""
 
     project_dir: str  # resolved
-    git_dir: str | None = None  # None: git runs with GIT_DIR=/dev/null
+    git_dir: str | None = None  # None: git runs with GIT_DIR=NOWHERE
     work_tree: str | None = None
     refusal: str | None = None  # the warning when a repository exists but lies outside
 
@@ -302,12 +320,13 @@ def _config_env(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
 def _base_env(scope: RepoScope) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(_GIT_ENV)
+    env["PATH"] = safe_search_path(None, scope.project_dir)  # nothing git starts is found in the project
     env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(scope.project_dir) or os.sep
     if scope.git_dir:
         env["GIT_DIR"] = scope.git_dir
         env["GIT_WORK_TREE"] = scope.work_tree or scope.project_dir
     else:
-        env["GIT_DIR"] = os.devnull  # nothing to discover, nothing to read
+        env["GIT_DIR"] = NOWHERE  # nothing to discover, nothing to read
     return env
 
 
@@ -322,32 +341,50 @@ def _with_safe_flags(args: Sequence[str]) -> list[str]:
     return out
 
 
-def _filter_drivers(env: dict[str, str], cwd: str, timeout: float) -> list[str] | None:
-    """Names of the filter drivers the repository's config defines (None when git failed)."""
-    listed = _spawn(["config", "--null", "--name-only", "--get-regexp", r"^filter\."], cwd, env, timeout, 1 << 20)
-    if listed.returncode not in (0, 1) or listed.truncated:  # 1: no such key
+def filter_listing(scope: RepoScope, git: str, timeout: float = 10.0) -> GitResult:
+    """``git config --null --name-only --get-regexp '^filter[.]'`` in the repository of ``scope``
+    (it reads config and runs nothing; exit code 1 means no such key), with the safe settings."""
+    if not scope.git_dir:
+        return GitResult(1, "", "")
+    env = _base_env(scope)
+    env.update(_config_env(SAFE_CONFIG))
+    return _spawn(git, ["config", "--null", "--name-only", "--get-regexp", r"^filter\."], scope.project_dir, env,
+                  timeout, 1 << 20)
+
+
+def overrides_from(listing: GitResult) -> tuple[tuple[str, str], ...] | None:
+    """The config that switches off every filter driver ``listing`` (:func:`filter_listing`)
+    names (empty ``clean`` / ``smudge`` / ``process``, ``required=false``), or None when the
+    listing failed."""
+    if listing.returncode not in (0, 1) or listing.truncated:  # 1: no such key
         return None
     names = []
-    for key in listed.stdout.split("\0"):
+    for key in listing.stdout.split("\0"):
         key = key.strip()
         if key.count(".") >= 2:
             names.append(key[len("filter."):key.rindex(".")])
-    return list(dict.fromkeys(names))
+    return tuple((f"filter.{name}.{key}", value) for name in dict.fromkeys(names) for key, value in _FILTER_OFF)
 
 
-def filter_overrides(scope: RepoScope, timeout: float = 10.0) -> tuple[tuple[str, str], ...] | None:
-    """The config that switches off every filter driver the repository's config names (empty
-    ``clean`` / ``smudge`` / ``process``, ``required=false``), or None when git could not list
-    them. One ``git config --get-regexp`` (it reads config and runs nothing); a snapshot lists
-    them once and passes the result to each of its commands."""
-    if not scope.git_dir:
-        return ()
-    env = _base_env(scope)
-    env.update(_config_env(SAFE_CONFIG))
-    drivers = _filter_drivers(env, scope.project_dir, timeout)
-    if drivers is None:
-        return None
-    return tuple((f"filter.{name}.{key}", value) for name in drivers for key, value in _FILTER_OFF)
+def filter_overrides(scope: RepoScope, timeout: float = 10.0, git: str | None = None) -> tuple[tuple[str, str], ...] | None:
+    """The config that switches off every filter driver the repository's config names, or None
+    when git could not list them (or there is no git): :func:`overrides_from` of
+    :func:`filter_listing`. A snapshot lists them once and passes the result to each command."""
+    git = git or executable_path("git", scope.project_dir)
+    return None if git is None else overrides_from(filter_listing(scope, git, timeout))
+
+
+def failure_reason(result: GitResult, timeout: float | None = None) -> str:
+    """Why a git command failed, for a warning: "timed out after N s", "killed by signal N",
+    "could not start: ..." or "exit code N: <first line of its stderr>"."""
+    if result.timed_out:
+        return f"timed out after {timeout:g} s" if timeout is not None else "timed out"
+    line = _first_line(result.stderr)
+    if result.returncode == _NOT_STARTED:
+        return f"could not start: {line}" if line else "could not start"
+    if result.returncode < 0:
+        return f"killed by signal {-result.returncode}" + (f": {line}" if line else "")
+    return f"exit code {result.returncode}" + (f": {line}" if line else "")
 
 
 def run_git(
@@ -358,6 +395,7 @@ def run_git(
     allowed_paths: Sequence[str] = (),
     overrides: Sequence[tuple[str, str]] | None = None,
     scope: RepoScope | None = None,
+    git: str | None = None,
 ) -> GitResult:
     """Run ``git args`` in the project folder ``cwd`` safely (see the module docstring), with a
     timeout and an output cap; never raises for git's own errors.
@@ -366,42 +404,54 @@ def run_git(
     the result is marked truncated. A timer kills git (and what it started) after ``timeout``
     seconds. ``allowed_paths`` are the user's ``trust.allowedPaths``. ``scope`` and
     ``overrides`` (:func:`repository_scope`, :func:`filter_overrides`) are computed here when
-    not given; a caller running several commands computes them once.
+    not given; a caller running several commands computes them once. ``git`` is the absolute
+    path of the program (:func:`executable_path`, looked up here when not given): git is never
+    started by its bare name, so no ``git`` in the project or the working folder runs.
     """
     scope = repository_scope(cwd, allowed_paths) if scope is None else scope
+    git = git or executable_path("git", scope.project_dir)
+    if git is None:
+        return GitResult(_NOT_STARTED, "", _NO_GIT)
     if overrides is None:
-        overrides = filter_overrides(scope, timeout)
+        listing = filter_listing(scope, git, timeout)
+        overrides = overrides_from(listing)
         if overrides is None:
-            return GitResult(128, "", "error: could not list the repository's filter drivers; git not run")
+            return GitResult(listing.returncode or 128, "", "error: could not list the repository's filter drivers "
+                             f"({failure_reason(listing, timeout)}); git not run", timed_out=listing.timed_out)
     env = _base_env(scope)
     env.update(_config_env([*SAFE_CONFIG, *overrides]))
-    return _spawn(_with_safe_flags(args), cwd, env, timeout, max_bytes)
+    return _spawn(git, _with_safe_flags(args), cwd, env, timeout, max_bytes)
 
 
-def git_version(timeout: float = 5.0) -> str | None:
-    """The version of the git on PATH ("2.39.5"), through :func:`run_git` (no repository), or None."""
-    if shutil.which("git") is None:
+def git_version(git: str | None = None, timeout: float = 5.0) -> str | None:
+    """The version of ``git`` (an absolute path; the git of :func:`executable_path` when None)
+    ("2.39.5"), through :func:`run_git` (no repository, run in ``/``), or None."""
+    git = git or executable_path("git")
+    if git is None:
         return None
-    result = run_git(["--version"], os.sep, timeout, 4096, scope=RepoScope(os.sep), overrides=())
+    result = run_git(["--version"], os.sep, timeout, 4096, scope=RepoScope(os.sep), overrides=(), git=git)
     line = _first_line(result.stdout)
     if result.returncode != 0:
         return None
     return line.removeprefix("git version ").strip() or None
 
 
-def _spawn(args: Sequence[str], cwd: str, env: dict[str, str], timeout: float, max_bytes: int) -> GitResult:
+def _spawn(git: str, args: Sequence[str], cwd: str, env: dict[str, str], timeout: float, max_bytes: int) -> GitResult:
+    """``git --no-pager args`` (``git`` an absolute path) in ``cwd``: its exit code, output (at
+    most ``max_bytes``) and stderr; killed with what it started after ``timeout`` seconds."""
     try:
         proc = subprocess.Popen(
-            ["git", "--no-pager", *args],
+            [git, "--no-pager", *args],
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # closed at once: git reads an empty input, never /dev/null's content
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
             start_new_session=True,  # a timeout kills git and anything it started
         )
     except OSError as exc:
-        return GitResult(127, "", str(exc))
+        return GitResult(_NOT_STARTED, "", str(exc))
+    proc.stdin.close()
     timed_out = threading.Event()
 
     def kill() -> None:
@@ -455,8 +505,9 @@ def take_snapshot(
 ) -> GitSnapshot:
     """Read status, numstat, the patch (when small) and the last commits of ``project_dir``'s
     repository (see :func:`repository_scope` for which one, ``allowed_paths`` for what may lie outside)."""
-    if shutil.which("git") is None:
-        return GitSnapshot(project_dir, warnings=("git: the git program is not on PATH; git section skipped",))
+    program = executable_path("git", project_dir)  # once for the whole snapshot
+    if program is None:
+        return GitSnapshot(project_dir, warnings=(_NO_GIT + "; git section skipped",))
     if not os.path.isdir(project_dir):
         return GitSnapshot(project_dir, warnings=(f"git: {project_dir} is not a folder; git section skipped",))
     scope = repository_scope(project_dir, allowed_paths)
@@ -469,16 +520,16 @@ def take_snapshot(
     warnings: list[str] = []
 
     def failed(what: str, result: GitResult) -> str:
-        why = "timed out" if result.timed_out else (_first_line(result.stderr) or f"exit code {result.returncode}")
-        return f"git: {what} failed in {project_dir} ({why})"
+        return f"git: {what} failed in {project_dir} ({failure_reason(result, timeout)})"
 
-    overrides = filter_overrides(scope, timeout)  # once for the whole snapshot
+    listing = filter_listing(scope, program, timeout)  # once for the whole snapshot
+    overrides = overrides_from(listing)
     if overrides is None:
         return GitSnapshot(project_dir, root=root, warnings=(
-            f"git: could not list the filter drivers of the repository in {project_dir}; git section skipped",))
+            failed("listing the filter drivers (git config --get-regexp)", listing) + "; git section skipped",))
 
     def git(args: list[str], cap: int = max_bytes) -> GitResult:
-        return run_git(args, project_dir, timeout, cap, overrides=overrides, scope=scope)
+        return run_git(args, project_dir, timeout, cap, overrides=overrides, scope=scope, git=program)
 
     # status, numstat and log do not depend on each other: run them side by side.
     status_args = ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=normal", "--", "."]

@@ -255,15 +255,21 @@ def write_atomically(path: str, data: bytes) -> None:
 def program_output(program: str, args: tuple[str, ...], run: Callable[[], str | None]) -> str | None:
     """``run()`` (what ``program`` with ``args`` prints), remembered in the user cache by the
     program's binary (real path, inode, size, modification time) when it is a compiled
-    executable; a script runs every time, as does anything when the cache cannot be used."""
+    executable; a script runs every time, as does anything when the cache cannot be used.
+
+    Only an answer is remembered: a failed probe (``run()`` gives None: the program could not
+    start, timed out or exited non-zero) is asked again next time, and a None an older version
+    stored counts as nothing stored."""
     key = _binary_key(program, args)
     if key is None:
         return run()
     with _LOCK:
-        outputs = _outputs()
-        if key in outputs:
-            return outputs[key]
+        remembered = _outputs().get(key)
+    if remembered is not None:
+        return remembered
     value = run()
+    if value is None:
+        return None
     with _LOCK:
         outputs = _outputs()
         outputs[key] = value
@@ -277,6 +283,11 @@ def program_output(program: str, args: tuple[str, ...], run: Callable[[], str | 
 
 
 def _binary_key(program: str, args: tuple[str, ...]) -> str | None:
+    """What identifies ``program``'s answer to ``args``: its real path, inode, size and
+    modification time, when ``program`` is an absolute path to a compiled executable; else None
+    (a bare name would be looked up in the working folder)."""
+    if not os.path.isabs(program):
+        return None
     try:
         real = os.path.realpath(program)
         info = os.stat(real)

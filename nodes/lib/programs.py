@@ -1,0 +1,75 @@
+"""Where the programs ctxengine starts (git, node, dot) are: absolute paths found on the
+absolute entries of PATH, never inside the project.
+
+Projects are untrusted. A PATH with an empty entry (a leading, trailing or doubled ``:``, which
+``PATH=$X:$PATH`` gives when X is unset), ``.`` or a relative entry such as
+``node_modules/.bin`` names the working folder, which is often the project: ``shutil.which``
+would then return the project's own committed ``git`` or ``node``, and a bare ``git`` given to
+``subprocess`` is looked up the same way. :func:`executable_path` skips every such entry, and
+any candidate whose real path (or whose folder's real path) lies inside the project, and
+returns only a regular file this user may execute. Callers start the program by the path it
+returns (``argv[0]`` absolute), never by its bare name, and give the programs they start the
+PATH of :func:`safe_search_path`.
+
+A lookup is a few ``stat`` calls, so it is done per call (a snapshot resolves git once and
+passes the path to each of its commands); nothing is remembered between calls.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether the real path ``path`` is ``folder`` or lies under it (both already real)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def search_entries(path: str | None = None, project_dir: str | None = None) -> list[str]:
+    """The absolute entries of ``path`` (``$PATH`` when None; ``os.defpath`` when unset) that do not
+    lie inside ``project_dir``, in order, duplicates dropped: empty, ``.`` and relative entries
+    are skipped, since they name whatever the working folder is."""
+    search = os.environ.get("PATH", os.defpath) if path is None else path
+    project = os.path.realpath(project_dir) if project_dir else None
+    entries: list[str] = []
+    for entry in search.split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue
+        entry = os.path.normpath(entry)
+        if project and _inside(os.path.realpath(entry), project):
+            continue
+        if entry not in entries:
+            entries.append(entry)
+    return entries
+
+
+def safe_search_path(path: str | None = None, project_dir: str | None = None) -> str:
+    """``path`` (``$PATH`` when None) with only the entries of :func:`search_entries`: the PATH to
+    hand a program ctxengine starts, so what it starts in turn is not found in the project."""
+    return os.pathsep.join(search_entries(path, project_dir))
+
+
+def _runnable(candidate: str) -> bool:
+    try:
+        info = os.stat(candidate)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and os.access(candidate, os.X_OK)
+
+
+def executable_path(name: str, project_dir: str | None = None, path: str | None = None) -> str | None:
+    """The absolute path of the program ``name`` (``git``, ``node``, ``dot``): the first absolute
+    entry of ``path`` (``$PATH`` when None) holding a regular file of that name this user may
+    execute, whose real path is not inside ``project_dir``; None when there is none. Empty,
+    ``.`` and relative entries are never searched."""
+    if not name or os.sep in name or (os.altsep and os.altsep in name):
+        return None
+    project = os.path.realpath(project_dir) if project_dir else None
+    for entry in search_entries(path, project_dir):
+        candidate = os.path.join(entry, name)
+        if project and _inside(os.path.realpath(candidate), project):
+            continue  # a symlink on PATH leading into the project
+        if _runnable(candidate):
+            return candidate
+    return None
