@@ -189,8 +189,9 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
     a call and its results are never split across rounds.
 
     Only the newest :data:`MAX_LOG_LINES` lines are read and the newest :data:`MAX_ROUNDS`
-    rounds kept, each cap with one warning (rounds keep their numbers, lines their line
-    numbers); the first :data:`MAX_LINE_WARNINGS` warnings about single lines are listed, the
+    rounds kept, each cap with one warning; lines keep their line numbers, and the rounds kept
+    past the round cap their numbers (past the line cap, rounds count from the first line
+    read); the first :data:`MAX_LINE_WARNINGS` warnings about single lines are listed, the
     rest counted in one.
     """
     warnings: list[str] = []
@@ -247,7 +248,7 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
     rounds = _number_rounds(kept[skipped_rounds:], skipped_rounds + 1)
     caps = []
     if skipped_lines:
-        caps.append(f"{path}: {skipped_lines + len(lines):,} lines; only the newest {len(lines):,} are read (from "
+        caps.append(f"{path}: {skipped_lines + MAX_LOG_LINES:,} lines; only the newest {MAX_LOG_LINES:,} are read (from "
                     f"line {skipped_lines + 1:,}), older ones cannot fit a context window (ctxengine reads at most "
                     f"{MAX_LOG_LINES:,} lines of a session log)")
     if skipped_rounds:
@@ -260,9 +261,9 @@ def newest_lines_start(text: str, limit: int) -> tuple[int, int]:
     """(where the newest ``limit`` lines of ``text`` start, how many lines come before):
     (0, 0) when it has no more. Found from the end (one ``rfind`` a line kept), so a huge log
     is never split whole."""
-    if text.count("\n") < limit:
+    position = len(text) - 1 if text.endswith("\n") else len(text)  # a last newline ends a line, opens none
+    if text.count("\n", 0, position) < limit:
         return 0, 0
-    position = len(text)
     for _ in range(limit):
         position = text.rfind("\n", 0, position)
     return position + 1, text.count("\n", 0, position + 1)
