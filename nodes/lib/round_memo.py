@@ -67,7 +67,7 @@ class RoundMemo:
             self._made: set = set()  # ("parses" | "derived", key) made since start_tracking
             self._offered: Callable[[], dict] | None = None
             self._last_parses: OrderedDict = OrderedDict()
-            self._lines: dict = {}
+            self._lines: OrderedDict = OrderedDict()
             self._last_all: dict[str, tuple[tuple[Round, ...], list, tuple]] = {}  # kind -> the last derived_all
             self.lines_read = 0
             self.parsed = 0
@@ -127,7 +127,7 @@ class RoundMemo:
                 self.lines_read += 1
                 self._lines[key] = found
                 while len(self._lines) > MAX_LINES:
-                    self._lines.pop(next(iter(self._lines)))
+                    self._lines.popitem(last=False)  # O(1); a dict's next(iter()) skips every slot freed before it
         return found
 
     # ------------------------------------------------------------------ values made from a round
@@ -182,12 +182,17 @@ class RoundMemo:
         with self._lock:
             self._put(self._derived, key, found)
             self._made.add(("derived", key))
-            if len(self._made) > 2 * self.max_entries:  # a process that keeps nothing (no cached builds)
+            if len(self._made) > 4 * self.max_entries:  # a process that keeps nothing (no cached builds)
                 self._forget_untracked()
         return found, True
 
     def _forget_untracked(self) -> None:
-        """Drop the records of made and used entries that left the tables (caller holds the lock)."""
+        """Drop the records of made and used entries that left the tables (caller holds the lock).
+
+        The tables hold at most ``2 * max_entries`` keys, so at most that many records stay and
+        the next call comes after ``2 * max_entries`` more are made: each call's cost is paid for
+        by the entries made since the last (pruning at ``2 * max_entries`` re-ran on every new
+        entry once the tables were full: quadratic past 50,000 rounds)."""
         tables = {"parses": self._parses, "derived": self._derived}
         self._made = {(kind, key) for kind, key in self._made if key in tables[kind]}
         self._used_derived = {key for key in self._used_derived if key in self._derived}

@@ -36,6 +36,16 @@ AIDER = "aider"
 
 _ROLES = frozenset(("user", "assistant", "tool", "system"))
 
+#: Rounds of a transcript that are parsed: the newest ones, the older ones left out with one
+#: warning. A round's summary line is at least ~15 tokens, so no context window holds more;
+#: past it, a build's time and memory stop growing with the transcript.
+MAX_ROUNDS = 10_000
+#: Lines of a JSON Lines log that are read: the newest ones, with one warning (the round memo
+#: keeps the reading of as many lines, so a log that grows reads only its new lines).
+MAX_LOG_LINES = _round_memo.MAX_LINES
+#: Warnings about single lines of a JSON Lines log that are listed; the rest are counted in one.
+MAX_LINE_WARNINGS = 20
+
 #: The process's round memo (nodes/lib/round_memo.py), where callers have always found it.
 ROUND_MEMO, RoundMemo = _round_memo.ROUND_MEMO, _round_memo.RoundMemo
 
@@ -177,14 +187,21 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
     A round is the messages sharing a ``round`` value; without one, a new round starts at
     each user message. A tool result whose call sits in an earlier round joins that round, so
     a call and its results are never split across rounds.
+
+    Only the newest :data:`MAX_LOG_LINES` lines are read and the newest :data:`MAX_ROUNDS`
+    rounds kept, each cap with one warning; lines keep their line numbers, and the rounds kept
+    past the round cap their numbers (past the line cap, rounds count from the first line
+    read); the first :data:`MAX_LINE_WARNINGS` warnings about single lines are listed, the
+    rest counted in one.
     """
     warnings: list[str] = []
     groups: list[list[Message]] = []
     current_key: Any = object()
     auto = 0
-    lines = text.split("\n")
+    offset, skipped_lines = newest_lines_start(text, MAX_LOG_LINES)
+    lines = text[offset:].split("\n")
     where = (JSONL, path)
-    for number, raw in enumerate(lines, 1):
+    for number, raw in enumerate(lines, skipped_lines + 1):
         if not raw or raw.isspace():
             continue
         round_key, message, line_warnings = ROUND_MEMO.line((where, number, raw),
@@ -226,13 +243,44 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
                 warnings.append(
                     f"{path}:{message.line}: tool result for call {quoted(message.call_id)} has no matching tool call"
                 )
-    rounds = _number_rounds([g for g in moved if g])
-    return SessionHistory(tuple(rounds), tuple(warnings), path, JSONL, 1 if rounds else 0, len(lines))
+    kept = [g for g in moved if g]
+    skipped_rounds = max(0, len(kept) - MAX_ROUNDS)
+    rounds = _number_rounds(kept[skipped_rounds:], skipped_rounds + 1)
+    caps = []
+    if skipped_lines:
+        caps.append(f"{path}: {skipped_lines + MAX_LOG_LINES:,} lines; only the newest {MAX_LOG_LINES:,} are read (from "
+                    f"line {skipped_lines + 1:,}), older ones cannot fit a context window (ctxengine reads at most "
+                    f"{MAX_LOG_LINES:,} lines of a session log)")
+    if skipped_rounds:
+        caps.append(rounds_cap_warning(path, len(kept), rounds[0].lines[0] if rounds[0].lines else skipped_lines + 1))
+    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, path), path, JSONL,
+                          1 if rounds else 0, skipped_lines + len(lines))
 
 
-def _number_rounds(groups: Sequence[Sequence[Message]]) -> list[Round]:
+def newest_lines_start(text: str, limit: int) -> tuple[int, int]:
+    """(where the newest ``limit`` lines of ``text`` start, how many lines come before):
+    (0, 0) when it has no more. Found from the end (one ``rfind`` a line kept), so a huge log
+    is never split whole."""
+    position = len(text) - 1 if text.endswith("\n") else len(text)  # a last newline ends a line, opens none
+    if text.count("\n", 0, position) < limit:
+        return 0, 0
+    for _ in range(limit):
+        position = text.rfind("\n", 0, position)
+    return position + 1, text.count("\n", 0, position + 1)
+
+
+def capped_warnings(warnings: Sequence[str], path: str, limit: int = MAX_LINE_WARNINGS) -> tuple[str, ...]:
+    """The first ``limit`` warnings, then one that counts the rest."""
+    if len(warnings) <= limit:
+        return tuple(warnings)
+    more = len(warnings) - limit
+    return (*warnings[:limit], f"{path}: … and {more:,} more line warning{'s' if more != 1 else ''} like these "
+                               f"(the first {limit} are listed)")
+
+
+def _number_rounds(groups: Sequence[Sequence[Message]], first: int = 1) -> list[Round]:
     rounds = []
-    for index, group in enumerate(groups, 1):
+    for index, group in enumerate(groups, first):
         messages = tuple(
             m if m.round == index else Message(m.role, m.content, index, m.line, m.tool_calls, m.call_id, m.usage)
             for m in group
@@ -263,17 +311,27 @@ def parse_aider(text: str, path: str) -> SessionHistory:
     one are not even cut and hashed again. Line-oriented without a Python loop per line: compiled regexes with a
     literal newline prefix find the runs of ``#### `` and ``> `` lines and the session headers;
     the text between two runs is the assistant's.
+
+    Only the newest :data:`MAX_ROUNDS` requests are parsed (with one warning): the stretches
+    before them are not cut or hashed, their lines and session headers only counted, and the
+    rounds kept are numbered as if each request left out made a round.
     """
     resumed = _resume_point(ROUND_MEMO.last_parse(path), text)
-    if resumed is None:
-        starts = _user_run_starts(text)
-        state = _prelude_state(text, starts)
-        rounds: list[Round] = []
-        cursors: list[tuple] = []
-    else:
+    warnings: tuple[str, ...] = ()
+    if resumed is not None:
         prev, k = resumed
         starts = prev.starts[:k] + [m.start() + 1 for m in _USER_RUNS.finditer(text, prev.starts[k] - 1)]
         state, rounds, cursors = prev.cursors[k], list(prev.rounds[:prev.cursors[k][-1]]), list(prev.cursors[:k])
+        skipped = prev.skipped
+    if resumed is None or len(starts) > MAX_ROUNDS:
+        starts = _user_run_starts(text)
+        skipped = max(0, len(starts) - MAX_ROUNDS)
+        state = _prelude_state(text, starts) if not skipped else _state_at_cut(text, starts, skipped)
+        if skipped:
+            warnings = (rounds_cap_warning(path, len(starts), state[0]),)
+        starts = starts[skipped:]
+        rounds: list[Round] = []
+        cursors: list[tuple] = []
     line, position, header, sessions, _ = state
     for i in range(len(cursors), len(starts)):
         cursors.append((line, position, header, sessions, len(rounds)))
@@ -285,22 +343,47 @@ def parse_aider(text: str, path: str) -> SessionHistory:
         group, last, header, found = ROUND_MEMO.parsed_round(key, lambda: _aider_round(text, begin, end, line, key[2]))
         sessions += found
         if group:
-            rounds.append(_aider_round_of(key, group, last, len(rounds) + 1))
+            rounds.append(_aider_round_of(key, group, last, skipped + len(rounds) + 1))
     newlines = line - 1 + text.count("\n", position)  # line: the number of the line at position
-    ROUND_MEMO.keep_parse(path, _AiderParse(text, starts, tuple(cursors), tuple(rounds)))
+    ROUND_MEMO.keep_parse(path, _AiderParse(text, starts, tuple(cursors), tuple(rounds), skipped))
     total = newlines + (0 if text.endswith("\n") or not text else 1)
-    return SessionHistory(tuple(rounds), (), path, AIDER, sessions, total)
+    return SessionHistory(tuple(rounds), warnings, path, AIDER, sessions, total)
 
 
 @dataclass(frozen=True)
 class _AiderParse:
     """The last parse of a transcript: its text, where each round's stretch starts, and the
-    parser's state before each start (line, position, header, sessions, rounds made)."""
+    parser's state before each start (line, position, header, sessions, rounds made); the
+    requests before the first start left out (:data:`MAX_ROUNDS`)."""
 
     text: str
     starts: list[int]
     cursors: tuple[tuple, ...]
     rounds: tuple[Round, ...]
+    skipped: int = 0
+
+
+_HEADER = "\n# aider chat started at"
+
+
+def _state_at_cut(text: str, starts: list[int], skipped: int) -> tuple:
+    """The parser's state at request ``skipped`` (0-based) when the requests before it are left
+    out: its line number, the session headers before it, and the header it inherits (one in the
+    stretch just before it: a header ends a round and heads the next)."""
+    cut = starts[skipped]
+    sessions = text.count(_HEADER, 0, cut) + text.startswith(_HEADER[1:])
+    found = text.rfind(_HEADER, starts[skipped - 1], cut)
+    header = None
+    if found >= 0:
+        end = text.find("\n", found + 1)
+        header = ("system", text[found + 3:end if end >= 0 else len(text)].rstrip(), text.count("\n", 0, found + 1) + 1)
+    return text.count("\n", 0, cut) + 1, cut, header, sessions, 0
+
+
+def rounds_cap_warning(path: str, requests: int, first_line: int) -> str:
+    """The one warning of a transcript whose oldest rounds were left out (:data:`MAX_ROUNDS`)."""
+    return (f"{path}: {requests:,} rounds; only the newest {MAX_ROUNDS:,} are read (from line {first_line:,}), "
+            f"older ones cannot fit a context window (ctxengine reads at most {MAX_ROUNDS:,} rounds of a session)")
 
 
 def _resume_point(prev: _AiderParse | None, text: str) -> tuple[_AiderParse, int] | None:

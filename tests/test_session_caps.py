@@ -1,0 +1,125 @@
+"""The caps that keep a build linear in its input (issue 23, item 4): only the newest rounds of a
+transcript and the newest lines of a JSON Lines log are read, each cap with one warning; line
+warnings are counted past the first few; the round memo's bookkeeping stays amortized once full.
+Timings are in benchmarks/scale.py, not here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxengine.api import build_context
+from ctxengine.nodes.lib import round_memo as M
+from ctxengine.nodes.lib import session as S
+
+
+def _aider(rounds: int, header_before: int | None = None) -> str:
+    """A transcript of ``rounds`` rounds (a request, an answer, tool output), a second session
+    header just before round ``header_before``."""
+    parts = ["# aider chat started at 2024-01-01 10:00:00\n\n> aider v0.50\n\n"]
+    for i in range(1, rounds + 1):
+        if i == header_before:
+            parts.append("# aider chat started at 2024-01-02 09:00:00\n\n> aider v0.51\n\n")
+        parts.append(f"#### request {i}\n#### second line {i}\n\nanswer {i} in src/m{i}.py\n\n> Applied edit to src/m{i}.py\n\n")
+    return "".join(parts)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo():
+    S.ROUND_MEMO.clear()
+    yield
+    S.ROUND_MEMO.clear()
+
+
+def test_an_aider_transcript_over_the_cap_keeps_its_newest_rounds_as_a_full_parse_has_them(monkeypatch):
+    text = _aider(9, header_before=6)
+    full = S.parse_aider(text, "h.md")
+    assert full.warnings == () and len(full.rounds) == 9 and full.sessions == 2
+    monkeypatch.setattr(S, "MAX_ROUNDS", 4)
+    capped = S.parse_aider(text, "h.md")  # the last parse is resumed from, then left for a fresh, capped one
+    assert capped.rounds == full.rounds[-4:]  # numbers, lines and the second session's header as before
+    assert capped.rounds[0].index == 6 and capped.rounds[0].messages[0].role == "system"
+    assert (capped.sessions, capped.total_lines) == (full.sessions, full.total_lines)
+    assert len(capped.warnings) == 1
+    assert "9 rounds; only the newest 4 are read" in capped.warnings[0] and "h.md" in capped.warnings[0]
+    S.ROUND_MEMO.clear()
+    assert S.parse_aider(text, "h.md").rounds == capped.rounds  # the same without a last parse to resume from
+
+
+def test_a_capped_transcript_that_grows_keeps_the_newest_rounds_and_one_warning(monkeypatch):
+    monkeypatch.setattr(S, "MAX_ROUNDS", 3)
+    text = _aider(5)
+    S.parse_aider(text, "g.md")
+    grown = text + "#### request 6\n\nanswer 6\n"
+    again = S.parse_aider(grown, "g.md")
+    assert [r.index for r in again.rounds] == [4, 5, 6] and len(again.warnings) == 1
+    monkeypatch.setattr(S, "MAX_ROUNDS", 100)
+    S.ROUND_MEMO.clear()
+    assert again.rounds == S.parse_aider(grown, "g.md").rounds[-3:]
+
+
+def test_an_aider_transcript_at_the_cap_has_no_warning(monkeypatch):
+    monkeypatch.setattr(S, "MAX_ROUNDS", 5)
+    history = S.parse_aider(_aider(5), "h.md")
+    assert history.warnings == () and [r.index for r in history.rounds] == [1, 2, 3, 4, 5]
+
+
+def _log(rounds: int) -> str:
+    lines = []
+    for i in range(1, rounds + 1):
+        lines += [{"role": "user", "content": f"ask {i}"}, {"role": "assistant", "content": f"done {i}"}]
+    return "\n".join(map(json.dumps, lines)) + "\n"
+
+
+def test_a_log_over_the_line_cap_reads_its_newest_lines_with_their_line_numbers(monkeypatch):
+    monkeypatch.setattr(S, "MAX_LOG_LINES", 6)
+    history = S.parse_jsonl(_log(5), "s.log")  # 10 lines: lines 5-10 are read
+    assert [m.line for r in history.rounds for m in r.messages] == [5, 6, 7, 8, 9, 10]
+    assert [r.messages[0].content for r in history.rounds] == ["ask 3", "ask 4", "ask 5"]
+    assert len(history.warnings) == 1 and "s.log: 10 lines; only the newest 6 are read (from line 5)" in history.warnings[0]
+    assert S.parse_jsonl(_log(3), "s.log").warnings == ()  # exactly 6 lines: no cap
+
+
+def test_a_log_over_the_round_cap_keeps_the_newest_rounds_numbered_as_in_the_log(monkeypatch):
+    monkeypatch.setattr(S, "MAX_ROUNDS", 2)
+    history = S.parse_jsonl(_log(5), "s.log")
+    assert [r.index for r in history.rounds] == [4, 5] and history.rounds[0].lines == (7, 8)
+    assert len(history.warnings) == 1 and "5 rounds; only the newest 2 are read (from line 7)" in history.warnings[0]
+
+
+def test_line_warnings_past_the_first_twenty_are_counted_in_one():
+    history = S.parse_jsonl("1\n" * 30 + json.dumps({"role": "user", "content": "hi"}) + "\n", "s.log")
+    assert len(history.warnings) == S.MAX_LINE_WARNINGS + 1
+    assert history.warnings[0] == "s.log:1: not a JSON object; line skipped"
+    assert history.warnings[-1].startswith("s.log: … and 10 more line warnings like these")
+    assert [r.messages[0].content for r in history.rounds] == ["hi"]
+
+
+def test_a_build_of_a_transcript_over_the_cap_says_so_once_and_shows_its_newest_rounds(tmp_path, monkeypatch):
+    monkeypatch.setattr(S, "MAX_ROUNDS", 3)
+    (tmp_path / ".aider.chat.history.md").write_text(_aider(6))
+    result = build_context(str(tmp_path), "next step", cache=False)
+    capped = [w for w in result.warnings if "only the newest 3 are read" in w]
+    assert len(capped) == 1
+    assert "request 6" in result.context and "request 4" in result.context and "request 3" not in result.context
+
+
+def test_the_memo_prunes_its_records_a_bounded_number_of_times_once_full(monkeypatch):
+    memo = M.RoundMemo(max_entries=10)
+    prunes = []
+    real = memo._forget_untracked
+    monkeypatch.setattr(memo, "_forget_untracked", lambda: prunes.append(1) or real())
+    for i in range(1000):
+        memo.token_count(b"%d" % i, "cl100k_base", lambda: 1)
+    assert len(memo._derived) == 10
+    assert len(prunes) <= 1000 // 20 + 1  # once per 2 * max_entries new entries, not once per entry
+
+
+def test_the_line_memo_keeps_the_newest_lines(monkeypatch):
+    monkeypatch.setattr(M, "MAX_LINES", 5)
+    memo = M.RoundMemo()
+    for i in range(12):
+        memo.line(("k", i), lambda: i)
+    assert list(memo._lines) == [("k", i) for i in range(7, 12)] and memo.lines_read == 12
+    assert memo.line(("k", 11), lambda: "again") == 11 and memo.line(("k", 0), lambda: "read again") == "read again"
