@@ -641,7 +641,7 @@ def _fp(value: Any, memo: dict) -> str:
     if kind in _LASTING_TYPES:
         _LASTING[id(value)] = (value, result)
         if len(_LASTING) > 200_000:
-            _LASTING.pop(next(iter(_LASTING)))
+            _LASTING.popitem(last=False)  # dict.pop(next(iter(...))) scans every freed slot: quadratic
     return result
 
 
@@ -649,7 +649,7 @@ def _fp(value: Any, memo: dict) -> str:
 #: holding them): a session's rounds, their messages and token uses, made once per round by
 #: the round memo and never changed afterwards.
 _LASTING_TYPES = frozenset({Round, Message, RoundUse})
-_LASTING: dict[int, tuple[Any, str]] = {}
+_LASTING: OrderedDict[int, tuple[Any, str]] = OrderedDict()  # oldest out in O(1)
 
 #: Values of these types never change: a chunk of them is known by the identity of its items.
 _UNCHANGING = frozenset({*_SCALARS, *_LASTING_TYPES})
