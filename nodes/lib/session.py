@@ -26,7 +26,7 @@ from itertools import chain as _chain
 from typing import Any, Iterable, Mapping, Sequence
 
 from .digest import text_digest
-from .quote import quoted
+from .quote import capped_warnings, quoted
 from .regex import lazy_regex
 from . import round_memo as _round_memo
 from ..types import Message, Round
@@ -43,8 +43,6 @@ MAX_ROUNDS = 10_000
 #: Lines of a JSON Lines log that are read: the newest ones, with one warning (the round memo
 #: keeps the reading of as many lines, so a log that grows reads only its new lines).
 MAX_LOG_LINES = _round_memo.MAX_LINES
-#: Warnings about single lines of a JSON Lines log that are listed; the rest are counted in one.
-MAX_LINE_WARNINGS = 20
 
 #: The process's round memo (nodes/lib/round_memo.py), where callers have always found it.
 ROUND_MEMO, RoundMemo = _round_memo.ROUND_MEMO, _round_memo.RoundMemo
@@ -191,8 +189,9 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
     Only the newest :data:`MAX_LOG_LINES` lines are read and the newest :data:`MAX_ROUNDS`
     rounds kept, each cap with one warning; lines keep their line numbers, and the rounds kept
     past the round cap their numbers (past the line cap, rounds count from the first line
-    read); the first :data:`MAX_LINE_WARNINGS` warnings about single lines are listed, the
-    rest counted in one.
+    read); warnings about single lines are capped as every build's are
+    (:func:`~ctxengine.nodes.lib.quote.capped_warnings`: a few of each kind, then "... and N
+    more like this"), so a log of bad lines never holds a warning per line.
     """
     warnings: list[str] = []
     groups: list[list[Message]] = []
@@ -253,7 +252,7 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
                     f"{MAX_LOG_LINES:,} lines of a session log)")
     if skipped_rounds:
         caps.append(rounds_cap_warning(path, len(kept), rounds[0].lines[0] if rounds[0].lines else skipped_lines + 1))
-    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, path), path, JSONL,
+    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings), path, JSONL,
                           1 if rounds else 0, skipped_lines + len(lines))
 
 
@@ -267,15 +266,6 @@ def newest_lines_start(text: str, limit: int) -> tuple[int, int]:
     for _ in range(limit):
         position = text.rfind("\n", 0, position)
     return position + 1, text.count("\n", 0, position + 1)
-
-
-def capped_warnings(warnings: Sequence[str], path: str, limit: int = MAX_LINE_WARNINGS) -> tuple[str, ...]:
-    """The first ``limit`` warnings, then one that counts the rest."""
-    if len(warnings) <= limit:
-        return tuple(warnings)
-    more = len(warnings) - limit
-    return (*warnings[:limit], f"{path}: … and {more:,} more line warning{'s' if more != 1 else ''} like these "
-                               f"(the first {limit} are listed)")
 
 
 def _number_rounds(groups: Sequence[Sequence[Message]], first: int = 1) -> list[Round]:
