@@ -5,7 +5,7 @@ from the start (head) or both ends (middle)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ...types import Message, Round
 from .measure import DEFAULT_CHARS_PER_TOKEN, calibrated_ratio, estimate_tokens
@@ -244,22 +244,26 @@ class _Forms:
 
 
 def history_parts(forms: _Forms, levels: Sequence[int], location: str | None,
-                  newest: str | None = None) -> list[tuple[tuple, str]]:
+                  newest: str | None = None, trimmed: Mapping[int, str] | None = None) -> list[tuple[tuple, str]]:
     """The history's parts in order as (cache key, text with the separator that follows it):
     a note for the dropped rounds, summary lines (one a line), then the first-last and
     verbatim rounds, oldest first, blank lines between groups (``newest`` replaces the last
-    round). Every part starts with a non-space character, so tiktoken never merges tokens
-    across parts and the exact tokens of the whole are the sum of the parts' exact tokens."""
+    round; ``trimmed`` the text of rounds trimmed inside, by index). Every part starts with a
+    non-space character, so tiktoken never merges tokens across parts and the exact tokens of
+    the whole are the sum of the parts' exact tokens."""
     dropped = [forms.rounds[i] for i, level in enumerate(levels) if level == DROPPED]
     items: list[tuple[tuple, str, bool]] = []  # (key, text, is summary line)
     if dropped:
         items.append((("note", len(dropped), dropped[0].index), drop_note(dropped, location), False))
     last = len(levels) - 1
+    trimmed = trimmed or {}
     for i, level in enumerate(levels):
         if level == DROPPED:
             continue
         if i == last and newest is not None:
             items.append((("newest", len(newest)), newest, False))
+        elif i in trimmed:
+            items.append((("trimmed", i, len(trimmed[i])), trimmed[i], False))
         else:
             text = forms.text(i, level)
             items.append(((i, level), text, level == SUMMARY and text is forms.summary(i)))
@@ -373,7 +377,9 @@ def fit_history(
         if exact <= budget:
             if not keep_all and _newest_crowds_out(levels, tokens_of, budget):
                 break  # the newest round would push out what explains it: the tight fit
-            return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
+            if keep_all:
+                return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
+            return _room_given_back(forms, tokens_of, levels, exact, budget, floor, location)
         target -= exact - budget + 2
     if keep_all:
         return _summary_floor(forms, tokens_of, keep_last, location)
@@ -382,6 +388,46 @@ def fit_history(
         return tight
     levels = [DROPPED] * (len(rounds) - 1) + [VERBATIM]
     return _trim_newest(forms, levels, budget, counter, location, DEFAULT_CHARS_PER_TOKEN)
+
+
+MIN_MESSAGE_TOKENS = 12  # a message given fewer tokens than this is cut whole (a note stands for it)
+GIVE_BACK_MIN = MIN_MESSAGE_TOKENS  # room below this is one unit's slack: not worth a trim inside
+
+
+def _room_given_back(forms: _Forms, tokens_of: "_PartTokens", levels: list[int], exact: int, budget: int,
+                     floor: int, location: str | None) -> HistoryFit:
+    """The graded fit with what its whole-round steps removed beyond their need given back:
+    demoting one round (verbatim to first-last, first-last to a summary line) can remove far
+    more than the budget asked for (one long reply). The rounds kept below verbatim, newest
+    first (those the state stage summarized excepted), are trimmed inside
+    (:func:`round_within`) into the room left, until it is less than one unit; each grows only
+    when its trimmed text is longer than its form and the whole still fits, counted exactly."""
+    trimmed: dict[int, str] = {}
+    kept: dict[int, Round] = {}
+    counter = tokens_of.counter
+    text = None
+    for i in range(len(levels) - 2, floor - 1, -1):
+        room = budget - exact
+        if room < GIVE_BACK_MIN:
+            break
+        if levels[i] not in (FIRST_LAST, SUMMARY) or forms.text(i, levels[i]) is forms.verbatim[i]:
+            continue
+        current = counter.count(forms.text(i, levels[i]))
+        for _ in range(3):  # the separators around a round trimmed inside cost a token or two more
+            grown = round_within(forms.rounds[i], current + room, counter, forms.render_round, location)
+            if grown.tokens <= current:
+                break
+            parts = history_parts(forms, levels, location, trimmed={**trimmed, i: grown.text})
+            total = tokens_of.total(parts)
+            if total <= budget:
+                trimmed[i], kept[i], exact = grown.text, grown.round, total
+                text = "".join(t for _, t in parts)
+                break
+            room -= total - budget
+    if text is None:
+        return _history_fit(forms, levels, render_levels(forms, levels, location), exact)
+    levels = [FIRST_LAST if i in trimmed else level for i, level in enumerate(levels)]
+    return _history_fit(forms, levels, text, exact, replaced=kept)
 
 
 def _newest_crowds_out(levels: Sequence[int], tokens_of: "_PartTokens", budget: int) -> bool:
@@ -504,7 +550,6 @@ def _tight_history(forms: _Forms, lines: Sequence[int], previous: _Trimmed | Non
                       newest.round is not forms.rounds[-1])
 
 
-MIN_MESSAGE_TOKENS = 12  # a message given fewer tokens than this is cut whole (a note stands for it)
 
 
 def _is_tool_output(message: Message) -> bool:
@@ -650,10 +695,13 @@ def _summary_floor(forms: _Forms, tokens_of: _PartTokens, keep_last: int, locati
     return _history_fit(forms, levels, "".join(text for _, text in parts), tokens_of.total(parts))
 
 
-def _history_fit(forms: _Forms, levels, text, tokens, newest: Round | None = None) -> HistoryFit:
+def _history_fit(forms: _Forms, levels, text, tokens, newest: Round | None = None,
+                 replaced: Mapping[int, Round] | None = None) -> HistoryFit:
     kept = []
     for i, level in enumerate(levels):
-        if level == VERBATIM:
+        if replaced and i in replaced:
+            kept.append(replaced[i])
+        elif level == VERBATIM:
             kept.append(forms.rounds[i])
         elif level == FIRST_LAST:
             kept.append(replace(forms.rounds[i], messages=forms.form(i).first_last_messages))
