@@ -34,7 +34,10 @@ Priority orders:
   pending task lines, GSD <name>, the objective's first line), then every <files>, <verify>,
   <done> (Files/Verify/Done lines); then the frontmatter, the current task's details (the
   in-progress task, or a PLAN.md's first <task>), other prose, the other tasks' details,
-  done task lines; @ lines, code blocks and <context> blocks last. Code blocks are read by
+  done task lines; the other code lines; @ lines and <context> blocks last. Code is kept
+  line by line as in documents (code.py): a block's first line and definition lines with
+  its task's details, the other lines from the top of each block with the blocks in step,
+  fences closed and ``⋮ N lines left out`` for each gap. Code blocks are read by
   nodes/lib/fences.py: one left open ends at its element's closing tag (</action>). Task boxes are read
   by nodes/lib/plan.py (one parser for the plan stage and this summary).
 * diff: a total line and one ``<status> <path> +n/-m`` line per file.

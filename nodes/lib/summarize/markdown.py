@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..quote import quoted
 from ..tokens import TokenCounter, estimate_tokens
-from .code import definition_line
+from .code import code_line_order
 from .document import build, render_doc
 from .fit import Problem, fits_quickly, solve
 from .frontmatter import compact_frontmatter, split_frontmatter
@@ -178,23 +178,11 @@ def _ranked_candidates(doc, in_order: set[int]) -> list[int]:
 
 def _code_order(doc) -> tuple[list[int], list[int]]:
     """(the first line of each fenced block, the other code lines in the order they are kept):
-    every definition line (:func:`definition_line`) of every block, then the others from the
-    top of each block, the blocks in step (by the share of their lines already taken)."""
-    firsts: list[int] = []
-    definitions: list[int] = []
-    others: list[tuple[float, int]] = []
-    for sec in doc.sections:
-        for block in sec.blocks:
-            if block.code is None:
-                continue
-            ids = [u for u in block.code.units if u is not None]
-            if not ids:
-                continue
-            firsts.append(ids[0])
-            rest = [u for u in ids[1:] if not definition_line(doc.texts[u])]
-            definitions.extend(u for u in ids[1:] if definition_line(doc.texts[u]))
-            others.extend(((k + 1) / (len(rest) + 1), u) for k, u in enumerate(rest))
-    return firsts, definitions + [u for _, u in sorted(others)]
+    see :func:`~.code.code_line_order`."""
+    blocks = [[(u, doc.texts[u]) for u in block.code.units if u is not None]
+              for sec in doc.sections for block in sec.blocks if block.code is not None]
+    firsts, definitions, others = code_line_order(blocks)
+    return firsts, definitions + others
 
 
 def _in_proportion(first: list[int], second: list[int], costs: list[int]) -> list[int]:

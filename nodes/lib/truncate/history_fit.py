@@ -338,10 +338,13 @@ def fit_history(
     location: str | None = None,
     summarized_before: int = 0,
     keep_all: bool = False,
+    give_back: bool = True,
 ) -> HistoryFit:
     """The graded tail of a history within ``budget`` exact tokens (see :func:`graded_levels`).
     With ``keep_all`` no round is dropped: when the budget needs that, the history stops at its
     summary floor (older rounds summary lines, the last ``keep_last`` verbatim), over budget.
+    With ``give_back`` what the whole-round steps removed beyond the budget's need goes back to
+    rounds trimmed inside (:func:`_room_given_back`).
 
     Each part that may be kept is counted exactly once (parts add up exactly, see
     :func:`history_parts`); large parts are estimated until they are kept. The whole history
@@ -377,7 +380,7 @@ def fit_history(
         if exact <= budget:
             if not keep_all and _newest_crowds_out(levels, tokens_of, budget):
                 break  # the newest round would push out what explains it: the tight fit
-            if keep_all:
+            if keep_all or not give_back:
                 return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
             return _room_given_back(forms, tokens_of, levels, exact, budget, floor, location)
         target -= exact - budget + 2
@@ -400,8 +403,11 @@ def _room_given_back(forms: _Forms, tokens_of: "_PartTokens", levels: list[int],
     demoting one round (verbatim to first-last, first-last to a summary line) can remove far
     more than the budget asked for (one long reply). The rounds kept below verbatim, newest
     first (those the state stage summarized excepted), are trimmed inside
-    (:func:`round_within`) into the room left, until it is less than one unit; each grows only
-    when its trimmed text is longer than its form and the whole still fits, counted exactly."""
+    (:func:`round_within`; a first-last round keeps its first and last messages whole and
+    grows by its middle) into the room left, until it is less than one unit, with the gist of
+    its summary line after it (the facts the line drew from what is cut stay); each grows
+    only when its trimmed text is longer than its form and the whole still fits, counted
+    exactly."""
     trimmed: dict[int, str] = {}
     kept: dict[int, Round] = {}
     counter = tokens_of.counter
@@ -413,9 +419,14 @@ def _room_given_back(forms: _Forms, tokens_of: "_PartTokens", levels: list[int],
         if levels[i] not in (FIRST_LAST, SUMMARY) or forms.text(i, levels[i]) is forms.verbatim[i]:
             continue
         current = counter.count(forms.text(i, levels[i]))
+        tail_start = first_last_split(forms.rounds[i].messages)[1] if levels[i] == FIRST_LAST else None
+        gist = _gist_note(forms.summary(i))
+        room -= counter.count(gist) + 1 if gist else 0
         for _ in range(3):  # the separators around a round trimmed inside cost a token or two more
-            grown = round_within(forms.rounds[i], current + room, counter, forms.render_round, location)
-            if grown.tokens <= current:
+            grown = round_within(forms.rounds[i], current + room, counter, forms.render_round, location, tail_start)
+            if grown.round is not forms.rounds[i] and gist:
+                grown = replace(grown, text=grown.text + "\n" + gist)  # what its summary line said stays
+            if counter.count(grown.text) <= current:
                 break
             parts = history_parts(forms, levels, location, trimmed={**trimmed, i: grown.text})
             total = tokens_of.total(parts)
@@ -428,6 +439,13 @@ def _room_given_back(forms: _Forms, tokens_of: "_PartTokens", levels: list[int],
         return _history_fit(forms, levels, render_levels(forms, levels, location), exact)
     levels = [FIRST_LAST if i in trimmed else level for i, level in enumerate(levels)]
     return _history_fit(forms, levels, text, exact, replaced=kept)
+
+
+def _gist_note(summary: str) -> str:
+    """The note that keeps a round's summary line's gist (what was done, files, facts noted)
+    beside the round trimmed inside; empty when the line has none."""
+    gist = summary.split(" — ", 1)[1] if " — " in summary else ""
+    return f"[summary: {gist}]" if gist else ""
 
 
 def _newest_crowds_out(levels: Sequence[int], tokens_of: "_PartTokens", budget: int) -> bool:
@@ -557,27 +575,29 @@ def _is_tool_output(message: Message) -> bool:
 
 
 def round_within(round_: Round, room: int, counter, render_round: Callable[[Round], str],
-                 location: str | None = None) -> _Trimmed:
+                 location: str | None = None, tail_start: int | None = None) -> _Trimmed:
     """``round_`` within about ``room`` exact tokens, trimmed inside, never dropped whole: its
     opening up to the user's words is kept; then the assistant's own text, then tool output
     and tool-call arguments (cut first), each long message cut to its part of what is left
     (its beginning kept; tool output both ends) with a marker; messages given too little go
     whole, a note naming them. The opening alone may exceed ``room`` (``room`` 0: the
-    opening only)."""
+    opening only). ``tail_start``: the messages from there on are kept whole too (a
+    first-last round grown by its middle)."""
     verbatim = render_round(round_)
     tokens = counter.count(verbatim)
     if tokens <= room:
         return _Trimmed(verbatim, tokens, round_)
     messages = round_.messages
     head_end, _ = first_last_split(messages)
-    head, rest = messages[:head_end], messages[head_end:]
-    fixed = counter.count(render_round(replace(round_, messages=tuple(head))))
+    tail_start = len(messages) if tail_start is None else max(head_end, tail_start)
+    head, rest, tail = messages[:head_end], messages[head_end:tail_start], tuple(messages[tail_start:])
+    fixed = counter.count(render_round(replace(round_, messages=tuple(head) + tail)))
     space = room - fixed - 24
     best = smallest = None
     fits, over = 0, None  # the largest space known to fit, the smallest known to be over
     for _ in range(8):
         within = _messages_within(rest, max(0, space), counter, location)
-        kept = [m for _, m in within]
+        kept = [m for _, m in within] + list(tail)
         cut = [m for i, m in enumerate(rest) if i not in {j for j, _ in within}]
         if cut:
             text = _with_note(round_, head, kept, _messages_note(cut) + "]", render_round)
