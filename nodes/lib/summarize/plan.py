@@ -12,7 +12,7 @@ from ..tokens import TokenCounter, estimate_tokens
 from .code import code_line_order, render_code
 from .document import HEADING
 from .fit import Problem, fits_quickly, solve
-from .frontmatter import compact_frontmatter, split_frontmatter
+from .frontmatter import compact_frontmatter, frontmatter_within, split_frontmatter
 from ..fences import fences
 from .markdown import summarize_text
 
@@ -81,6 +81,10 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
     stack: list[tuple[str, int]] = []  # open prose elements: (tag, unit id of the open line)
     lead_wanted = False
     blocks = {block.start: block for block in fences(lines, elements=True)}
+
+    def in_noise() -> bool:
+        return any(tag_name in _NOISE_TAGS for tag_name, _ in stack)
+
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -97,7 +101,8 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
             parent = stack[-1][1] if stack else None
             units.append(_PlanUnit(i, block.end, "fence", owner, parent, None if block.closed else block.closing))
             fence = len(units) - 1
-            units.extend(_PlanUnit(k, k, "code", owner, parent, fence=fence)
+            role = "noise" if in_noise() else "code"  # code in a <context> is noise like its prose
+            units.extend(_PlanUnit(k, k, role, owner, parent, fence=fence)
                          for k in range(i + 1, block.end if block.closed else block.end + 1) if lines[k].strip())
             i = block.end + 1
             continue
@@ -111,6 +116,11 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
             tag_name, opened = stack.pop()
             units.append(_PlanUnit(i, i, "close", owner, opened))
             units[opened].pair = len(units) - 1
+            i += 1
+            continue
+        if tag and name in _NOISE_TAGS and _close_line(lines, i, name) not in (None, i):
+            stack.append((name, len(units)))  # a <context> block: its lines are noise, kept line by line
+            units.append(_PlanUnit(i, i, "open", owner))
             i += 1
             continue
         if tag and name in _KEY_TAGS | _NOISE_TAGS:
@@ -139,7 +149,7 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
             role = "position"
         elif HEADING.match(line) and owner is None:
             role = "heading"
-        elif _AT_LINE.match(line):
+        elif _AT_LINE.match(line) or in_noise():
             role = "noise"
         elif _KEY_LABEL.match(line) or _TASK_BOX.match(line):
             role = "key"
@@ -204,7 +214,11 @@ def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str 
         return summarize_text(text, max_tokens, counter, method)
     plan = _PlanView(lines, _plan_units(lines, boxes), {box.index: box.status or _plan.PENDING for box in boxes},
                      compact_frontmatter(raw_fm, tight=True) if raw_fm is not None else None)
-    solved = solve(plan.problem(), max_tokens, counter)
+    problem = plan.problem()
+    if raw_fm is not None:
+        problem.fuller = lambda sel, room: plan.with_frontmatter(
+            sel, frontmatter_within(raw_fm, counter.count(plan.texts[-1]) + room, counter))
+    solved = solve(problem, max_tokens, counter)
     if solved is None:
         note = plan.synthesized or (plan.texts[plan.existing] if plan.existing is not None else "")
         return note if note and counter.count(note) <= max_tokens else ""
@@ -259,10 +273,11 @@ class _PlanView:
         self.current_task = next((uid for uid, u in enumerate(units) if u.role == "open" and u.tag == "task"), None)
         self.code_lines: dict[int, list[int]] = {}  # fence unit id -> its code line unit ids
         for uid, unit in enumerate(units):
-            if unit.role == "code":
+            if unit.fence is not None:
                 self.code_lines.setdefault(unit.fence, []).append(uid)
         firsts, definitions, others = code_line_order(
-            [[(uid, lines[units[uid].first]) for uid in ids] for ids in self.code_lines.values()])
+            [[(uid, lines[units[uid].first]) for uid in ids if units[uid].role == "code"]
+             for ids in self.code_lines.values()])
         self.code_head = set(firsts + definitions)
         self.code_step = {uid: k for k, uid in enumerate(others)}  # the other code lines' order
 
@@ -334,7 +349,7 @@ class _PlanView:
             if extra and unit.first >= self.first_box and 0 in sel and self.synthesized not in out:
                 out.extend(([""] if out else []) + [self.synthesized, ""])
                 last_line = None
-            if uid + extra not in sel or unit.role == "code":
+            if uid + extra not in sel or unit.fence is not None:
                 continue  # a code line is rendered with its block
             if last_line is not None and any(not lines[k].strip() for k in range(last_line + 1, unit.first)):
                 out.append("")
@@ -348,6 +363,16 @@ class _PlanView:
         if self.total_lines > shown:
             out.append(f"[… {self.total_lines - shown} of {self.total_lines} plan lines not shown]")
         return "\n".join(out).strip("\n")
+
+    def with_frontmatter(self, sel: set[int], fm: str | None) -> str | None:
+        """The selection ``sel`` rendered with ``fm`` for the frontmatter (None: None)."""
+        if fm is None:
+            return None
+        compact, self.texts[-1] = self.texts[-1], fm
+        try:
+            return self.render(sel)
+        finally:
+            self.texts[-1] = compact
 
     def _block(self, fence: int, sel: set[int]) -> str:
         """The code block of ``fence`` with its selected lines (:func:`~.code.render_code`)."""
