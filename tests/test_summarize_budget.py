@@ -262,3 +262,64 @@ def test_property_a_summary_of_a_larger_source_uses_at_least_85_percent(text):
         budget = int(full * share)
         tokens = COUNTER.count(summarize(text, budget, COUNTER))
         assert 0.85 * budget <= tokens <= budget, (share, tokens, budget)
+
+
+# Trimmed from the plan section ctxengine builds for 0xLeathery__helix-staking (../shared/corpus/
+# planning): the next plan (08.2-01-PLAN.md) shown in full under its "- [>]" entry, its tasks as
+# "Task N:" headings (demoted). At 2000 tokens the summary kept the objective and no task name.
+HELIX_PLAN_SECTION = """## Phase 8.2 plans (.planning/phases/08.2-operational-hardening/)
+Plans: 0 done / 1 next / 2 pending
+- [>] 08.2-01 (next): Fix the CRITICAL secret key leak (F-01), add missing HSTS header (F-07). (.planning/phases/08.2-operational-hardening/08.2-01-PLAN.md)
+  wave: 1
+  depends_on: ["08-03"]
+
+  <objective>
+  Fix the CRITICAL secret key leak (F-01), add missing HSTS header (F-07), harden indexer env defaults (OPS-13).
+
+  Purpose: These are zero-dependency, immediate-impact security fixes that protect user wallets and prevent operational misconfigurations.
+  </objective>
+
+  ##### Tasks
+
+  ###### Task 1: Remove NEXT_PUBLIC_TEST_WALLET_SECRET from client bundle (F-01 — CRITICAL)
+
+  **File:** `app/web/app/providers.tsx`
+
+  1. Remove any reference to `process.env.NEXT_PUBLIC_TEST_WALLET_SECRET`
+  2. If test wallet functionality is needed, move it behind a server-side check
+  3. Ensure no other `NEXT_PUBLIC_` env vars contain sensitive material — audit all `.env*` files
+
+  ###### Task 2: Add HSTS header (F-07)
+
+  **File:** `app/web/middleware.ts`
+
+  Add to the response headers alongside existing CSP headers:
+  ```typescript
+  response.headers.set(
+    "Strict-Transport-Security",
+    "max-age=63072000; includeSubDomains; preload"
+  );
+  ```
+
+  ###### Task 3: Remove devnet RPC default in production (OPS-13)
+
+  **File:** `services/indexer/src/lib/env.ts`
+
+  Change the `RPC_URL` field to not have a `.default()` value:
+  ```typescript
+  RPC_URL: z.string().url().describe("Required: Solana RPC endpoint URL"),
+  ```
+- [ ] 08.2-02: Harden all frontend transaction hooks with ComputeBudget instructions (RT-03, F-03). (.planning/phases/08.2-operational-hardening/08.2-02-PLAN.md)
+- [ ] 08.2-03: Fix indexer data loss risk (OPS-04), add rate limiting to all APIs (OPS-09). (.planning/phases/08.2-operational-hardening/08.2-03-PLAN.md)
+"""
+
+
+def test_the_next_plans_task_name_headings_survive_before_its_details():
+    names = re.findall(r"^  ###### (Task \d+: .*)$", HELIX_PLAN_SECTION, re.M)
+    assert len(names) == 3
+    for budget in (220, 260, 320):
+        out = S.plan_summary(HELIX_PLAN_SECTION, budget, COUNTER)
+        assert COUNTER.count(out) <= budget
+        assert all(name in out for name in names), budget  # every task name of the next plan
+    out = S.plan_summary(HELIX_PLAN_SECTION, 220, COUNTER)
+    assert "**File:** `app/web/middleware.ts`" not in out  # details only after every name

@@ -34,7 +34,7 @@ Priority orders:
 * headings: frontmatter, headings, the first sentence under each heading.
 * plan (article plan.md, the GSD plan section, a GSD PLAN.md), whole lines only: the task
   count line, then the skeleton of the work left: every open task's name (in-progress and
-  pending task lines, GSD <name>, the objective's first line), then every <files>, <verify>,
+  pending task lines, GSD <name>, ``Task N:`` headings, the objective's first line), then every <files>, <verify>,
   <done> (Files/Verify/Done lines); then the frontmatter, the current task's details (the
   in-progress task, or a PLAN.md's first <task>), other prose, the other tasks' details,
   done task lines; the other code lines; @ lines and the lines of <context> blocks last. Code is kept

@@ -148,7 +148,9 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
         elif _POSITION_LINE.match(line) and owner is None:
             role = "position"
         elif HEADING.match(line) and owner is None:
-            role = "heading"
+            role = "heading"  # a "Task N: ..." heading is a task's name as well (see _rank)
+        elif _TASK_HEADING.match(line):
+            role = "key"  # a "Task N: ..." heading in a task box's detail (the next GSD plan, shown in full)
         elif _AT_LINE.match(line) or in_noise():
             role = "noise"
         elif _KEY_LABEL.match(line) or _TASK_BOX.match(line):
@@ -158,7 +160,8 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
         else:
             role = "prose"
         lead_wanted = False if role == "lead" else lead_wanted
-        units.append(_PlanUnit(i, i, role, owner, stack[-1][1] if stack else None))
+        units.append(_PlanUnit(i, i, role, owner, stack[-1][1] if stack else None,
+                               tag="name" if role in ("heading", "key") and _TASK_HEADING.match(line) else ""))
         i += 1
     _pair_wrappers(units)
     return units
@@ -185,6 +188,7 @@ def _pair_wrappers(units: list[_PlanUnit]) -> None:
             unit.task = next((w for w in reversed(open_wrappers) if units[w].tag == "task"), None)
 
 
+_TASK_HEADING = re.compile(r"^[ \t]*#{2,6}[ \t]+Task[ \t]+\d+\b")  # a task's name as a heading (GSD)
 _TASK_BOX = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\[.\][ \t]")
 
 
@@ -192,7 +196,7 @@ def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str 
     """A plan (article plan.md with task boxes, or the GSD plan section and PLAN.md with
     <task> blocks) within ``max_tokens``: whole source lines only, in their order, and a last
     line saying how many were left out. Kept first: the task count line, in-progress task
-    lines, the GSD position lines; then the skeleton of the current work (every task's <name>, <files>, <verify> and
+    lines, the GSD position lines; then the skeleton of the current work (every task's <name> or ``Task N:`` heading, <files>, <verify> and
     <done>, the <task> tags, Files/Verify/Done lines, the objective's first line, an
     in-progress task's own detail lines); then pending task lines, the prose of in-progress
     elements (<action>), other prose, pending tasks' skeletons and detail, done task lines;
@@ -236,6 +240,8 @@ def _rank(unit: _PlanUnit, state: str | None, code_head: bool = False) -> int | 
         return _R_FRONTMATTER
     if unit.role == "box":
         return _R_NAME if state in (_plan.IN_PROGRESS, _plan.PENDING) else _R_DONE_BOX
+    if unit.role == "heading" and unit.tag == "name" and state not in (_plan.DONE, _plan.CANCELLED):
+        return _R_NAME
     if state in (_plan.DONE, _plan.CANCELLED) or unit.role in ("heading", "open", "close", "fence"):
         return None
     if unit.role == "noise":
