@@ -15,7 +15,8 @@ Columns: ``ctx/target``, the context's exact tokens over truncation's own target
 target, or the available tokens), "-" when truncation did not run; ``prompt``: the newest
 user prompt's first line is in the context; ``prev``: the prompt of the round before it;
 ``lines``: the older rounds' summary lines kept ("- Round N" lines, of the rounds before
-those two); ``tasks``: the task names of the next plan kept, of those in the reference, as
+those two; an older round trimmed inside with its summary's gist, ``[summary: ...]``, into
+room a whole-round step left is not counted); ``tasks``: the task names of the next plan kept, of those in the reference, as
 the plan section shows them: the entry marked ``- [>]`` (the plan the position names, shown in
 full) holds its GSD ``<name>`` elements or its ``Task N: ...`` headings (demoted a few levels);
 ``defs``: the code definition lines (def,
