@@ -248,7 +248,7 @@ def test_fit_history_grades_older_rounds_first():
     rounds = _history(20)
     full = COUNTER.count(session.render_rounds(rounds))
     fit = t.fit_history(rounds, int(full * 0.8), COUNTER, session.render_round, session.round_summary,
-                        recent_share=0.5, location="s.log")
+                        recent_share=0.5, location="s.log", give_back=False)  # whole-round steps only
     levels = list(fit.levels)
     assert levels == sorted(levels, reverse=True)  # older rounds lose more
     assert levels[-1] == t.VERBATIM and t.FIRST_LAST in levels
@@ -256,6 +256,11 @@ def test_fit_history_grades_older_rounds_first():
     first_last = fit.text.split(f"### Round {k} ")[1].split(f"### Round {k + 1} ")[0]
     assert "messages cut" in first_last and f"request {k}:" in first_last and f"done {k}." in first_last
     assert f"[tool call c{k}_0]" not in first_last and f"[tool result c{k}_0]" not in first_last
+    # what the whole-round steps left goes back to rounds trimmed inside: same order, fuller
+    given = t.fit_history(rounds, int(full * 0.8), COUNTER, session.render_round, session.round_summary,
+                          recent_share=0.5, location="s.log")
+    assert list(given.levels) == sorted(given.levels, reverse=True)
+    assert fit.tokens <= given.tokens <= int(full * 0.8) and int(full * 0.8) - given.tokens < 24
 
 
 def test_fit_history_drops_oldest_with_a_note_naming_the_file():
