@@ -168,6 +168,9 @@ class ReferenceSettings:
     url_max_bytes: int = key("references.urlMaxBytes")
     max_file_bytes: int = key("references.maxFileBytes")
     group_priorities: FrozenMap  # group -> priority
+    gsd_rules: str = key("references.gsdRules")
+    project_rules: tuple = key("references.projectRules")
+    project_rules_max_bytes: int = key("references.projectRulesMaxBytes")
 
 
 @dataclass(frozen=True)
