@@ -540,7 +540,7 @@ def _batch(args: argparse.Namespace) -> int:
     if args.from_file is not None:
         jobs = read_job_list(args.from_file, args.request, overrides)
     else:
-        jobs = jobs_from_paths(args.projects, args.request, overrides)
+        jobs = jobs_from_paths(_project_folders(args.projects), args.request, overrides)
     if not any(job.request.strip() for job in jobs):
         _warn_if_empty("", "use --request TEXT" + (" or a request column" if args.from_file else ""))
     columns = row_columns(jobs, contexts=args.contexts_dir is not None)
@@ -572,6 +572,16 @@ def _batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _project_folders(paths: Sequence[str]) -> list[str]:
+    """The PROJECT arguments of batch and experiment, files (a glob's MANIFEST.tsv) skipped with a note."""
+    from .batch_io import project_folders
+
+    kept, notes = project_folders(paths)
+    for note in notes:
+        _say(f"note: {note}")
+    return kept
+
+
 def _experiment(args: argparse.Namespace) -> int:
     from . import experiment as ex
     from .viz.output import check_output_path
@@ -582,7 +592,7 @@ def _experiment(args: argparse.Namespace) -> int:
     ex.results_format(args.output)  # a wrong file type, or .parquet without pyarrow, fails before the runs
     vary = dict(ex.parse_vary(text) for text in args.vary)
     facts = ex.read_facts(args.facts) if args.facts else None
-    frame = ex.run_experiment(args.projects, vary, nodes=args.modules, request=args.request, overrides=_overrides(args),
+    frame = ex.run_experiment(_project_folders(args.projects), vary, nodes=args.modules, request=args.request, overrides=_overrides(args),
                               facts=facts, executor=args.executor, workers=args.workers)
     ex.write_results(frame, args.output)
     _emit(ex.format_summary(ex.experiment_summary(frame)) + "\n")
