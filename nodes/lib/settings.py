@@ -110,6 +110,7 @@ class BudgetSettings:
     reserve_tokens: int | None
     reserve_share: float = key("budget.reserveShare")
     exact_band: tuple[float, float] = key("budget.exactBand")
+    max_tokens_given: bool = False  # budget.maxTokens set by the caller (--max-tokens, --set, API): a fixed budget
 
     def reserve_for(self, preset: Mapping[str, Any], max_tokens: int | None = None) -> int:
         """The answer reserve for a model preset (lib/reserve.py ``effective_reserve``)."""
