@@ -145,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 help="build | report | config | batch | experiment | serve | dag | cache (ctxengine COMMAND -h for its options)")
 
-    build = sub.add_parser("build", parents=[common], help="assemble the context for a request")
+    build = sub.add_parser("build", parents=[common], help="assemble the context for a request", epilog=_DEFAULTS_NOTE)
     _add_build_inputs(build)
     build.add_argument("--format", choices=("text", "json", "messages"), default="text",
                        help="text: the context on stdout, the budget on stderr; json: context, budget, "
@@ -251,6 +251,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Under the help of build: where the defaults come from (each option names its own).
+_DEFAULTS_NOTE = ("Defaults are those of configs/defaults.yaml, under your config file and the project's "
+                  ".planning/config.json; 'ctxengine config PROJECT_DIR --explain' shows every value and where it "
+                  "came from.")
+
+
 def _add_build_inputs(parser: argparse.ArgumentParser) -> None:
     """What build and report share: the project, the request and the configuration options."""
     _add_project(parser)
@@ -297,15 +303,16 @@ def _reserve(value: str) -> int | str:
 
 
 def _add_named(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mode", choices=MODES, help="the mode template (config key 'template')")
-    parser.add_argument("--max-tokens", type=int, metavar="N", help="the model's context window (budget.maxTokens)")
+    parser.add_argument("--mode", choices=MODES, help="the mode template (config key 'template'; default: dev)")
+    parser.add_argument("--max-tokens", type=int, metavar="N", help="the model's context window (budget.maxTokens; default: 128000, or the project's config)")
     parser.add_argument("--reserve-tokens", type=_reserve, metavar="N|auto",
-                        help="tokens kept free for the response, or auto (budget.reserveTokens)")
+                        help="tokens kept free for the response, or auto (budget.reserveTokens; default: auto, "
+                             "budget.reserveShare 0.2 of the budget capped by the model's maxOutputTokens)")
     parser.add_argument("--compact", action="store_true", default=None,
-                        help="compact even when the context fits (truncation.compact)")
+                        help="compact even when the context fits (truncation.compact; default: off)")
     parser.add_argument("--strategy", choices=("auto", "tail", "head", "middle"),
-                        help="force one truncation strategy (truncation.strategy)")
-    parser.add_argument("--layout", choices=("auto", "article", "gsd"), help="project layout (state.layout)")
+                        help="force one truncation strategy (truncation.strategy; default: auto, by content kind)")
+    parser.add_argument("--layout", choices=("auto", "article", "gsd"), help="project layout (state.layout; default: auto, from the .planning/ files)")
     parser.add_argument("--phase", choices=PHASES,
                         help="GSD phase type: which .planning/ files load; auto follows the position "
                              "(disclosure.phase; default auto)")
