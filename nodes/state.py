@@ -435,7 +435,17 @@ def git_snapshot(project_dir: str, state_settings: StateSettings) -> _git.GitSna
         max_bytes=state_settings.git_max_bytes,
         log_count=state_settings.git_log_count,
         allowed_paths=state_settings.allowed_paths,
+        enclosing_is_note=_bundled_example(project_dir),
     )
+
+
+def _bundled_example(project_dir: str) -> bool:
+    """Whether ``project_dir`` is one of ctxengine's bundled examples (then the clone or virtual
+    environment it sits in is ctxengine's, not the project's: not reading it is no news)."""
+    from importlib import resources
+
+    examples = os.path.realpath(str(resources.files("ctxengine.examples")))
+    return os.path.realpath(project_dir).startswith(examples + os.sep)
 
 
 @tag(stage=STAGE)
@@ -642,6 +652,13 @@ def state_warnings(
     return (tuple(plan_read_warnings) + tuple(session_read_warnings) + tuple(gsd_position.warnings)
             + tuple(plan_state.warnings) + tuple(roadmap_state.warnings)
             + session_history.warnings + git_state.warnings + file_listing.warnings)
+
+
+@tag(stage=STAGE)
+def state_notes(git_state: _git.GitState) -> tuple[str, ...]:
+    """Information of the state stage that is not a problem (the JSON's ``notes``, never printed
+    as a warning): no git repository, a detached HEAD, a bundled example's enclosing clone."""
+    return tuple(git_state.notes)
 
 
 def _ctxengine_version() -> str:

@@ -116,7 +116,9 @@ def test_claude_code_tool_heavy_trims_tool_output_before_the_prompts(tmp_path):
     project.mkdir()
     shutil.copyfile(DATA / "spotter__tool_heavy.jsonl", project / "t.jsonl")
     for max_tokens in (2000, 4000):
-        result = _build(project, max_tokens, **{"state.claudeCode.transcript": "t.jsonl"})
+        # the GSD rules as when this was measured (a non-GSD project no longer loads them by default)
+        result = _build(project, max_tokens, **{"state.claudeCode.transcript": "t.jsonl",
+                                                "references.gsdRules": "always"})
         target = result.truncation["target"]
         assert 0.85 * target <= result.budget.total_tokens <= target, max_tokens
         history = _history(result)

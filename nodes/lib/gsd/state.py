@@ -148,9 +148,9 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
                 break
     milestone_name = frontmatter.get("milestone_name")
     if isinstance(milestone_name, str):
-        milestone_name = milestone_name.strip(" -—–")
+        milestone_name = _real_name(milestone_name)
     elif get("milestone"):
-        milestone_name = _VERSION.sub("", get("milestone") or "").split("(")[0].strip(" -—–") or None
+        milestone_name = _real_name(_VERSION.sub("", get("milestone") or "").split("(")[0])
     else:
         milestone_name = None
 
@@ -275,6 +275,13 @@ def _key_lines(lines: list[str], fm_lines: tuple[int, int] | None) -> dict[str, 
             parent = match.group(2)
             out.setdefault(parent, i + 1)
     return out
+
+
+def _real_name(text: str) -> str | None:
+    """A milestone's name, or None for none or GSD's placeholder ``milestone_name: milestone``
+    (which made the position read "milestone v4.0 milestone")."""
+    name = text.strip(" -—–")
+    return None if name.casefold() in ("", "milestone") else name
 
 
 def position_line(state: GsdState) -> str:
