@@ -94,7 +94,7 @@ def test_line_warnings_past_the_first_few_of_a_kind_are_counted_in_one():
     history = S.parse_jsonl("1\n" * 30 + json.dumps({"role": "user", "content": "hi"}) + "\n", "s.log")
     assert len(history.warnings) == WARNINGS_PER_KIND + 1
     assert history.warnings[0] == "s.log:1: not a JSON object; line skipped"
-    assert history.warnings[-1] == f"... and {30 - WARNINGS_PER_KIND} more like this"
+    assert history.warnings[-1] == f"s.log: ... and {30 - WARNINGS_PER_KIND} more like this"
     assert [r.messages[0].content for r in history.rounds] == ["hi"]
 
 

@@ -252,7 +252,7 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
                     f"{MAX_LOG_LINES:,} lines of a session log)")
     if skipped_rounds:
         caps.append(rounds_cap_warning(path, len(kept), rounds[0].lines[0] if rounds[0].lines else skipped_lines + 1))
-    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings), path, JSONL,
+    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, source=path), path, JSONL,
                           1 if rounds else 0, skipped_lines + len(lines))
 
 
