@@ -245,12 +245,10 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
                 )
     kept = [g for g in moved if g]
     skipped_rounds = max(0, len(kept) - MAX_ROUNDS)
-    rounds = _number_rounds(kept[skipped_rounds:], skipped_rounds + 1)
+    rounds = number_rounds(kept[skipped_rounds:], skipped_rounds + 1)
     caps = []
     if skipped_lines:
-        caps.append(f"{path}: {skipped_lines + MAX_LOG_LINES:,} lines; only the newest {MAX_LOG_LINES:,} are read (from "
-                    f"line {skipped_lines + 1:,}), older ones cannot fit a context window (ctxengine reads at most "
-                    f"{MAX_LOG_LINES:,} lines of a session log)")
+        caps.append(lines_cap_warning(path, skipped_lines))
     if skipped_rounds:
         caps.append(rounds_cap_warning(path, len(kept), rounds[0].lines[0] if rounds[0].lines else skipped_lines + 1))
     return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, path), path, JSONL,
@@ -278,7 +276,7 @@ def capped_warnings(warnings: Sequence[str], path: str, limit: int = MAX_LINE_WA
                                f"(the first {limit} are listed)")
 
 
-def _number_rounds(groups: Sequence[Sequence[Message]], first: int = 1) -> list[Round]:
+def number_rounds(groups: Sequence[Sequence[Message]], first: int = 1) -> list[Round]:
     rounds = []
     for index, group in enumerate(groups, first):
         messages = tuple(
@@ -378,6 +376,14 @@ def _state_at_cut(text: str, starts: list[int], skipped: int) -> tuple:
         end = text.find("\n", found + 1)
         header = ("system", text[found + 3:end if end >= 0 else len(text)].rstrip(), text.count("\n", 0, found + 1) + 1)
     return text.count("\n", 0, cut) + 1, cut, header, sessions, 0
+
+
+def lines_cap_warning(path: str, skipped: int) -> str:
+    """The one warning of a JSON Lines transcript whose oldest ``skipped`` lines were left out
+    (:data:`MAX_LOG_LINES`)."""
+    return (f"{path}: {skipped + MAX_LOG_LINES:,} lines; only the newest {MAX_LOG_LINES:,} are read (from line "
+            f"{skipped + 1:,}), older ones cannot fit a context window (ctxengine reads at most {MAX_LOG_LINES:,} "
+            "lines of a session log)")
 
 
 def rounds_cap_warning(path: str, requests: int, first_line: int) -> str:
