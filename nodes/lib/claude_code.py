@@ -22,20 +22,25 @@ How the events become :class:`~ctxengine.nodes.types.Round` s (:func:`parse_clau
   lines, then characters, with a note of what was left out); thinking blocks are dropped;
   consecutive events of one API message are one assistant message;
 - sidechain events (subagent work) never join the main thread: with ``sidechains="fold"``
-  each subagent's chain becomes one line (its tools and its last words) under the Task call
-  that spawned it (matched by ``agentId``, else by time), with ``"drop"`` they are left out;
+  each subagent's chain becomes one line (its tools and its last words) added to the result
+  of the Task call that spawned it (one result a call), found by ``agentId``, else by the
+  chain's first message, which is the call's ``input.prompt`` (parallel Tasks each get their
+  own), else by time (the line then says so); with ``"drop"`` they are left out;
 - a compaction (``system`` / ``compact_boundary`` and the ``isCompactSummary`` message after
   it) replaces the rounds before it by one round holding Claude Code's summary and the
   folded rounds' requests (``compacted="keep"``: the rounds stay and the summary is a round
   of its own); a ``summary`` event (a title Claude Code gives the conversation up to its
-  ``leafUuid``) is a session note at the end of that leaf's round;
+  ``leafUuid``) is a session note at the end of that leaf's round, and left out when its leaf
+  is no line of the file (the title of another session);
 - a transcript found in Claude Code's own folder is read for its project only
   (``Options.cwds``): several projects share one folder name (``/t/a-b``, ``/t/a.b`` and
   ``/t/a/b`` are all ``-t-a-b``), so a line recorded in another folder (its ``cwd`` is not the
   project or a folder inside it; a conversation event without a ``cwd``) is skipped, and one
-  note counts them without saying anything of theirs; a ``summary`` is kept only when its leaf
-  is a line that was read;
-- a malformed line is a warning naming ``file:line``; the text is walked line by line and
+  note counts them without saying anything of theirs (a ``summary`` of theirs has its leaf
+  among them, so it is left out as well);
+- like a JSON Lines log (nodes/lib/session.py), only the newest ``MAX_LOG_LINES`` lines are read
+  and the newest ``MAX_ROUNDS`` rounds kept, each cap with one warning;
+- a malformed line is a warning naming ``file:line`` (the first ``MAX_LINE_WARNINGS`` listed); the text is walked line by line and
   each event is reduced to what the rounds need as it is read (progress events keep only
   their ids), so a large transcript never holds more than its text and the kept parts.
 

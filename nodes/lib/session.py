@@ -6,7 +6,8 @@ Two formats are read (LAYOUT.md):
   ``round``, ``tool_calls`` and ``call_id``); a malformed line is a warning with its line
   number and is skipped;
 * aider's ``.aider.chat.history.md``: ``# aider chat started at`` opens a session,
-  ``#### `` lines are the user's turn, ``> `` lines are tool output, the rest is the assistant.
+  ``#### `` lines are the user's turn (but for aider's replayed confirmation answers),
+  ``> `` lines are tool output, the rest is the assistant (its reasoning blocks left out).
 
 A round is one user request and everything up to the next one. A tool call and its results
 are one unit: rendering shows each result right under its call, and the one-line summary of a
@@ -298,8 +299,10 @@ def parse_aider(text: str, path: str) -> SessionHistory:
     ``# aider chat started at`` opens a session (kept as a system message at the head of the
     session's first round); consecutive ``#### `` lines are one user message, and a user
     message opens a round (a bare blank line between two ``#### `` runs separates two
-    messages); ``> `` lines are tool output; everything else is the assistant. Blank lines
-    never switch roles. Output before a session's first user message (aider's start-up
+    messages); ``> `` lines are tool output; everything else is the assistant, without its
+    reasoning blocks (:func:`without_reasoning`). A run of ``#### `` lines that only answers
+    confirmation questions (:func:`is_confirmation_run`) is tool output too, not a request. Blank
+    lines never switch roles. Output before a session's first user message (aider's start-up
     banner) belongs to no round.
 
     The text is cut into one stretch per round (from a run of ``#### `` lines to the next) and
