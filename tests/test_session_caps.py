@@ -10,6 +10,7 @@ import json
 import pytest
 
 from ctxengine.api import build_context
+from ctxengine.nodes.lib import claude_code as CC
 from ctxengine.nodes.lib import round_memo as M
 from ctxengine.nodes.lib import session as S
 
@@ -125,3 +126,38 @@ def test_the_line_memo_keeps_the_newest_lines(monkeypatch):
         memo.line(("k", i), lambda: i)
     assert list(memo._lines) == [("k", i) for i in range(7, 12)] and memo.lines_read == 12
     assert memo.line(("k", 11), lambda: "again") == 11 and memo.line(("k", 0), lambda: "read again") == "read again"
+
+
+def _claude_code(rounds: int, bad_every: int = 0) -> str:
+    """A Claude Code transcript of ``rounds`` prompts and answers (a malformed line after every
+    ``bad_every``-th answer)."""
+    lines, parent = [], None
+    for i in range(1, rounds + 1):
+        for kind, content in (("user", f"ask {i}"), ("assistant", [{"type": "text", "text": f"done {i}"}])):
+            uuid = f"{kind[0]}{i}"
+            lines.append(json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": False,
+                                     "message": {"role": kind, "content": content}}))
+            parent = uuid
+        if bad_every and i % bad_every == 0:
+            lines.append("{broken")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_claude_code_transcript_has_the_same_caps_with_one_warning_each(monkeypatch):
+    """Claude Code transcripts had no cap (issue 23 item 4): the same line, round and warning caps."""
+    text = _claude_code(6, bad_every=1)  # 18 lines: prompt, answer, a malformed line each round
+    full = CC.parse_claude_code(text, "t.jsonl")
+    assert [r.index for r in full.rounds] == [1, 2, 3, 4, 5, 6] and len(full.warnings) == 6
+    monkeypatch.setattr(S, "MAX_ROUNDS", 2)
+    capped = CC.parse_claude_code(text, "t.jsonl")
+    assert capped.rounds == full.rounds[-2:] and [r.index for r in capped.rounds] == [5, 6]
+    assert capped.warnings[0] == S.rounds_cap_warning("t.jsonl", 6, 13)
+    assert capped.warnings[1] == "t.jsonl:3: malformed JSON line skipped (Expecting property name enclosed in double quotes)"
+    assert capped.warnings[1:6] == full.warnings[:5] and capped.warnings[6] == "t.jsonl: ... and 1 more like this"
+    assert len(capped.warnings) == 7
+    monkeypatch.setattr(S, "MAX_LOG_LINES", 7)
+    newest = CC.parse_claude_code(text, "t.jsonl")  # lines 12-18: rounds 5 (from its answer's line 14) and 6
+    assert newest.warnings[0] == S.lines_cap_warning("t.jsonl", 11)
+    assert "18 lines; only the newest 7 are read (from line 12)" in newest.warnings[0]
+    assert [m.line for r in newest.rounds for m in r.messages] == [13, 14, 16, 17] and newest.total_lines == 18
+    assert CC.parse_claude_code(_claude_code(2), "t.jsonl").warnings == ()  # 4 lines, 2 rounds: under every cap
