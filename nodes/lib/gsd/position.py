@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 from ..quote import quoted
 from ...types import ConfigError
 from ..regex import lazy_regex
-from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, dir_phase_key, phase_key
+from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, dir_phase_key, dir_phase_parts, phase_key
 from .roadmap import RoadmapPlans, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
 from .state import GsdState, parse_state
 
@@ -46,7 +46,7 @@ class PhaseFolder:
     @property
     def words(self) -> frozenset[str]:
         """The words of the folder's name after its number ("02-database-stability" -> database, stability)."""
-        return name_words(self.name.split("-", 1)[1] if "-" in self.name else "")
+        return name_words(dir_phase_parts(self.name)[1])
 
     @property
     def all_plans(self) -> tuple[str, ...]:
@@ -69,7 +69,7 @@ class PhaseFolder:
 
     def plan_id(self, number: int) -> str:
         """The id of plan ``number`` in this folder ("15-02"), spelled as the folder's number is."""
-        return f"{self.name.split('-', 1)[0]}-{number:02d}"
+        return f"{dir_phase_parts(self.name)[0]}-{number:02d}"
 
     def with_named(self, numbers: Sequence[int], by: str = "", done: bool = False) -> "PhaseFolder":
         """This folder with the plans ``numbers`` that have no file here added as named ones
@@ -392,7 +392,7 @@ def read_position(
             if body_text:
                 evidence.append(f"STATE.md:{body_line} 'Phase: {body_text}'")
             if between:
-                return _from_files(active, evidence, warnings, finish, milestone_over=True, names=names)
+                return _from_files(active, evidence, warnings, finish, milestone_over=True, names=names, archived=[f for f in all_folders if f.archived])
             if state.stopped_at is not None:  # no "Phase:" line: the plan it stopped at names the phase
                 phase, _, text = state.stopped_at
                 key, source = phase_key(phase), FRONTMATTER
@@ -454,11 +454,12 @@ def read_position(
                   milestone_complete=milestone_over, expects=expects)
 
 
-def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=None) -> GsdPosition:
+def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=None, archived=()) -> GsdPosition:
     """No phase number from STATE.md: the first started phase folder not yet complete and not left
     over from a renumbered milestone (after a milestone: only the latest folder, when it is new
-    work), else the latest folder, complete."""
-    if not active:
+    work), else the latest folder, complete (after a milestone, an archived one when its number is
+    higher: the finished milestone's phases moved to milestones/<version>-phases/)."""
+    if not active and not (milestone_over and archived):
         if milestone_over:
             evidence.append("between milestones: no phase is current")
         return finish(None, None, NONE if not evidence else FILES, milestone_complete=milestone_over)
@@ -471,11 +472,13 @@ def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=
             else:
                 open_.append(f)
     if milestone_over:
-        open_ = [f for f in open_ if f is active[-1]]
+        open_ = [f for f in open_ if active and f is active[-1]]
     if open_:
         evidence.append(f"{open_[0].path}/ holds {_files(open_[0])} without a SUMMARY for each plan")
         return finish(open_[0], open_[0].key, FILES, expects=True)
-    latest = active[-1]
+    latest = active[-1] if active else archived[-1]
+    if milestone_over and archived and archived[-1].key > latest.key:
+        latest = archived[-1]
     evidence.append(f"latest phase folder {latest.path}/" + (" (milestone complete)" if milestone_over else ""))
     return finish(latest, latest.key, FILES, said_complete=True, milestone_complete=milestone_over)
 
@@ -501,7 +504,8 @@ def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
     plans = roadmap_plans(roadmap, milestone) if roadmap else {}
     position = read_position(state, files.folders, pinned, ".planning/STATE.md", phases, plans,
                              phase_names(roadmap) if roadmap else {})
-    position = _milestone_checked(position, roadmap, phases)
+    position = _milestone_checked(position, roadmap, phases, "frontmatter" if state is not None and
+                                  state.frontmatter.get("milestone") is not None else "STATE.md")
     if state is not None:
         position = _milestone_disagreement(position, state, roadmap or "")
     if milestone is None and roadmap:
@@ -514,8 +518,16 @@ def _milestone_inferred(position: GsdPosition, roadmap_text: str) -> GsdPosition
     Production v1.0 (Phases 11-17)") is the milestone, with the evidence; when the roadmap has
     milestone blocks and none lists the phase, a warning (the roadmap is read whole)."""
     key = phase_key(position.phase)
+    if key is None:
+        return position
     view = narrow_roadmap(roadmap_text, None)
-    if key is None or not view.milestones:
+    ranged = _ranged_milestone(roadmap_text, key)
+    if ranged is not None:
+        label = next((m for m in _labels(roadmap_text, ranged)), ranged)
+        return replace(position, milestone=ranged, milestone_name=label,
+                       evidence=(*position.evidence, f"STATE.md names no milestone; ROADMAP.md gives phase "
+                                 f"{position.phase} to {ranged}'s range"))
+    if not view.milestones:
         return position
     for candidate in view.milestones:
         listed = narrow_roadmap(roadmap_text, candidate)
@@ -585,7 +597,8 @@ def _phase_titles(roadmap_text: str) -> dict[tuple[int, ...], str]:
     return out
 
 
-def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: Sequence[str]) -> GsdPosition:
+def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: Sequence[str],
+                       said: str = "frontmatter") -> GsdPosition:
     """The position with its milestone checked against ROADMAP.md: when STATE.md names the phase
     and the roadmap lists phases for STATE.md's milestone but not that phase (a milestone left over from an earlier
     one), the milestone is the roadmap block that lists the phase, else none (the roadmap is then
@@ -595,14 +608,27 @@ def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: 
             or key in {phase_key(p) for p in phases}):
         return position
     others = [m for m in narrow_roadmap(roadmap_text, None).milestones if m != position.milestone]
-    found = next((m for m in others if narrow_roadmap(roadmap_text, m).matched
-                  and key in {phase_key(p) for p in milestone_phases(roadmap_text, m)}), None)
+    ranged = _ranged_milestone(roadmap_text, key)
+    found = ranged if ranged in others else next(
+        (m for m in others if narrow_roadmap(roadmap_text, m).matched
+         and key in {phase_key(p) for p in milestone_phases(roadmap_text, m)}), None)
     instead = f"read as milestone {found}, which lists it" if found else "read whole"
-    warning = (f".planning/STATE.md: milestone {position.milestone} (frontmatter), but ROADMAP.md does not list phase "
+    warning = (f".planning/STATE.md: milestone {position.milestone} ({said}), but ROADMAP.md does not list phase "
                f"{position.phase} under it; the roadmap is {instead} (set milestone: in STATE.md to fix it)")
     return replace(position, milestone=found, milestone_name=None, warnings=(*position.warnings, warning),
                    evidence=(*position.evidence, f"ROADMAP.md lists phase {position.phase} under "
                              f"{'milestone ' + found if found else 'no milestone block'}"))
+
+
+def _ranged_milestone(roadmap_text: str, key: tuple[int, ...]) -> str | None:
+    """The milestone whose label in ROADMAP.md gives a phase range holding ``key``
+    ("- 📋 **v1.7 Observability & Analytics** — Phases 23–25 (planned)"), or None."""
+    for line in roadmap_text.split("\n"):
+        tokens = milestone_tokens(line)
+        rng = _RANGE.search(line)
+        if tokens and rng and phase_key(rng.group(1)) <= key <= phase_key(rng.group(2)):
+            return tokens[0]
+    return None
 
 
 _SHIPPED = lazy_regex(r"✅|\bshipped\b|\bcomplete[d]?\b", re.I)
