@@ -39,7 +39,7 @@ def build(project: Path, **overrides) -> ctxengine.BuildResult:
 
 
 def test_the_corpus_is_there_with_source_commit_and_licence():
-    assert len(PROJECTS) >= 15
+    assert len(PROJECTS) >= 30
     for project in PROJECTS:
         data = expected(project)
         assert data["source"] == "https://github.com/" + project.name.replace("__", "/", 1)
@@ -71,13 +71,31 @@ def test_the_position_is_the_one_read_by_hand(project: Path):
 
 CIPHER = CORPUS / "FSM1__cipher-box"
 VECTORFLOW = CORPUS / "TerrifiedBug__vectorflow"
-CODECOMPANION = CORPUS / "Th3rdai__CodeCompanion"
 
 
-def test_no_phase_line_the_frontmatter_stopped_at_names_the_phase():
-    pos = position(CODECOMPANION)  # a deferred phase 9 has an open plan; the work is phase 28
+def _project(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_no_phase_line_the_frontmatter_stopped_at_names_the_phase(tmp_path: Path):
+    # The shape of Th3rdai/CodeCompanion@e54fc8e (its licence forbids redistribution, so the real
+    # files are not in the corpus): no 'Phase:' line, 'stopped_at: Completed 28-01-PLAN.md', and a
+    # deferred phase 9 with an open plan that the earliest-open-folder rule took for current.
+    project = _project(tmp_path / "p", {
+        ".planning/STATE.md": "---\ngsd_state_version: 1.0\nmilestone: v4.0\nstatus: unknown\n"
+                              "stopped_at: Completed 28-01-PLAN.md\n---\n# Project State\n## Current Position\n\n"
+                              "Roadmap status: completed through Phase 26, deferred phases 8-14 and 27, planned Phase 28.\n",
+        ".planning/phases/09-later/09-01-PLAN.md": "# deferred\n",
+        ".planning/phases/28-review/28-01-PLAN.md": "# plan\n",
+        ".planning/phases/28-review/28-01-SUMMARY.md": "# done\n",
+        ".planning/phases/28-review/28-02-PLAN.md": "# plan\n",
+    })
+    pos = position(project)
     assert (pos.phase, pos.plan, pos.source) == ("28", "28-02", G.FRONTMATTER)
-    assert pos.evidence[0] == ("STATE.md:6 frontmatter stopped_at: Completed 28-01-PLAN.md -> phase 28 "
+    assert pos.evidence[0] == ("STATE.md:5 frontmatter stopped_at: Completed 28-01-PLAN.md -> phase 28 "
                                "(no 'Phase:' line)")
 
 

@@ -302,3 +302,35 @@ def roadmap_plans(text: str, milestone: str | None = None) -> dict[tuple[int, ..
         if listed or total:
             out[key] = RoadmapPlans(tuple(listed), tuple(ticked), total)
     return out
+
+
+_TABLE_PHASE = lazy_regex(r"^\s*\|\s*(?:Phase\s+)?(\d+(?:\.\d+)*)\.?\s*[:.\-—–]?\s*([A-Za-z][^|]*?)\s*\|")
+
+
+def phase_names(text: str) -> dict[tuple[int, ...], tuple[tuple[int, str], ...]]:
+    """Every name ROADMAP.md gives each phase number, in any milestone block: headings
+    (``### Phase 15: Database Stability & Recovery``), checklist items and progress-table rows
+    (``| 15. Database Stability | v1.1 |``), as (1-based line, name). A roadmap whose milestones
+    restart their numbering gives one number several names; a phase folder's name tells which
+    one it belongs to."""
+    out: dict[tuple[int, ...], list[tuple[int, str]]] = {}
+    lines = _lines_of(text)
+    code = fenced(lines)
+    for i, line in enumerate(lines):
+        if code[i]:
+            continue
+        heading = re.match(r"^#{1,6}\s+(.*)$", line)
+        match = (_PHASE_HEADING.match(heading.group(1).replace("**", "").strip()) if heading
+                 else _PHASE_ITEM.match(line))
+        if match:
+            rest = (heading.group(1) if heading else line).replace("**", "")
+            name = re.sub(r"^.*?Phase\s+\d+(?:\.\d+)*\s*[:.\-—–]?\s*", "", rest, count=1, flags=re.I)
+        else:
+            row = _TABLE_PHASE.match(line)
+            if not row:
+                continue
+            match, name = row, row.group(2)
+        name = name.split(" - ")[0].split(" — ")[0].strip()
+        if name:
+            out.setdefault(phase_key(match.group(1)), []).append((i + 1, name))
+    return {k: tuple(v) for k, v in out.items()}

@@ -12,6 +12,8 @@ from ..markdown import FrontmatterError, split_frontmatter
 from ..regex import lazy_regex
 from .common import _FIELD, _FOCUS, _NUMBER, _OF, _VERSION, _flat, _lines_of, _sections
 
+_NEXT = lazy_regex(r"\b(?:next|plan(?:ning)?|upcoming)\b", re.I)
+
 # STATE.md blocks shown besides the current position, by words in their heading.
 _STATE_BLOCKS = (
     ("blockers", ("blocker", "concern")),
@@ -140,7 +142,9 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
     fm_milestone = frontmatter.get("milestone")
     candidates = [str(fm_milestone) if fm_milestone is not None else None, get("milestone"),
                   focus[0] if focus else None, get("status")]
-    for candidate in candidates:
+    for n, candidate in enumerate(candidates):
+        if candidate and n >= 2:  # focus and status: a version after "next" or "plan" is the milestone to come
+            candidate = _NEXT.split(candidate, 1)[0]
         if candidate:
             match = _VERSION.search(candidate if candidate.startswith("v") or "v" in candidate else "v" + candidate)
             if match:
@@ -180,10 +184,13 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
             number = re.match(r"\s*(\d+)", plan_text)
             plan = int(number.group(1)) if number else None
     status = get("status") or (str(frontmatter.get("status")) if frontmatter.get("status") else None)
-    body_said = " ".join(filter(None, [phase_text, plan_text, get("status")])).lower()
+    plan_said = plan_text if plan is None or plan_total is None or plan >= plan_total else None  # "1 of 3 (completed)": a plan
+    body_said = " ".join(filter(None, [phase_text, plan_said, get("status")])).lower()
     body_complete = bool(_COMPLETE.search(body_said))
     fm_status = str(frontmatter.get("status") or "").lower()
-    fm_complete = bool(_COMPLETE.search(fm_status)) or bool(fm_progress and fm_progress[1] and fm_progress[0] >= fm_progress[1])
+    all_done = bool(fm_progress and fm_progress[1] and fm_progress[0] >= fm_progress[1])
+    # "status: completed" with phases still open in progress: the phase is complete, not the milestone
+    fm_complete = all_done or bool(_COMPLETE.search(fm_status)) and not (fm_progress and fm_progress[1] and not all_done)
     complete = body_complete or bool(_COMPLETE.search(fm_status))
 
     if position is None:
