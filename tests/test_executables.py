@@ -164,7 +164,7 @@ def test_a_failed_probe_is_not_remembered(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(usercache, "_OUTPUTS", None)  # the next process reads the file
     assert usercache.program_output(str(binary), ("--version",), probe) == "prog 1.0"
     assert len(runs) == 2
-    kept = json.loads((tmp_path / "cache" / "programs.json").read_text())
+    kept = json.loads((Path(usercache.user_cache_dir()) / "programs.json").read_text())
     assert list(kept.values()) == ["prog 1.0"]
 
 
@@ -172,8 +172,9 @@ def test_a_failure_an_older_version_stored_counts_as_nothing_stored(tmp_path: Pa
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "cache"))
     binary = shutil.copy(os.path.realpath(sys.executable), tmp_path / "prog")
     key = usercache._binary_key(str(binary), ("--version",))
-    (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "programs.json").write_text(json.dumps({key: None}))
+    stored = Path(usercache.user_cache_dir()) / "programs.json"  # $CTXENGINE_CACHE_DIR/ctxengine-cache
+    stored.write_text(json.dumps({key: None}))
+    stored.chmod(0o600)
     monkeypatch.setattr(usercache, "_OUTPUTS", None)
     assert usercache.program_output(str(binary), ("--version",), lambda: "prog 3.0") == "prog 3.0"
 
