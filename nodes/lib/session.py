@@ -26,7 +26,7 @@ from itertools import chain as _chain
 from typing import Any, Iterable, Mapping, Sequence
 
 from .digest import text_digest
-from .quote import quoted
+from .quote import WARNINGS_PER_KIND, quoted
 from .regex import lazy_regex
 from . import round_memo as _round_memo
 from ..types import Message, Round
@@ -44,7 +44,9 @@ MAX_ROUNDS = 10_000
 #: keeps the reading of as many lines, so a log that grows reads only its new lines).
 MAX_LOG_LINES = _round_memo.MAX_LINES
 #: Warnings about single lines of a JSON Lines log that are listed; the rest are counted in one.
-MAX_LINE_WARNINGS = 20
+#: As many as the build lists of one kind (quote.WARNINGS_PER_KIND): more would be cut again there
+#: and counted a second time, in a line that would name only the ones this count leaves out.
+MAX_LINE_WARNINGS = WARNINGS_PER_KIND
 
 #: The process's round memo (nodes/lib/round_memo.py), where callers have always found it.
 ROUND_MEMO, RoundMemo = _round_memo.ROUND_MEMO, _round_memo.RoundMemo
