@@ -20,7 +20,7 @@ from .lib import references as _refs
 from .lib.markdown import nest_under_title
 from .lib.references import ReferenceProblem, ReferenceSet, RuleFile, RulesChoice, Target
 from .lib.settings import ReferenceSettings, trust_at
-from .lib.textio import Trust, fetch_url, list_files, read_local_text, trusted_path
+from .lib.textio import Trust, exit_point, fetch_url, list_files, read_local_text, trusted_path
 from .types import Document, Section
 
 _PLANNING_LIST_LIMIT = 5000  # files under .planning/ considered for "did you mean"
@@ -228,8 +228,11 @@ def _file_target(token: str, trust: Trust, home: str, suggestions_pool) -> Targe
     root = trust.root
     candidates = _refs.file_candidates(token, root, home)
     for path in candidates:
-        if not trusted_path(path, trust) or (os.path.lexists(path) and not os.path.isdir(path)):
-            real = os.path.realpath(path)  # FIFOs, loops, links out: the reader says why
+        if not trusted_path(path, trust):  # named where it leaves the project: nothing beyond is looked at
+            where = exit_point(path, trust)
+            return Target("file", where, _refs.display_path(where, root))
+        if os.path.lexists(path) and not os.path.isdir(path):
+            real = os.path.realpath(path)  # FIFOs, loops: the reader says why
             return Target("file", real, _refs.display_path(real, root))
     directories = [path for path in candidates if os.path.isdir(path)]
     if directories:

@@ -469,10 +469,10 @@ def _build(args: argparse.Namespace) -> int:
     if args.lineage:
         from .viz.lineage import write_lineage
 
-        written, note = write_lineage(out["context_lineage"], args.lineage)
+        written, note = write_lineage(out["context_lineage"], args.lineage, _project(args))
         _say(f"wrote {written}" + (f" ({note})" if note else ""))
     if args.report:
-        _write_report(out, args.report, "--report")
+        _write_report(out, args.report, "--report", _project(args))
     return 0
 
 
@@ -493,15 +493,18 @@ def _report(args: argparse.Namespace) -> int:
     out = _run_build(args, lineage=True)
     for warning in out["build_result"].warnings:
         _say(f"warning: {warning}")
-    _write_report(out, args.output, "-o")
+    _write_report(out, args.output, "-o", _project(args))
     return 0
 
 
-def _write_report(out: dict[str, Any], output: str, option: str) -> None:
+def _write_report(out: dict[str, Any], output: str, option: str, project_dir: Path) -> None:
+    """The run report of a build of ``project_dir`` written to ``output`` (its lineage drawn by a
+    ``dot`` outside the project)."""
     from .viz.output import write_output
     from .viz.report import report_html
 
-    written = write_output(output, report_html(out["build_result"], out["context_lineage"]), option)
+    html = report_html(out["build_result"], out["context_lineage"], project_dir=project_dir)
+    written = write_output(output, html, option)
     _say(f"wrote {written}")
 
 
