@@ -225,9 +225,10 @@ def _history(n, **kw):
 
 
 def _pairs_intact(text: str) -> bool:
-    """Every tool call shown has its result shown under it, and every result its call."""
+    """Every tool call shown has its result shown under it, and every result its call (a result
+    trimmed inside its round keeps its first line, then the cut's marker)."""
     calls = re.findall(r"^\[tool call (\S+)\]", text, re.M)
-    results = re.findall(r"^\[tool result (\S+)\]\n    RESULT-(\S+) ", text, re.M)
+    results = re.findall(r"^\[tool result (\S+)\]\n    RESULT-(\S+)[ \n]", text, re.M)
     return sorted(calls) == sorted(a for a, _ in results) and all(a == b for a, b in results) and \
         "(no result recorded)" not in text and "[tool output" not in text
 
