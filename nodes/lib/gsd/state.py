@@ -167,7 +167,7 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
         elif of:
             phase, phase_total = of.group(1), of.group(2)
         else:
-            number = _NUMBER.search(phase_text)
+            number = _NUMBER.search(_VERSION.sub(" ", phase_text))  # "All v1.0 phases complete": a version
             phase = number.group(0) if number else None
     body_phase = phase
     fm_phase = _frontmatter_phase(frontmatter)
