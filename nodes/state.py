@@ -97,15 +97,15 @@ def _choice(value: str, key: str, allowed: tuple[str, ...]) -> str:
 @cache(behavior="recompute")
 def project_layout(project_dir: str, state_settings: StateSettings) -> str:
     """The planning layout: ``article`` or ``gsd``. With ``state.layout: auto``, article when
-    .planning/plans/current/plan.md exists, gsd when .planning/STATE.md or ROADMAP.md exists,
-    else article."""
+    .planning/plans/current/plan.md exists, gsd when .planning/STATE.md, ROADMAP.md or
+    workstreams/ (GSD workstreams) exists, else article."""
     layout = _choice(state_settings.layout, "layout", ("auto", "article", "gsd"))
     if layout != "auto":
         return layout
     planning = os.path.join(project_dir, ".planning")
     if os.path.lexists(os.path.join(project_dir, _ARTICLE_PLAN)):  # a FIFO or folder there: a warning later
         return "article"
-    if os.path.lexists(os.path.join(planning, "STATE.md")) or os.path.lexists(os.path.join(planning, "ROADMAP.md")):
+    if any(os.path.lexists(os.path.join(planning, name)) for name in ("STATE.md", "ROADMAP.md", "workstreams")):
         return "gsd"
     return "article"
 

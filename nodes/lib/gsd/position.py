@@ -659,11 +659,13 @@ def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: 
     others = [m for m in narrow_roadmap(roadmap_text, None).milestones if m != position.milestone]
     ranged = _ranged_milestone(roadmap_text, key)
     placed = _phase_blocks(roadmap_text, key)
-    if ranged is None and placed and all(block is None for _, block in placed):
+    shipped = any(position.milestone in milestone_tokens(line) and _SHIPPED.search(line)
+                  for line in roadmap_text.split("\n"))
+    if ranged is None and placed and all(block is None for _, block in placed) and not shipped:
         line = placed[-1][0]
         return replace(position, evidence=(*position.evidence, f"ROADMAP.md:{line} names phase {position.phase} "
                                            f"outside every milestone block and range: added to milestone "
-                                           f"{position.milestone} after its range was written"))
+                                           f"{position.milestone} (not shipped) after its range was written"))
     found = ranged if ranged in others else next(
         (m for m in others if narrow_roadmap(roadmap_text, m).matched
          and key in {phase_key(p) for p in milestone_phases(roadmap_text, m)}), None)
