@@ -17,11 +17,13 @@ from ..quote import quoted
 from ...types import ConfigError
 from ..regex import lazy_regex
 from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, dir_phase_key, dir_phase_parts, phase_key
-from .roadmap import RoadmapPlans, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
+from .common import _lines_of
+from .roadmap import RoadmapPlans, milestone_blocks, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
 from .state import GsdState, parse_state
 
 PINNED, FRONTMATTER, BODY, FILES, NONE = "pinned", "frontmatter", "body", "files", "none"
 _PIN = lazy_regex(r"^\d+(?:\.\d+)*$")
+_ARCHIVED = lazy_regex(r"(?:^|/)milestones/[^/]+-phases/")
 _BETWEEN = lazy_regex(r"\bnone\b|between milestones|no active phase", re.I)
 _EXECUTING = lazy_regex(r"execut|in[ _-]?progress|verif|implement", re.I)
 
@@ -236,7 +238,7 @@ def phase_folders(folders: Mapping[str, Sequence[str]]) -> tuple[PhaseFolder, ..
                 context.append(name)
         ordered = tuple(plans[n] for n in sorted(plans))
         out.append(PhaseFolder(path.rstrip("/"), key, ordered, tuple(p for p in ordered if p in done),
-                               tuple(sorted(context)), path.startswith("milestones/")))
+                               tuple(sorted(context)), bool(_ARCHIVED.search(path))))
     return tuple(sorted(out, key=lambda f: (f.key, f.archived, f.path)))
 
 
@@ -492,25 +494,72 @@ class GsdFiles:
     roadmap_text: str | None = None
     folders: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()  # reading STATE.md and ROADMAP.md under the trust rules
+    state_path: str = ".planning/STATE.md"  # where state_text was read (a workstream's STATE.md)
+    workstreams: Mapping[str, "GsdFiles"] = field(default_factory=dict)  # .planning/workstreams/<name>/
+    active_workstream: str | None = None  # the text of .planning/active-workstream, when present
+    chosen: tuple[str, ...] = ()  # why this workstream is read (evidence), see workstreams.py
+    chosen_warnings: tuple[str, ...] = ()  # the workstream choice was ambiguous
 
 
 def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
     """:func:`read_position` over the loaded files (STATE.md parsed, the milestone's phases
     read from ROADMAP.md)."""
-    state = parse_state(files.state_text, ".planning/STATE.md") if files.state_text is not None else None
+    state = parse_state(files.state_text, files.state_path) if files.state_text is not None else None
     roadmap = files.roadmap_text
     milestone = state.milestone if state else None
     phases = milestone_phases(roadmap, milestone) if roadmap else ()
     plans = roadmap_plans(roadmap, milestone) if roadmap else {}
-    position = read_position(state, files.folders, pinned, ".planning/STATE.md", phases, plans,
+    position = read_position(state, files.folders, pinned, files.state_path, phases, plans,
                              phase_names(roadmap) if roadmap else {})
+    if files.chosen or files.chosen_warnings:
+        position = replace(position, evidence=(*files.chosen, *position.evidence),
+                           warnings=(*files.chosen_warnings, *position.warnings))
     position = _milestone_checked(position, roadmap, phases, "frontmatter" if state is not None and
                                   state.frontmatter.get("milestone") is not None else "STATE.md")
     if state is not None:
         position = _milestone_disagreement(position, state, roadmap or "")
     if milestone is None and roadmap:
         position = _milestone_inferred(position, roadmap)
+    if roadmap:
+        position = _milestone_shipped(position, roadmap, files.folders, state, files.state_path)
     return _next_phase(position, roadmap, files.folders)
+
+
+def _milestone_shipped(position: GsdPosition, roadmap_text: str, folders: Mapping[str, Sequence[str]],
+                       state: GsdState | None, state_path: str) -> GsdPosition:
+    """STATE.md names a finished phase of a milestone ROADMAP.md marks shipped ("- ✅ **v19.4 ...**
+    - Phases 206-214 (shipped 2026-04-06)"): the milestone is complete. When later phases of its
+    range are complete too (STATE.md was not updated after them), the latest is the phase, with a
+    warning naming both lines."""
+    key = phase_key(position.phase)
+    if (key is None or not position.milestone or position.milestone_complete or not position.phase_complete
+            or position.source not in (FRONTMATTER, BODY)):
+        return position
+    lines = roadmap_text.split("\n")
+    shipped = next(((i + 1, line.strip(), _RANGE.search(line)) for i, line in enumerate(lines)
+                    if position.milestone in milestone_tokens(line) and _SHIPPED.search(line) and _RANGE.search(line)),
+                   None)
+    if shipped is None:
+        return position
+    line_no, text, rng = shipped
+    low, high = phase_key(rng.group(1)), phase_key(rng.group(2))
+    if not (low <= key <= high):
+        return position
+    said = f"ROADMAP.md:{line_no} '{_cut(text, 70)}'"
+    done = [f for f in phase_folders(folders) if low[:1] <= f.key[:1] <= high[:1] and f.key > key and f.complete]
+    if not done:
+        return replace(position, milestone_complete=True,
+                       evidence=(*position.evidence, f"milestone {position.milestone} shipped: {said}"))
+    last = done[-1]
+    line = (state.line_of("phase") or state.line_of("current phase") or 1) if state else 1
+    warning = (f"{state_path}:{line}: names phase {position.phase}, but {said} marks milestone {position.milestone} "
+               f"shipped and {', '.join(_show(f.key) for f in done[-3:])} finished after it ({last.path}/); "
+               f"phase {_show(last.key)} is read (update STATE.md)")
+    return replace(position, phase=_show(last.key), folder=last.path, plan=None, plans_done=len(last.done),
+                   plans_total=len(last.all_plans), milestone_complete=True, source=FILES, context=last.context,
+                   warnings=(*position.warnings, warning),
+                   evidence=(*position.evidence, f"milestone {position.milestone} shipped: {said}; the latest of its "
+                             f"finished phases is {last.path}/"))
 
 
 def _milestone_inferred(position: GsdPosition, roadmap_text: str) -> GsdPosition:
@@ -609,6 +658,14 @@ def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: 
         return position
     others = [m for m in narrow_roadmap(roadmap_text, None).milestones if m != position.milestone]
     ranged = _ranged_milestone(roadmap_text, key)
+    placed = _phase_blocks(roadmap_text, key)
+    shipped = any(position.milestone in milestone_tokens(line) and _SHIPPED.search(line)
+                  for line in roadmap_text.split("\n"))
+    if ranged is None and placed and all(block is None for _, block in placed) and not shipped:
+        line = placed[-1][0]
+        return replace(position, evidence=(*position.evidence, f"ROADMAP.md:{line} names phase {position.phase} "
+                                           f"outside every milestone block and range: added to milestone "
+                                           f"{position.milestone} (not shipped) after its range was written"))
     found = ranged if ranged in others else next(
         (m for m in others if narrow_roadmap(roadmap_text, m).matched
          and key in {phase_key(p) for p in milestone_phases(roadmap_text, m)}), None)
@@ -618,6 +675,21 @@ def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: 
     return replace(position, milestone=found, milestone_name=None, warnings=(*position.warnings, warning),
                    evidence=(*position.evidence, f"ROADMAP.md lists phase {position.phase} under "
                              f"{'milestone ' + found if found else 'no milestone block'}"))
+
+
+def _phase_blocks(roadmap_text: str, key: tuple[int, ...]) -> list[tuple[int, str | None]]:
+    """Each line of ROADMAP.md that heads or lists phase ``key`` (1-based) and the version of the
+    innermost milestone block it stands in (None: in no milestone block)."""
+    lines = _lines_of(roadmap_text)
+    blocks = milestone_blocks(lines)
+    out = []
+    for idx, line in enumerate(lines):
+        heading = re.match(r"^#{1,6}\s+(.*)$", line)
+        match = _PHASE_HEADING.match(heading.group(1).replace("**", "").strip()) if heading else _PHASE_ITEM.match(line)
+        if match and phase_key(match.group(1)) == key:
+            inside = [b for b in blocks if b[0] <= idx <= b[1] and not (heading and b[0] == idx)]
+            out.append((idx + 1, min(inside, key=lambda b: b[1] - b[0])[2][0] if inside else None))
+    return out
 
 
 def _ranged_milestone(roadmap_text: str, key: tuple[int, ...]) -> str | None:

@@ -77,6 +77,25 @@ class GsdState:
 
 
 
+def _stacked_frontmatter(lines: list[str], start: int) -> list[tuple[int, int]]:
+    """The 1-based line ranges of ``---`` blocks that follow the frontmatter directly (blank
+    lines between), as when a tool prepends a fresh frontmatter without removing the old one."""
+    out: list[tuple[int, int]] = []
+    i = start
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        if lines[i].strip() != "---":
+            break
+        end = next((j for j in range(i + 1, min(len(lines), i + 200)) if lines[j].strip() == "---"), None)
+        if end is None or any(lines[j].startswith("#") for j in range(i + 1, end)):
+            break
+        out.append((i + 1, end + 1))
+        i = end + 1
+    return out
+
+
 def parse_state(text: str, path: str = "STATE.md") -> GsdState:
     """The current position, focus, blockers, todos and session notes of STATE.md."""
     warnings: list[str] = []
@@ -91,6 +110,11 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
     except FrontmatterError as exc:
         warnings.append(f"{path}:{exc.line or 1}: {exc}; frontmatter ignored")
     lines = _lines_of(text)
+    stacked = _stacked_frontmatter(lines, body_start) if fm_lines else []
+    if stacked:
+        warnings.append(f"{path}:{stacked[0][0]}: {len(stacked)} more frontmatter block(s) follow the first (lines "
+                        f"{', '.join(f'{a}-{b}' for a, b in stacked[:3])}{' ...' if len(stacked) > 3 else ''}); only "
+                        f"lines {fm_lines[0]}-{fm_lines[1]} are read (delete the stale blocks)")
     sections = _sections(lines, body_start)
 
     position = None
@@ -167,7 +191,7 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
         elif of:
             phase, phase_total = of.group(1), of.group(2)
         else:
-            number = _NUMBER.search(phase_text)
+            number = _NUMBER.search(_VERSION.sub(" ", phase_text))  # "All v1.0 phases complete": a version
             phase = number.group(0) if number else None
     body_phase = phase
     fm_phase = _frontmatter_phase(frontmatter)
