@@ -16,6 +16,7 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from conftest import write_project  # noqa: E402
 import yaml  # noqa: E402
 
 from ctxengine import build_context  # noqa: E402
@@ -29,14 +30,6 @@ QUIET = {"state.includeEnvironment": False, "trust.claudeProjects": False}
 CONFIGS = Path(cli.__file__).resolve().parent.parent / "configs"
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
-
-
 def test_a_the_bundled_demo_builds_without_a_git_warning():
     result = build_context(request="Fix the login endpoint: a bad password must return 401", cache=False)
     assert not [w for w in result.warnings if w.startswith("git:")], result.warnings
@@ -47,8 +40,8 @@ def test_a_the_bundled_demo_builds_without_a_git_warning():
 def test_b_a_file_among_the_project_arguments_is_skipped_with_a_note(tmp_path, capsys):
     corpus = tmp_path / "corpus"
     for name in ("one", "two"):
-        write(corpus / name, {".planning/plans/current/plan.md": f"# Plan {name}\n\n- [ ] Task\n"})
-    write(corpus, {"MANIFEST.tsv": "name\tcommit\n"})
+        write_project(corpus / name, {".planning/plans/current/plan.md": f"# Plan {name}\n\n- [ ] Task\n"})
+    write_project(corpus, {"MANIFEST.tsv": "name\tcommit\n"})
     given = sorted(str(p) for p in corpus.iterdir())  # what corpus/* expands to
     kept, notes = project_folders(given + [str(corpus / "missing")])
     assert kept == [str(corpus / "one"), str(corpus / "two"), str(corpus / "missing")]  # missing: a row error
@@ -63,7 +56,7 @@ def test_b_a_file_among_the_project_arguments_is_skipped_with_a_note(tmp_path, c
 
 
 def test_c_no_facts_no_facts_panel(tmp_path):
-    project = write(tmp_path / "p", {".planning/plans/current/plan.md": "# Plan\n\n- [ ] Task one\n"})
+    project = write_project(tmp_path / "p", {".planning/plans/current/plan.md": "# Plan\n\n- [ ] Task one\n"})
     overrides = {"state.includeGit": False, **QUIET}
     plain = ex.run_experiment([project], {"truncation.summarizer": ["extractive", "headings"]}, overrides=overrides)
     table = ex.experiment_summary(plain)
@@ -85,18 +78,18 @@ def test_d_gsd_placeholder_milestone_name_is_not_repeated():
 
 
 def test_e_no_git_repository_is_a_note_not_a_warning(tmp_path):
-    project = write(tmp_path / "plain", {"README.md": "# x\n"})
+    project = write_project(tmp_path / "plain", {"README.md": "# x\n"})
     result = build_context(str(project), "x", overrides=QUIET, cache=False)
     assert result.warnings == ()
     assert result.as_json()["notes"] == [f"git: {project} is not inside a git repository; git section skipped"]
 
 
 def test_f_exit_3_suggests_other_models_only_when_the_budget_was_not_given(tmp_path):
-    project = write(tmp_path / "p", {"CLAUDE.md": "# Rules\n" + "Keep every line short. " * 60 + "\n"})
+    project = write_project(tmp_path / "p", {"CLAUDE.md": "# Rules\n" + "Keep every line short. " * 60 + "\n"})
     with pytest.raises(BudgetExceededError) as given:
         build_context(str(project), "x", overrides={**QUIET, "state.includeGit": False}, max_tokens=400, cache=False)
     assert "Models whose window" not in str(given.value) and "Raise budget.maxTokens" in str(given.value)
-    write(project, {".planning/config.json": json.dumps({"budget": {"maxTokens": 400}})})
+    write_project(project, {".planning/config.json": json.dumps({"budget": {"maxTokens": 400}})})
     with pytest.raises(BudgetExceededError) as configured:
         build_context(str(project), "x", overrides={**QUIET, "state.includeGit": False}, cache=False)
     assert "Models whose window minus the reserve would fit: " in str(configured.value)

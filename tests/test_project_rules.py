@@ -14,6 +14,7 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from conftest import write_project  # noqa: E402
 
 from ctxengine import build_context  # noqa: E402
 from ctxengine.api import explain_config  # noqa: E402
@@ -21,14 +22,6 @@ from ctxengine.nodes.types import ConfigError  # noqa: E402
 
 GSD_RULES = "ref:builtin:gsd-rules"
 QUIET = {"state.includeGit": False, "state.includeEnvironment": False, "trust.claudeProjects": False}
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
 
 
 def build(root: Path, **overrides):
@@ -44,7 +37,7 @@ GSD_STATE = "# Project State\n\nPhase: 1 of 2 (Storage)\nPlan: 1 of 1\nStatus: R
 
 
 def test_a_project_without_gsd_gets_its_claude_md_and_agents_md_and_not_the_gsd_rules(tmp_path):
-    root = write(tmp_path / "app", {"CLAUDE.md": "# Claude rules\nUse tabs, never spaces.\n",
+    root = write_project(tmp_path / "app", {"CLAUDE.md": "# Claude rules\nUse tabs, never spaces.\n",
                                     "AGENTS.md": "# Agent rules\nRun make test before you commit.\n",
                                     "src/app.py": "print('hi')\n"})
     result = build(root)
@@ -62,7 +55,7 @@ def test_a_project_without_gsd_gets_its_claude_md_and_agents_md_and_not_the_gsd_
 
 
 def test_a_gsd_project_gets_its_claude_md_first_and_the_gsd_rules(tmp_path):
-    root = write(tmp_path / "gsd", {"CLAUDE.md": "# House rules\nNo new dependencies.\n",
+    root = write_project(tmp_path / "gsd", {"CLAUDE.md": "# House rules\nNo new dependencies.\n",
                                     ".planning/STATE.md": GSD_STATE,
                                     ".planning/ROADMAP.md": "# Roadmap\n\n- [ ] Phase 1: Storage\n"})
     result = build(root)
@@ -73,18 +66,18 @@ def test_a_gsd_project_gets_its_claude_md_first_and_the_gsd_rules(tmp_path):
 
 
 def test_the_article_layout_keeps_the_gsd_rules_and_the_setting_overrides_auto(tmp_path):
-    article = write(tmp_path / "article", {".planning/plans/current/plan.md": "# Plan\n\n- [ ] Task one\n"})
+    article = write_project(tmp_path / "article", {".planning/plans/current/plan.md": "# Plan\n\n- [ ] Task one\n"})
     assert GSD_RULES in {s.key for s in build(article).sections}
     assert GSD_RULES not in {s.key for s in build(article, **{"references.gsdRules": "never"}).sections}
-    plain = write(tmp_path / "plain", {"README.md": "# x\n"})
+    plain = write_project(tmp_path / "plain", {"README.md": "# x\n"})
     assert GSD_RULES in {s.key for s in build(plain, **{"references.gsdRules": "always"}).sections}
     with pytest.raises(ConfigError, match=r"references.gsdRules.*auto, always, never"):
         build(plain, **{"references.gsdRules": "sometimes"})
 
 
 def test_a_claude_md_symlinked_outside_the_project_is_refused_with_a_warning(tmp_path):
-    secret = write(tmp_path / "elsewhere", {"secret.md": "# Secret\nTOKEN=hunter2\n"}) / "secret.md"
-    root = write(tmp_path / "proj", {"AGENTS.md": "# Agents\nBe brief.\n"})
+    secret = write_project(tmp_path / "elsewhere", {"secret.md": "# Secret\nTOKEN=hunter2\n"}) / "secret.md"
+    root = write_project(tmp_path / "proj", {"AGENTS.md": "# Agents\nBe brief.\n"})
     (root / "CLAUDE.md").symlink_to(secret)
     result = build(root)
     assert [key for key, _, _ in rules_of(result)] == ["ref:AGENTS.md"]
@@ -94,7 +87,7 @@ def test_a_claude_md_symlinked_outside_the_project_is_refused_with_a_warning(tmp
 
 
 def test_codex_override_shadows_agents_md_a_second_name_of_one_file_is_read_once_empty_is_skipped(tmp_path):
-    root = write(tmp_path / "proj", {"CLAUDE.md": "# Shared rules\nOne rule.\n",
+    root = write_project(tmp_path / "proj", {"CLAUDE.md": "# Shared rules\nOne rule.\n",
                                      "AGENTS.override.md": "# Override\nThe override wins.\n",
                                      "AGENTS.md": "# Plain agents\nShadowed.\n",
                                      "CLAUDE.local.md": ""})
@@ -114,7 +107,7 @@ def test_codex_override_shadows_agents_md_a_second_name_of_one_file_is_read_once
 
 
 def test_an_oversized_rules_file_is_a_warning_not_a_failed_build(tmp_path):
-    root = write(tmp_path / "proj", {"CLAUDE.md": "# Big\n" + "word " * 400 + "\n"})
+    root = write_project(tmp_path / "proj", {"CLAUDE.md": "# Big\n" + "word " * 400 + "\n"})
     result = build(root, **{"references.projectRulesMaxBytes": 1000})
     assert rules_of(result) == []
     assert any(w.startswith("references.projectRules[0] 'CLAUDE.md':") and "references.projectRulesMaxBytes" in w
@@ -122,7 +115,7 @@ def test_an_oversized_rules_file_is_a_warning_not_a_failed_build(tmp_path):
 
 
 def test_project_rules_names_must_stay_inside_the_project(tmp_path):
-    root = write(tmp_path / "proj", {"CLAUDE.md": "# R\nx\n"})
+    root = write_project(tmp_path / "proj", {"CLAUDE.md": "# R\nx\n"})
     with pytest.raises(ConfigError, match=r"references.projectRules\[0\].*inside the project"):
         build(root, **{"references.projectRules": ["../other/CLAUDE.md"]})
     assert rules_of(build(root, **{"references.projectRules": []})) == []
