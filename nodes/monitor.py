@@ -71,9 +71,11 @@ def budget_monitor(
 
 @tag(stage="monitor")
 def preventive_compaction(budget_monitor: BudgetMonitor, round_token_use: tuple, monitor_settings: MonitorSettings) -> dict:
-    """{"active", "keep_last", "reason", "fold", "projected_after"}: active when projected_rounds
-    <= monitor.thresholdRounds, so the older rounds are folded into the rolling summary now,
-    keeping the last ``keep_last`` verbatim, before a hard cut is forced."""
+    """{"active", "keep_last", "reason", "fold", "projected_after", "target"}: active when
+    projected_rounds <= monitor.thresholdRounds, so the older rounds are folded into the rolling
+    summary now, keeping the last ``keep_last`` verbatim, before a hard cut is forced; ``target``
+    is the largest context that leaves room for ``projected_after`` more rounds (truncation's
+    target when the fold is what triggers it)."""
     compaction = _mon.compaction_for(
         budget_monitor,
         round_token_use,

@@ -65,7 +65,9 @@ def truncation_trigger(
 ) -> _t.TruncationTrigger:
     """Whether truncation runs, why, and the token target it cuts to: hard (over the available
     tokens) and soft (over budget.softLimit) cut to the soft limit; requested
-    (truncation.compact) cuts to softLimit times the current size when already under it.
+    (truncation.compact) cuts to softLimit times the current size when already under it;
+    preventive (the budget monitor folds older rounds ahead of a hard cut) aims at the fold's
+    own target: the largest context that leaves room for the rounds the fold makes room for.
     Decided on an exact count unless the budget report's estimate is far over the budget (a
     context that may be returned as it is gets counted exactly once, and that count is reused)."""
     total, exact = budget_report.total_tokens, bool(getattr(budget_report, "exact", True))
@@ -80,7 +82,8 @@ def truncation_trigger(
     elif compact:
         reason, target = "requested", min(soft_limit_tokens, int(total * soft))
     elif preventive_compaction.get("active"):
-        reason, target = "preventive", available_tokens
+        reason = "preventive"
+        target = min(available_tokens, int(preventive_compaction.get("target") or available_tokens))
     else:
         reason, target = None, available_tokens
     return _t.TruncationTrigger(reason is not None, reason, target, soft, soft_limit_tokens, available_tokens, compact,

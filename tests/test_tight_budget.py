@@ -127,6 +127,25 @@ def test_claude_code_tool_heavy_trims_tool_output_before_the_prompts(tmp_path):
         assert "start phoenix in background" in history  # the older round, a summary line at least
 
 
+def test_claude_code_tool_heavy_without_the_gsd_rules_lands_near_the_folds_target(tmp_path):
+    # tests/data/claude_code/spotter__tool_heavy.jsonl at 4000 with the project's own (no) rules:
+    # 2,521 of 3,200 tokens, the monitor projects 1 more round of 706 and folds the two older
+    # rounds (2,311). Measured against the available tokens that read 0.72; the fold's own
+    # target is the context that leaves room for the round it projects: 3,200 - 706 = 2,494
+    project = tmp_path / "th"
+    project.mkdir()
+    shutil.copyfile(DATA / "spotter__tool_heavy.jsonl", project / "t.jsonl")
+    result = _build(project, 4000, **{"state.claudeCode.transcript": "t.jsonl"})
+    assert result.truncation["reason"] == "preventive"
+    fold = result.monitor["preventive_compaction"]
+    growth = result.monitor["growth_per_round"]
+    assert result.truncation["target"] == int(3200 - fold["projected_after"] * growth) < 3200
+    assert 0.9 * result.truncation["target"] <= result.budget.total_tokens <= result.truncation["target"]
+    history = _history(result)
+    assert "scrolling back in xterm.js still does not work" in history  # the newest prompt
+    assert "/mcp" in history and "start phoenix in background" in history  # the older rounds' lines
+
+
 def _build_rounds():
     """The rounds of tests/data/claude_code/spotter__tool_heavy.jsonl as the history section holds them."""
     result = ctxengine.build_context(str(DATA.parent.parent), request="x", overrides={

@@ -235,10 +235,11 @@ class Compaction:
     reason: str
     fold: int = 0  # rounds to fold into the rolling summary
     projected_after: int | None = None  # projected rounds once they are folded (estimate)
+    target: int | None = None  # the largest context that leaves room for projected_after rounds
 
     def as_dict(self) -> dict:
         return {"active": self.active, "keep_last": self.keep_last, "reason": self.reason,
-                "fold": self.fold, "projected_after": self.projected_after}
+                "fold": self.fold, "projected_after": self.projected_after, "target": self.target}
 
 
 def compaction_for(
@@ -254,7 +255,7 @@ def compaction_for(
     estimated to lift the projection above the threshold (each folded round leaves about
     ``summary_tokens_per_round`` tokens of summary, an earlier rolling summary round stays);
     when none does, keeps 1. ``fold`` counts the rounds (summary rounds included) before the
-    first kept one. Inactive when the context is already over budget (the hard cut is due now),
+    first kept one; ``target`` the fold's own target (:func:`fold_target`). Inactive when the context is already over budget (the hard cut is due now),
     the projection is above the threshold, unknown (no growth), or nothing is old enough to fold.
     """
     projected = monitor.projected_rounds
@@ -290,7 +291,16 @@ def compaction_for(
         f"= {projected} more rounds <= monitor.thresholdRounds {threshold}; folding {fold} older rounds "
         f"into the rolling summary, keeping the last {keep} verbatim (about {after} rounds after)"
     )
-    return Compaction(True, keep, reason, fold, after)
+    return Compaction(True, keep, reason, fold, after, fold_target(monitor, after))
+
+
+def fold_target(monitor: BudgetMonitor, after: int | None) -> int:
+    """The fold's own target: the largest context that still leaves room for ``after`` more
+    rounds at the measured growth (what the fold makes room for; folding further buys no
+    round), within the initial budget."""
+    if after is None:
+        return monitor.initial_budget
+    return max(0, min(monitor.initial_budget, int(monitor.initial_budget - after * monitor.growth_per_round)))
 
 
 def folded_history(rounds: Sequence[Round], keep_last: int, render_rounds: Callable[[Sequence[Round]], str],
