@@ -3,7 +3,8 @@ and the disclosure stages alike (DESIGN.md, "Where GSD stands in a project").
 
 Rules: a pinned phase (``state.gsdPhase``) wins; else STATE.md's frontmatter over its body
 prose; the files are evidence: a PLAN with a SUMMARY is done, a phase whose plans are all done
-is complete, and when STATE's phase is complete and a LATER phase folder has CONTEXT, RESEARCH
+is complete (so is one STATE.md says is complete and ROADMAP.md checks off: its SUMMARYs were not
+committed), and when STATE's phase is complete and a LATER phase folder has CONTEXT, RESEARCH
 or PLAN files, the later phase is current. Where the sources disagree a warning names both.
 """
 
@@ -418,6 +419,12 @@ def read_position(
         if counted is not folder:
             active = [counted if f is folder else f for f in active]
             folder = by_key[key] = counted
+    checked = roadmap_plans.get(key).done if roadmap_plans.get(key) else None
+    if said_complete and checked and folder is not None and folder.pending:
+        evidence.append(f"{', '.join(folder.pending)} without a SUMMARY in {folder.path}/, done by STATE.md and "
+                        f"ROADMAP.md:{checked[0]} '{_cut(checked[1], 70)}' (SUMMARYs not committed)")
+        folder = by_key[key] = replace(folder, done=folder.all_plans)
+        active = [folder if f.path == folder.path else f for f in active]
     files_complete = bool(folder and folder.complete)
     if said_complete or files_complete:
         later = []
