@@ -213,3 +213,22 @@ def test_workstreams_the_active_one_else_a_warning_naming_each(tmp_path: Path):
     assert pos.evidence[0] == ".planning/active-workstream names workstream api: .planning/workstreams/api/STATE.md is read"
     plan = next(s for s in build(project).sections if s.key == "plan").content
     assert "workstreams/api/phases/02-api" in plan
+
+
+def test_a_phase_state_and_roadmap_call_complete_is_complete_though_its_summaries_were_not_committed(tmp_path: Path):
+    # The shape of 9thLevelSoftware/Project-Phoenix-MP@a753406: STATE.md 'Phase: 36 of 36 (complete)',
+    # ROADMAP.md '- [x] Phase 36: ... (3/3 plans) — completed', phases/36-*/ holds PLANs only.
+    state = "# State\n## Current Position\n\nPhase: 2 of 2 (complete)\nStatus: ALL PHASES COMPLETE\n"
+    plans = {".planning/phases/02-last/02-01-PLAN.md": "# p\n", ".planning/phases/02-last/02-02-PLAN.md": "# p\n"}
+    checked = _project(tmp_path / "checked", {".planning/STATE.md": state, **plans, ".planning/ROADMAP.md":
+                       "# Roadmap\n- [x] Phase 1: First\n- [x] Phase 2: Last (2/2 plans) — completed\n"})
+    pos = position(checked)
+    assert (pos.phase, pos.plan, pos.plans_done, pos.phase_complete, pos.warnings) == ("2", None, 2, True, ())
+    assert any("ROADMAP.md:3 '- [x] Phase 2: Last" in e and "SUMMARYs not committed" in e for e in pos.evidence)
+    # the roadmap does not check it off: STATE.md alone is contradicted by the files, and the build says so
+    open_ = _project(tmp_path / "open", {".planning/STATE.md": state, **plans, ".planning/ROADMAP.md":
+                     "# Roadmap\n- [x] Phase 1: First\n- [ ] Phase 2: Last\n"})
+    pos = position(open_)
+    assert (pos.plan, pos.phase_complete) == ("02-01", False)
+    assert [w.split(": ", 1)[1] for w in pos.warnings] == [
+        "says phase 2 is complete, but 02-01-PLAN.md, 02-02-PLAN.md in phases/02-last/ have no SUMMARY"]

@@ -3,7 +3,8 @@ and the disclosure stages alike (DESIGN.md, "Where GSD stands in a project").
 
 Rules: a pinned phase (``state.gsdPhase``) wins; else STATE.md's frontmatter over its body
 prose; the files are evidence: a PLAN with a SUMMARY is done, a phase whose plans are all done
-is complete, and when STATE's phase is complete and a LATER phase folder has CONTEXT, RESEARCH
+is complete (so is one STATE.md says is complete and ROADMAP.md checks off: its SUMMARYs were not
+committed), and when STATE's phase is complete and a LATER phase folder has CONTEXT, RESEARCH
 or PLAN files, the later phase is current. Where the sources disagree a warning names both.
 """
 
@@ -269,6 +270,11 @@ def _show(key: tuple[int, ...]) -> str:
     return ".".join(str(p) for p in key)
 
 
+def _pending_files(folder: PhaseFolder) -> str:
+    """The folder's first plans without a SUMMARY, as PLAN file names ("08.1-01-PLAN.md, ... ...")."""
+    return ", ".join(p + "-PLAN.md" for p in folder.pending[:3]) + (" ..." if len(folder.pending) > 3 else "")
+
+
 def _files(folder: PhaseFolder) -> str:
     names = [f"{p}-PLAN.md" for p in folder.plans[:3]] or list(folder.context[:2])
     return ", ".join(names) + (" ..." if len(folder.plans) > 3 else "")
@@ -418,6 +424,12 @@ def read_position(
         if counted is not folder:
             active = [counted if f is folder else f for f in active]
             folder = by_key[key] = counted
+    checked = roadmap_plans.get(key).done if roadmap_plans.get(key) else None
+    if said_complete and checked and folder is not None and folder.pending:
+        evidence.append(f"{', '.join(folder.pending)} without a SUMMARY in {folder.path}/, done by STATE.md and "
+                        f"ROADMAP.md:{checked[0]} '{_cut(checked[1], 70)}' (SUMMARYs not committed)")
+        folder = by_key[key] = replace(folder, done=folder.all_plans)
+        active = [folder if f.path == folder.path else f for f in active]
     files_complete = bool(folder and folder.complete)
     if said_complete or files_complete:
         later = []
@@ -431,16 +443,17 @@ def read_position(
         if later:
             nxt = later[0]
             why = "STATE.md says it is complete" if said_complete else "all its plans have a SUMMARY"
+            own = (f"; its own {_pending_files(folder)} in {folder.path}/ have no SUMMARY"
+                   if said_complete and folder is not None and folder.pending else "")
             warnings.append(f"{where}:{(state.line_of('phase') or 1) if state else 1}: names phase {_show(key)} "
                             f"({why}), but {nxt.path}/ already holds {_files(nxt)}; phase {_show(nxt.key)} is "
-                            "taken as current (pin another with state.gsdPhase)")
+                            f"taken as current (pin another with state.gsdPhase){own}")
             evidence.append(f"phase {_show(key)} complete ({why}); {nxt.path}/ holds {_files(nxt)}")
             return finish(nxt, nxt.key, FILES, expects=True)
     if said_complete and folder is not None and folder.pending:
         line = (state.line_of("status") or state.line_of("phase") or 1) if state else 1
         warnings.append(f"{where}:{line}: says phase {_show(key)} is complete, but "
-                        f"{', '.join(p + '-PLAN.md' for p in folder.pending[:3])}"
-                        f"{' ...' if len(folder.pending) > 3 else ''} in {folder.path}/ have no SUMMARY")
+                        f"{_pending_files(folder)} in {folder.path}/ have no SUMMARY")
     elif files_complete and not said_complete:
         evidence.append(f"every plan of {folder.path}/ has a SUMMARY: the phase is complete")
         if state is not None and state.plan is not None and source in (BODY, FRONTMATTER):

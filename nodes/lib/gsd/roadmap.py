@@ -4,7 +4,7 @@ block or a heading naming another version) becomes a one-line mention."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..regex import lazy_regex
 from ..fences import fenced
@@ -277,13 +277,15 @@ class RoadmapPlans:
     listed: tuple[tuple[int, int, str], ...] = ()  # (plan number, 1-based line, the line)
     ticked: tuple[int, ...] = ()  # the listed plans whose box is checked
     total: tuple[int, int, str] | None = None
+    done: tuple[int, str] | None = None  # the phase's own checklist item, checked: (1-based line, the line)
 
 
 def roadmap_plans(text: str, milestone: str | None = None) -> dict[tuple[int, ...], RoadmapPlans]:
     """Per phase (its number as a key), the plans ROADMAP.md names in the phase's section
-    (``- [ ] 15-02-PLAN.md``) and the total of its "**Plans:** 1/2 plans executed" line, in
-    the part of the roadmap :func:`narrow_roadmap` keeps for ``milestone``. Real projects do
-    not always commit their PLAN files: these name the plans still to run."""
+    (``- [ ] 15-02-PLAN.md``), the total of its "**Plans:** 1/2 plans executed" line and its
+    checked checklist item (``- [x] Phase 36: ... (3/3 plans) — completed``), in the part of
+    the roadmap :func:`narrow_roadmap` keeps for ``milestone``. Real projects do not always
+    commit their PLAN or SUMMARY files: these name the plans still to run, and the phases done."""
     lines = _lines_of(text)
     kept = {n for a, b in narrow_roadmap(text, milestone).kept for n in range(a, b + 1)}
     out: dict[tuple[int, ...], RoadmapPlans] = {}
@@ -309,6 +311,13 @@ def roadmap_plans(text: str, milestone: str | None = None) -> dict[tuple[int, ..
                 total = (int(count.group(2)), i + 1, lines[i].strip())
         if listed or total:
             out[key] = RoadmapPlans(tuple(listed), tuple(ticked), total)
+    code = fenced(lines)
+    for i, line in enumerate(lines):
+        item = _PHASE_ITEM.match(line)
+        if item and i + 1 in kept and not code[i] and not _UNTICKED.match(line):
+            key = phase_key(item.group(1))
+            if out.get(key, RoadmapPlans()).done is None:
+                out[key] = replace(out.get(key, RoadmapPlans()), done=(i + 1, line.strip()))
     return out
 
 
