@@ -55,7 +55,7 @@ def test_the_position_is_the_one_read_by_hand(project: Path):
         "milestone": pos.milestone, "phase": pos.phase, "folder": pos.folder, "next_plan": pos.plan,
         "plans_done": pos.plans_done, "plans_total": pos.plans_total, "phase_complete": pos.phase_complete,
         "milestone_complete": pos.milestone_complete, "next_phase": pos.next_phase,
-        "work": G.phase_work(pos, G.AUTO).type,
+        "between_milestones": pos.between, "work": G.phase_work(pos, G.AUTO).type,
     }
     right = {k: want[k] for k in got} == got and len(pos.warnings) == len(want["warnings"]) and all(
         w in warning for w, warning in zip(want["warnings"], pos.warnings))
@@ -232,3 +232,43 @@ def test_a_phase_state_and_roadmap_call_complete_is_complete_though_its_summarie
     assert (pos.plan, pos.phase_complete) == ("02-01", False)
     assert [w.split(": ", 1)[1] for w in pos.warnings] == [
         "says phase 2 is complete, but 02-01-PLAN.md, 02-02-PLAN.md in phases/02-last/ have no SUMMARY"]
+
+
+GITSL = CORPUS / "VladimirMakaev__gitsl"
+AUTOPILOT = CORPUS / "jamoeight__get-shit-done-autopilot"
+
+
+def test_between_milestones_the_work_is_the_next_milestone_not_the_last_phase():
+    # gitsl STATE.md:12-13 'Milestone: v1.4 (not started)', 'Phase: None active', :71 'Resume with:
+    # /gsd:new-milestone'; autopilot STATE.md:12 'Phase: None (between milestones)', :21 'Command: /gsd:new-milestone'
+    pos = position(GITSL)
+    assert (pos.between, pos.milestone, pos.milestone_complete) == (True, "v1.4", False)  # v1.4 is not started
+    assert pos.line().startswith("Position: between milestones: milestone v1.4 not started; no current phase")
+    assert "next: start the next milestone (/gsd:new-milestone)" in pos.line()
+    for project, phase in ((GITSL, "29"), (AUTOPILOT, "13")):
+        pos = position(project)
+        assert pos.between and pos.phase == phase and pos.phase_complete  # the last finished phase, kept as evidence
+        work = G.phase_work(pos, G.AUTO)
+        assert (work.type, work.folder, work.phase) == ("discuss", None, None)
+        assert "between milestones" in work.why and "/gsd:new-milestone" in work.why
+        assert G.phase_work(pos, "verify").folder == pos.folder  # asked for explicitly: the last finished phase
+    assert position(AUTOPILOT).milestone_complete is True
+    result = build(GITSL)
+    assert result.as_json()["position"]["work"]["type"] == "discuss"
+    assert result.as_json()["position"]["work"]["folder"] is None
+
+
+def test_between_milestones_a_last_phase_state_says_awaits_verification_is_verified(tmp_path: Path):
+    state_md = (AUTOPILOT / ".planning" / "STATE.md").read_text(encoding="utf-8")
+    assert "Status: v1.2 shipped, ready to plan next milestone" in state_md
+    copy = _project(tmp_path / "p", {
+        ".planning/STATE.md": state_md.replace("Status: v1.2 shipped, ready to plan next milestone",
+                                               "Status: v1.2 shipped, phase 13 ready for verification"),
+        **{f".planning/phases/13-terminal-path-resolution/{f.name}": f.read_text(encoding="utf-8")
+           for f in (AUTOPILOT / ".planning" / "phases" / "13-terminal-path-resolution").iterdir()},
+    })
+    pos = position(copy)
+    assert pos.between and pos.unverified
+    work = G.phase_work(pos, G.AUTO)
+    assert (work.type, work.folder) == ("verify", "phases/13-terminal-path-resolution")
+    assert "awaits verification" in work.why

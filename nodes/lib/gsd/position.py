@@ -5,7 +5,10 @@ Rules: a pinned phase (``state.gsdPhase``) wins; else STATE.md's frontmatter ove
 prose; the files are evidence: a PLAN with a SUMMARY is done, a phase whose plans are all done
 is complete (so is one STATE.md says is complete and ROADMAP.md checks off: its SUMMARYs were not
 committed), and when STATE's phase is complete and a LATER phase folder has CONTEXT, RESEARCH
-or PLAN files, the later phase is current. Where the sources disagree a warning names both.
+or PLAN files, the later phase is current. When STATE.md names no phase and says the milestone
+is over, the project is between milestones: no phase is current (the last finished one is kept as
+evidence), the next step is the next milestone; a milestone STATE.md calls "not started" is not
+complete. Where the sources disagree a warning names both.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ _PIN = lazy_regex(r"^\d+(?:\.\d+)*$")
 _ARCHIVED = lazy_regex(r"(?:^|/)milestones/[^/]+-phases/")
 _BETWEEN = lazy_regex(r"\bnone\b|between milestones|no active phase", re.I)
 _EXECUTING = lazy_regex(r"execut|in[ _-]?progress|verif|implement", re.I)
+_NOT_STARTED = lazy_regex(r"\bnot (?:yet )?started\b", re.I)
+_UNVERIFIED = lazy_regex(r"(?:ready for|awaiting|needs?|pending)\s+verif|verification pending|\bunverified\b|not (?:yet )?verified",
+                         re.I)
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,8 @@ class GsdPosition:
     next_title: str | None = None  # its roadmap heading ("Phase 15: Link Sharing and Search")
     context: tuple[str, ...] = ()  # the current folder's CONTEXT / RESEARCH file names
     next_context: tuple[str, ...] = ()  # the next phase folder's
+    between: bool = False  # between milestones: STATE.md names no phase, the last milestone is over
+    unverified: bool = False  # between milestones, STATE.md says the last phase still awaits verification
 
     def as_dict(self) -> dict:
         return {
@@ -190,10 +198,13 @@ class GsdPosition:
             "source": self.source,
             "evidence": list(self.evidence),
             "next_phase": self.next_phase,
+            "between_milestones": self.between,
         }
 
     def line(self) -> str:
         """One line for the context: milestone, phase (folder), next plan, what decided it."""
+        if self.between:
+            return "Position: " + self._between_line() + f" [from {self.source}]"
         parts = []
         if self.milestone:
             name = self.milestone_name or ""
@@ -211,6 +222,20 @@ class GsdPosition:
         if not parts:
             return "Position: unknown (no STATE.md position and no phase folder)"
         return "Position: " + "; ".join(parts) + f" [from {self.source}]"
+
+    def _between_line(self) -> str:
+        """Between milestones: the milestone (complete, or the next one not started), no current
+        phase, the last finished one, and the next step."""
+        head = "between milestones"
+        if self.milestone:
+            name = self.milestone_name or ""
+            label = name if self.milestone in name.split() else f"{self.milestone} {name}".strip()
+            head += f": milestone {label} " + ("complete" if self.milestone_complete else "not started")
+        last = (f"; no current phase (the last finished: phase {self.phase}, {self.folder}/)" if self.phase and self.folder
+                else "; no current phase")
+        step = ("verify the last phase (STATE.md says it awaits verification)" if self.unverified
+                else "start the next milestone (/gsd:new-milestone)")
+        return head + last + "; next: " + step
 
     def note(self) -> str:
         """What decided the position, in one string (the disclosure rules quote it)."""
@@ -310,7 +335,8 @@ def read_position(
     where = state_path
 
     def finish(folder: PhaseFolder | None, key: tuple[int, ...] | None, source: str, *, named_plan: int | None = None,
-               said_complete: bool = False, milestone_complete: bool = False, expects: bool = False) -> GsdPosition:
+               said_complete: bool = False, milestone_complete: bool = False, expects: bool = False,
+               between: bool = False) -> GsdPosition:
         plan = None
         if folder is not None:
             pending = folder.pending
@@ -334,10 +360,13 @@ def read_position(
             folder=folder.path if folder else None, plan=plan,
             plans_done=len(folder.done) if folder else 0, plans_total=len(folder.all_plans) if folder else 0,
             phase_complete=complete,
-            milestone_complete=milestone_complete, source=source,
+            milestone_complete=milestone_complete and not _not_started(state), source=source,
             evidence=tuple(evidence), warnings=tuple(warnings), expects_folder=expects,
             unfinished=tuple(_show(f.key) for f in active if not f.complete),
             context=folder.context if folder else (),
+            between=between,
+            unverified=between and bool(state and _UNVERIFIED.search(" ".join(
+                filter(None, (state.status, state.field("phase")))))),
         )
 
     # 1. A pinned phase.
@@ -469,6 +498,11 @@ def read_position(
                   milestone_complete=milestone_over, expects=expects)
 
 
+def _not_started(state: GsdState | None) -> bool:
+    """STATE.md's ``Milestone:`` line says the milestone is not started ("v1.4 (not started)")."""
+    return bool(state and _NOT_STARTED.search(state.field("milestone") or ""))
+
+
 def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=None, archived=()) -> GsdPosition:
     """No phase number from STATE.md: the first started phase folder not yet complete and not left
     over from a renumbered milestone (after a milestone: only the latest folder, when it is new
@@ -477,7 +511,8 @@ def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=
     if not active and not (milestone_over and archived):
         if milestone_over:
             evidence.append("between milestones: no phase is current")
-        return finish(None, None, NONE if not evidence else FILES, milestone_complete=milestone_over)
+        return finish(None, None, NONE if not evidence else FILES, milestone_complete=milestone_over,
+                      between=milestone_over)
     open_ = []
     for f in active:
         if f.started and not f.complete:
@@ -495,7 +530,10 @@ def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=
     if milestone_over and archived and archived[-1].key > latest.key:
         latest = archived[-1]
     evidence.append(f"latest phase folder {latest.path}/" + (" (milestone complete)" if milestone_over else ""))
-    return finish(latest, latest.key, FILES, said_complete=True, milestone_complete=milestone_over)
+    if milestone_over:
+        evidence.append(f"between milestones: no phase is current; the last finished is {latest.path}/")
+    return finish(latest, latest.key, FILES, said_complete=True, milestone_complete=milestone_over,
+                  between=milestone_over)
 
 
 @dataclass(frozen=True)
@@ -622,7 +660,7 @@ def _next_phase(position: GsdPosition, roadmap_text: str | None, folders: Mappin
     """A complete current phase: the roadmap's next phase of the milestone whose folder is not
     complete (its folder, when there is one; else it is not planned yet)."""
     key = phase_key(position.phase)
-    if not roadmap_text or key is None or not position.phase_complete or position.milestone_complete:
+    if not roadmap_text or key is None or not position.phase_complete or position.milestone_complete or position.between:
         return position
     by_key = _by_key([f for f in phase_folders(folders) if not f.archived])
     content = narrow_roadmap(roadmap_text, position.milestone).content
