@@ -272,3 +272,21 @@ def test_between_milestones_a_last_phase_state_says_awaits_verification_is_verif
     work = G.phase_work(pos, G.AUTO)
     assert (work.type, work.folder) == ("verify", "phases/13-terminal-path-resolution")
     assert "awaits verification" in work.why
+
+
+HACKATHON = CORPUS / "atarazavi__Hackathon-ASW"
+
+
+def test_lettered_phase_folders_are_the_parts_of_one_phase():
+    # phases/2A-backend, 2B-plugin, 2C-assets (2A-01-PLAN.md ... 2C-02-SUMMARY.md); STATE.md:6 'Phase: 2 of 4
+    # (2A Backend, 2B Plugin, 2C Assets all complete)', STATE.md:7 'Plan: 8 of 12 total plans complete' (the project's)
+    folders = G.phase_folders(state.gsd_planning(str(HACKATHON), CONFIG).folders)
+    two = next(f for f in folders if f.key == (2,))
+    assert two.parts == ("phases/2A-backend", "phases/2B-plugin", "phases/2C-assets")
+    assert two.all_plans == ("2A-01", "2A-02", "2B-01", "2B-02", "2C-01", "2C-02") and two.complete
+    assert G.dir_phase_key("2A-backend") == (2,) and G.is_phase_file("2C-02-SUMMARY.md")
+    pos = position(HACKATHON)
+    assert (pos.phase, pos.folder, pos.plans_done, pos.plans_total, pos.phase_complete) == (
+        "2", "phases/2A-backend", 6, 6, True)
+    assert "phases/2A-backend/ + 2B-plugin/ + 2C-assets/, complete" in pos.line()
+    assert pos.warnings == ()  # the project-wide '8 of 12 total' names no plan of phase 2

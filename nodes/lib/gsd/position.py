@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 from ..quote import quoted
 from ...types import ConfigError
 from ..regex import lazy_regex
-from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, dir_phase_key, dir_phase_parts, phase_key
+from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, dir_phase_key, dir_phase_part, dir_phase_parts, phase_key
 from .common import _lines_of
 from .roadmap import RoadmapPlans, milestone_blocks, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
 from .state import GsdState, parse_state
@@ -47,6 +47,7 @@ class PhaseFolder:
     archived: bool = False  # under milestones/*-phases/
     named: tuple[str, ...] = ()  # plan ids ROADMAP.md or STATE.md name that have no file here
     named_by: tuple[str, ...] = ()  # the lines that name them ("ROADMAP.md:95 '- [ ] 15-02-PLAN.md'")
+    parts: tuple[str, ...] = ()  # a phase split in lettered folders (2A-, 2B-, 2C-): every part's path, path first
 
     @property
     def name(self) -> str:
@@ -60,7 +61,7 @@ class PhaseFolder:
     @property
     def all_plans(self) -> tuple[str, ...]:
         """The plans with a file and the plans named elsewhere, by plan number."""
-        return tuple(sorted({*self.plans, *self.named}, key=_plan_number))
+        return tuple(sorted({*self.plans, *self.named}, key=_plan_order))
 
     @property
     def complete(self) -> bool:
@@ -158,6 +159,12 @@ def _plan_number(plan_id: str) -> int:
     return int(plan_id.rsplit("-", 1)[1])
 
 
+def _plan_order(plan_id: str) -> tuple[str, int]:
+    """Plans in order: by the part letter of a lettered phase ("2A-02" before "2B-01"), then number."""
+    prefix, number = plan_id.rsplit("-", 1)
+    return re.sub(r"[\d.]", "", prefix).upper(), int(number)
+
+
 @dataclass(frozen=True)
 class GsdPosition:
     """Where a GSD project stands, what decided it and where the sources disagree."""
@@ -181,6 +188,7 @@ class GsdPosition:
     next_title: str | None = None  # its roadmap heading ("Phase 15: Link Sharing and Search")
     context: tuple[str, ...] = ()  # the current folder's CONTEXT / RESEARCH file names
     next_context: tuple[str, ...] = ()  # the next phase folder's
+    parts: tuple[str, ...] = ()  # a phase in lettered folders: every part's folder (folder is the first)
     between: bool = False  # between milestones: STATE.md names no phase, the last milestone is over
     unverified: bool = False  # between milestones, STATE.md says the last phase still awaits verification
 
@@ -213,7 +221,7 @@ class GsdPosition:
                          + (" (complete)" if self.milestone_complete else ""))
         if self.phase:
             state = "complete" if self.phase_complete else f"{self.plans_done} of {self.plans_total} plans done"
-            parts.append(f"phase {self.phase}" + (f" ({self.folder}/, {state})" if self.folder else ""))
+            parts.append(f"phase {self.phase}" + (f" ({self._folders()}, {state})" if self.folder else ""))
         if self.plan:
             parts.append(f"next plan {self.plan}")
         elif self.next_phase:
@@ -223,6 +231,10 @@ class GsdPosition:
             return "Position: unknown (no STATE.md position and no phase folder)"
         return "Position: " + "; ".join(parts) + f" [from {self.source}]"
 
+    def _folders(self) -> str:
+        """The folder, and the other lettered parts of the phase ("phases/2A-backend/ + 2B-plugin/")."""
+        return f"{self.folder}/" + "".join(f" + {p.rsplit('/', 1)[-1]}/" for p in self.parts[1:])
+
     def _between_line(self) -> str:
         """Between milestones: the milestone (complete, or the next one not started), no current
         phase, the last finished one, and the next step."""
@@ -231,7 +243,7 @@ class GsdPosition:
             name = self.milestone_name or ""
             label = name if self.milestone in name.split() else f"{self.milestone} {name}".strip()
             head += f": milestone {label} " + ("complete" if self.milestone_complete else "not started")
-        last = (f"; no current phase (the last finished: phase {self.phase}, {self.folder}/)" if self.phase and self.folder
+        last = (f"; no current phase (the last finished: phase {self.phase}, {self._folders()})" if self.phase and self.folder
                 else "; no current phase")
         step = ("verify the last phase (STATE.md says it awaits verification)" if self.unverified
                 else "start the next milestone (/gsd:new-milestone)")
@@ -265,7 +277,25 @@ def phase_folders(folders: Mapping[str, Sequence[str]]) -> tuple[PhaseFolder, ..
         ordered = tuple(plans[n] for n in sorted(plans))
         out.append(PhaseFolder(path.rstrip("/"), key, ordered, tuple(p for p in ordered if p in done),
                                tuple(sorted(context)), bool(_ARCHIVED.search(path))))
-    return tuple(sorted(out, key=lambda f: (f.key, f.archived, f.path)))
+    return tuple(sorted(_with_parts_joined(out), key=lambda f: (f.key, f.archived, f.path)))
+
+
+def _with_parts_joined(folders: Sequence[PhaseFolder]) -> list[PhaseFolder]:
+    """The lettered parts of one phase (phases/2A-backend, 2B-plugin, 2C-assets) as one folder of
+    phase 2: the first part's path, every part's plans (2A-01 ... 2C-02) and CONTEXT/RESEARCH."""
+    groups: dict[tuple, list[PhaseFolder]] = {}
+    out = []
+    for f in folders:
+        if dir_phase_part(f.name):
+            groups.setdefault((f.path.rsplit("/", 1)[0] if "/" in f.path else "", f.key, f.archived), []).append(f)
+        else:
+            out.append(f)
+    for parts in groups.values():
+        parts.sort(key=lambda f: dir_phase_part(f.name))
+        out.append(PhaseFolder(parts[0].path, parts[0].key, tuple(p for f in parts for p in f.plans),
+                               tuple(p for f in parts for p in f.done), tuple(c for f in parts for c in f.context),
+                               parts[0].archived, parts=tuple(f.path for f in parts)))
+    return out
 
 
 def _with_roadmap_plans(folder: PhaseFolder, listed: RoadmapPlans | None) -> PhaseFolder:
@@ -347,6 +377,9 @@ def read_position(
             elif pending:
                 plan = pending[0]
                 evidence.append(f"next plan {plan}: the first plan without a SUMMARY")
+            if len(folder.parts) > 1:
+                evidence.append(f"phase {_show(folder.key)} is in {len(folder.parts)} lettered folders ("
+                                + ", ".join(p.rsplit("/", 1)[-1] + "/" for p in folder.parts) + "): their plans are its plans")
             if folder.named:
                 evidence.append(f"{', '.join(folder.named)} without a PLAN or SUMMARY file in {folder.path}/, "
                                 "named by " + "; ".join(folder.named_by) + " (a checked box: done)")
@@ -364,6 +397,7 @@ def read_position(
             evidence=tuple(evidence), warnings=tuple(warnings), expects_folder=expects,
             unfinished=tuple(_show(f.key) for f in active if not f.complete),
             context=folder.context if folder else (),
+            parts=folder.parts if folder else (),
             between=between,
             unverified=between and bool(state and _UNVERIFIED.search(" ".join(
                 filter(None, (state.status, state.field("phase")))))),
