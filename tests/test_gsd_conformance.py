@@ -290,3 +290,33 @@ def test_lettered_phase_folders_are_the_parts_of_one_phase():
         "2", "phases/2A-backend", 6, 6, True)
     assert "phases/2A-backend/ + 2B-plugin/ + 2C-assets/, complete" in pos.line()
     assert pos.warnings == ()  # the project-wide '8 of 12 total' names no plan of phase 2
+
+
+JUNBEOM = CORPUS / "JunbeomL22__get-shit-done"
+MCP_GITHUB = CORPUS / "kunwarVivek__mcp-github-project-manager"
+
+
+def test_a_milestone_named_only_in_prose_or_a_roadmap_milestone_line_is_inferred(tmp_path: Path):
+    # JunbeomL22: STATE.md:83 'Milestone v1.0 gap closure done.', ROADMAP.md:83 '... from v1.0 milestone audit'
+    pos = position(JUNBEOM)
+    assert (pos.milestone, pos.milestone_complete) == ("v1.0", True) and pos.warnings == ()
+    assert "STATE.md:83 'None — all phases complete. Milestone v1.0 gap closure done." in pos.evidence[-1]
+    # kunwarVivek: ROADMAP.md:2 '**Milestone:** v1.0 Release'
+    pos = position(MCP_GITHUB)
+    assert (pos.milestone, pos.milestone_name) == ("v1.0", "v1.0 Release")
+    assert pos.evidence[-1].startswith("ROADMAP.md:2 '**Milestone:** v1.0 Release'")
+    # conservative: a milestone still to come is not the current one; two versions decide nothing
+    state_md = (JUNBEOM / ".planning" / "STATE.md").read_text(encoding="utf-8")
+    roadmap = (JUNBEOM / ".planning" / "ROADMAP.md").read_text(encoding="utf-8")
+    folder = JUNBEOM / ".planning" / "phases" / "05-fix-stopped-phase-detection"
+    phase = {f".planning/phases/05-fix-stopped-phase-detection/{f.name}": f.read_text(encoding="utf-8")
+             for f in folder.iterdir()}
+    later = state_md.replace("Milestone v1.0 gap closure done.", "Planning the next milestone v2.0.")
+    pos = position(_project(tmp_path / "next", {".planning/STATE.md": later, ".planning/ROADMAP.md": roadmap, **phase}))
+    assert pos.milestone == "v1.0"  # ROADMAP.md:83's v1.0 remains; 'next milestone v2.0' is not read as current
+    pos = position(_project(tmp_path / "next2", {".planning/STATE.md": later, **phase,
+                                                 ".planning/ROADMAP.md": roadmap.replace("v1.0 milestone", "audit")}))
+    assert pos.milestone is None
+    two = state_md.replace("Milestone v1.0 gap closure done.", "Milestone v1.1 gap closure done.")
+    pos = position(_project(tmp_path / "two", {".planning/STATE.md": two, ".planning/ROADMAP.md": roadmap, **phase}))
+    assert pos.milestone is None and "the prose names several (v1.0, v1.1)" in pos.evidence[-1]

@@ -8,7 +8,9 @@ committed), and when STATE's phase is complete and a LATER phase folder has CONT
 or PLAN files, the later phase is current. When STATE.md names no phase and says the milestone
 is over, the project is between milestones: no phase is current (the last finished one is kept as
 evidence), the next step is the next milestone; a milestone STATE.md calls "not started" is not
-complete. Where the sources disagree a warning names both.
+complete. A phase split in lettered folders (2A-, 2B-) is one phase. A milestone no frontmatter,
+``Milestone:`` line or roadmap block names is taken from ROADMAP.md's ``**Milestone:**`` line or the
+one version the prose calls a milestone. Where the sources disagree a warning names both.
 """
 
 from __future__ import annotations
@@ -605,6 +607,8 @@ def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
         position = _milestone_disagreement(position, state, roadmap or "")
     if milestone is None and roadmap:
         position = _milestone_inferred(position, roadmap)
+    if milestone is None and position.milestone is None:
+        position = _milestone_from_prose(position, files.state_text or "", roadmap or "", files.state_path)
     if roadmap:
         position = _milestone_shipped(position, roadmap, files.folders, state, files.state_path)
     return _next_phase(position, roadmap, files.folders)
@@ -673,6 +677,43 @@ def _milestone_inferred(position: GsdPosition, roadmap_text: str) -> GsdPosition
     warning = (f".planning/ROADMAP.md: milestones {', '.join(view.milestones)} and none lists phase {position.phase}, "
                "and STATE.md names no milestone; the roadmap is read whole (add milestone: to STATE.md's frontmatter)")
     return replace(position, warnings=(*position.warnings, warning))
+
+
+_MILESTONE_FIELD = lazy_regex(r"^\s*[-*]?\s*\*{0,2}Milestone\*{0,2}\s*:\s*\*{0,2}\s*(v\d+(?:\.\d+)*)\b(.*)$", re.I)
+_MILESTONE_PROSE = lazy_regex(r"\bmilestone\s+(v\d+(?:\.\d+)*)\b|\b(v\d+(?:\.\d+)*)\s+milestone\b", re.I)
+_TO_COME = lazy_regex(r"\b(?:next|plan(?:ning)?|upcoming|future|start(?:ing)?|new)\b[^.;:]{0,20}$", re.I)
+
+
+def _milestone_from_prose(position: GsdPosition, state_text: str, roadmap_text: str, state_path: str) -> GsdPosition:
+    """No frontmatter, ``Milestone:`` line of STATE.md or roadmap block names a milestone: a
+    ``**Milestone:** v1.0 Release`` line of ROADMAP.md, else the one version the prose of STATE.md and
+    ROADMAP.md calls a milestone ("Milestone v1.0 gap closure done", "the v1.0 milestone audit";
+    not "next milestone v2.0"). Several such versions: none, with a note (the evidence)."""
+    for line_no, line in enumerate(roadmap_text.split("\n"), 1):
+        field_ = _MILESTONE_FIELD.match(line)
+        if field_:
+            name = re.sub(r"[*_]", "", field_.group(1) + field_.group(2)).strip()
+            return replace(position, milestone=field_.group(1), milestone_name=name,
+                           evidence=(*position.evidence, f"ROADMAP.md:{line_no} '{_cut(line.strip())}' names milestone "
+                                     f"{field_.group(1)} (STATE.md names none)"))
+    said: dict[str, list[str]] = {}
+    state_name = state_path.rsplit("/", 1)[-1]
+    for name, text in ((state_name, state_text), ("ROADMAP.md", roadmap_text)):
+        for line_no, line in enumerate(text.split("\n"), 1):
+            for match in _MILESTONE_PROSE.finditer(line):
+                if not _TO_COME.search(line[: match.start()]):
+                    said.setdefault(match.group(1) or match.group(2), []).append(
+                        f"{name}:{line_no} '{_cut(line.strip(), 100)}'")
+    if len(said) == 1:
+        version, lines = next(iter(said.items()))
+        return replace(position, milestone=version, evidence=(
+            *position.evidence, f"milestone {version} from the prose (no frontmatter, Milestone line or roadmap block "
+            f"names one): {'; '.join(lines[:2])}"))
+    if said:
+        return replace(position, evidence=(*position.evidence, "no milestone: the prose names several ("
+                                           + ", ".join(sorted(said)) + "), no frontmatter, Milestone line or "
+                                           "roadmap block decides"))
+    return position
 
 
 def _labels(roadmap_text: str, milestone: str) -> list[str]:
