@@ -55,7 +55,7 @@ def test_the_position_is_the_one_read_by_hand(project: Path):
         "milestone": pos.milestone, "phase": pos.phase, "folder": pos.folder, "next_plan": pos.plan,
         "plans_done": pos.plans_done, "plans_total": pos.plans_total, "phase_complete": pos.phase_complete,
         "milestone_complete": pos.milestone_complete, "next_phase": pos.next_phase,
-        "work": G.phase_work(pos, G.AUTO).type,
+        "between_milestones": pos.between, "work": G.phase_work(pos, G.AUTO).type,
     }
     right = {k: want[k] for k in got} == got and len(pos.warnings) == len(want["warnings"]) and all(
         w in warning for w, warning in zip(want["warnings"], pos.warnings))
@@ -232,3 +232,91 @@ def test_a_phase_state_and_roadmap_call_complete_is_complete_though_its_summarie
     assert (pos.plan, pos.phase_complete) == ("02-01", False)
     assert [w.split(": ", 1)[1] for w in pos.warnings] == [
         "says phase 2 is complete, but 02-01-PLAN.md, 02-02-PLAN.md in phases/02-last/ have no SUMMARY"]
+
+
+GITSL = CORPUS / "VladimirMakaev__gitsl"
+AUTOPILOT = CORPUS / "jamoeight__get-shit-done-autopilot"
+
+
+def test_between_milestones_the_work_is_the_next_milestone_not_the_last_phase():
+    # gitsl STATE.md:12-13 'Milestone: v1.4 (not started)', 'Phase: None active', :71 'Resume with:
+    # /gsd:new-milestone'; autopilot STATE.md:12 'Phase: None (between milestones)', :21 'Command: /gsd:new-milestone'
+    pos = position(GITSL)
+    assert (pos.between, pos.milestone, pos.milestone_complete) == (True, "v1.4", False)  # v1.4 is not started
+    assert pos.line().startswith("Position: between milestones: milestone v1.4 not started; no current phase")
+    assert "next: start the next milestone (/gsd:new-milestone)" in pos.line()
+    for project, phase in ((GITSL, "29"), (AUTOPILOT, "13")):
+        pos = position(project)
+        assert pos.between and pos.phase == phase and pos.phase_complete  # the last finished phase, kept as evidence
+        work = G.phase_work(pos, G.AUTO)
+        assert (work.type, work.folder, work.phase) == ("discuss", None, None)
+        assert "between milestones" in work.why and "/gsd:new-milestone" in work.why
+        assert G.phase_work(pos, "verify").folder == pos.folder  # asked for explicitly: the last finished phase
+    assert position(AUTOPILOT).milestone_complete is True
+    result = build(GITSL)
+    assert result.as_json()["position"]["work"]["type"] == "discuss"
+    assert result.as_json()["position"]["work"]["folder"] is None
+
+
+def test_between_milestones_a_last_phase_state_says_awaits_verification_is_verified(tmp_path: Path):
+    state_md = (AUTOPILOT / ".planning" / "STATE.md").read_text(encoding="utf-8")
+    assert "Status: v1.2 shipped, ready to plan next milestone" in state_md
+    copy = _project(tmp_path / "p", {
+        ".planning/STATE.md": state_md.replace("Status: v1.2 shipped, ready to plan next milestone",
+                                               "Status: v1.2 shipped, phase 13 ready for verification"),
+        **{f".planning/phases/13-terminal-path-resolution/{f.name}": f.read_text(encoding="utf-8")
+           for f in (AUTOPILOT / ".planning" / "phases" / "13-terminal-path-resolution").iterdir()},
+    })
+    pos = position(copy)
+    assert pos.between and pos.unverified
+    work = G.phase_work(pos, G.AUTO)
+    assert (work.type, work.folder) == ("verify", "phases/13-terminal-path-resolution")
+    assert "awaits verification" in work.why
+
+
+HACKATHON = CORPUS / "atarazavi__Hackathon-ASW"
+
+
+def test_lettered_phase_folders_are_the_parts_of_one_phase():
+    # phases/2A-backend, 2B-plugin, 2C-assets (2A-01-PLAN.md ... 2C-02-SUMMARY.md); STATE.md:6 'Phase: 2 of 4
+    # (2A Backend, 2B Plugin, 2C Assets all complete)', STATE.md:7 'Plan: 8 of 12 total plans complete' (the project's)
+    folders = G.phase_folders(state.gsd_planning(str(HACKATHON), CONFIG).folders)
+    two = next(f for f in folders if f.key == (2,))
+    assert two.parts == ("phases/2A-backend", "phases/2B-plugin", "phases/2C-assets")
+    assert two.all_plans == ("2A-01", "2A-02", "2B-01", "2B-02", "2C-01", "2C-02") and two.complete
+    assert G.dir_phase_key("2A-backend") == (2,) and G.is_phase_file("2C-02-SUMMARY.md")
+    pos = position(HACKATHON)
+    assert (pos.phase, pos.folder, pos.plans_done, pos.plans_total, pos.phase_complete) == (
+        "2", "phases/2A-backend", 6, 6, True)
+    assert "phases/2A-backend/ + 2B-plugin/ + 2C-assets/, complete" in pos.line()
+    assert pos.warnings == ()  # the project-wide '8 of 12 total' names no plan of phase 2
+
+
+JUNBEOM = CORPUS / "JunbeomL22__get-shit-done"
+MCP_GITHUB = CORPUS / "kunwarVivek__mcp-github-project-manager"
+
+
+def test_a_milestone_named_only_in_prose_or_a_roadmap_milestone_line_is_inferred(tmp_path: Path):
+    # JunbeomL22: STATE.md:83 'Milestone v1.0 gap closure done.', ROADMAP.md:83 '... from v1.0 milestone audit'
+    pos = position(JUNBEOM)
+    assert (pos.milestone, pos.milestone_complete) == ("v1.0", True) and pos.warnings == ()
+    assert "STATE.md:83 'None — all phases complete. Milestone v1.0 gap closure done." in pos.evidence[-1]
+    # kunwarVivek: ROADMAP.md:2 '**Milestone:** v1.0 Release'
+    pos = position(MCP_GITHUB)
+    assert (pos.milestone, pos.milestone_name) == ("v1.0", "v1.0 Release")
+    assert pos.evidence[-1].startswith("ROADMAP.md:2 '**Milestone:** v1.0 Release'")
+    # conservative: a milestone still to come is not the current one; two versions decide nothing
+    state_md = (JUNBEOM / ".planning" / "STATE.md").read_text(encoding="utf-8")
+    roadmap = (JUNBEOM / ".planning" / "ROADMAP.md").read_text(encoding="utf-8")
+    folder = JUNBEOM / ".planning" / "phases" / "05-fix-stopped-phase-detection"
+    phase = {f".planning/phases/05-fix-stopped-phase-detection/{f.name}": f.read_text(encoding="utf-8")
+             for f in folder.iterdir()}
+    later = state_md.replace("Milestone v1.0 gap closure done.", "Planning the next milestone v2.0.")
+    pos = position(_project(tmp_path / "next", {".planning/STATE.md": later, ".planning/ROADMAP.md": roadmap, **phase}))
+    assert pos.milestone == "v1.0"  # ROADMAP.md:83's v1.0 remains; 'next milestone v2.0' is not read as current
+    pos = position(_project(tmp_path / "next2", {".planning/STATE.md": later, **phase,
+                                                 ".planning/ROADMAP.md": roadmap.replace("v1.0 milestone", "audit")}))
+    assert pos.milestone is None
+    two = state_md.replace("Milestone v1.0 gap closure done.", "Milestone v1.1 gap closure done.")
+    pos = position(_project(tmp_path / "two", {".planning/STATE.md": two, ".planning/ROADMAP.md": roadmap, **phase}))
+    assert pos.milestone is None and "the prose names several (v1.0, v1.1)" in pos.evidence[-1]

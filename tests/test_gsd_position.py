@@ -117,7 +117,7 @@ def test_execute_mid_phase_next_plan_in_full_done_as_one_liners_later_as_outline
         "plan": "02-02", "plans_done": 1, "plans_total": 3, "phase_complete": False, "milestone_complete": False,
         "source": "frontmatter",
         "evidence": ["STATE.md:6 frontmatter current_phase: 2 -> phase 2", "STATE.md names plan 2: 02-02 is in progress"],
-        "next_phase": None,
+        "next_phase": None, "between_milestones": False,
         "work": {"type": "execute", "phase": "2", "folder": "phases/02-http-api", "auto": True,
                  "why": "auto: phase 2 has plans to run, next 02-02 (1 of 3 done)"},
     }

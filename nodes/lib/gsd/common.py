@@ -15,8 +15,8 @@ _FOCUS = lazy_regex(r"^\*\*Current focus:?\*\*:?\s*(.+)$", re.I)
 _VERSION = lazy_regex(r"(?<![\w.])v\d+(?:\.\d+)*(?:-(?:alpha|beta|rc|pre)\w*)?(?![\w])", re.I)
 _NUMBER = lazy_regex(r"\d+(?:\.\d+)*")
 _OF = lazy_regex(r"(\d+(?:\.\d+)*)\s*(?:of|/)\s*(\d+(?:\.\d+)*)")
-_PHASE_DIR = lazy_regex(r"^(?:phase[-_]?)?(\d+(?:\.\d+)*)(?:-|$)", re.I)
-_PLAN_FILE = lazy_regex(r"^(\d+(?:\.\d+)*)-(\d+)-(PLAN|SUMMARY)\.md$")
+_PHASE_DIR = lazy_regex(r"^(?:phase[-_]?)?(\d+(?:\.\d+)*)([A-Za-z])?(?:-|$)", re.I)  # "2A-backend": part A of phase 2
+_PLAN_FILE = lazy_regex(r"^(\d+(?:\.\d+)*[A-Za-z]?)-(\d+)-(PLAN|SUMMARY)\.md$")
 _RANGE = lazy_regex(r"Phases?\s+(\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(\d+(?:\.\d+)?)", re.I)
 _PHASE_HEADING = lazy_regex(r"^Phase\s+(\d+(?:\.\d+)*)\b", re.I)
 _PHASE_ITEM = lazy_regex(r"^\s*[-*]\s+\[[ xX]\]\s+\**Phase\s+(\d+(?:\.\d+)*)\b", re.I)
@@ -49,7 +49,8 @@ def is_phase_file(name: str) -> bool:
 
 def dir_phase_key(name: str) -> tuple[int, ...] | None:
     """The phase number of a phase folder name (``02.1-critical-math-fixes`` -> (2, 1); the
-    ``phase-23`` and ``phase-23-telemetry`` some projects write -> (23,))."""
+    ``phase-23`` and ``phase-23-telemetry`` some projects write -> (23,); a lettered part of a
+    phase, ``2A-backend``, -> (2,): see :func:`dir_phase_part`)."""
     match = _PHASE_DIR.match(name)
     return tuple(int(p) for p in match.group(1).split(".")) if match else None
 
@@ -121,9 +122,16 @@ def _flat(value: Any) -> str:
 
 
 def dir_phase_parts(name: str) -> tuple[str, str]:
-    """A phase folder name's number as written and the name after it
-    (``08.1-game-theory`` -> ("08.1", "game-theory"); ``phase-23`` -> ("23", ""))."""
+    """A phase folder name's number as written (with its part letter) and the name after it
+    (``08.1-game-theory`` -> ("08.1", "game-theory"); ``phase-23`` -> ("23", ""); ``2A-backend``
+    -> ("2A", "backend"))."""
     match = _PHASE_DIR.match(name)
     if not match:
         return "", name
-    return match.group(1), name[match.end():]
+    return match.group(1) + (match.group(2) or ""), name[match.end():]
+
+
+def dir_phase_part(name: str) -> str:
+    """The part letter of a lettered phase folder, upper case (``2B-plugin`` -> "B"), else ""."""
+    match = _PHASE_DIR.match(name)
+    return (match.group(2) or "").upper() if match else ""

@@ -5,7 +5,12 @@ Rules: a pinned phase (``state.gsdPhase``) wins; else STATE.md's frontmatter ove
 prose; the files are evidence: a PLAN with a SUMMARY is done, a phase whose plans are all done
 is complete (so is one STATE.md says is complete and ROADMAP.md checks off: its SUMMARYs were not
 committed), and when STATE's phase is complete and a LATER phase folder has CONTEXT, RESEARCH
-or PLAN files, the later phase is current. Where the sources disagree a warning names both.
+or PLAN files, the later phase is current. When STATE.md names no phase and says the milestone
+is over, the project is between milestones: no phase is current (the last finished one is kept as
+evidence), the next step is the next milestone; a milestone STATE.md calls "not started" is not
+complete. A phase split in lettered folders (2A-, 2B-) is one phase. A milestone no frontmatter,
+``Milestone:`` line or roadmap block names is taken from ROADMAP.md's ``**Milestone:**`` line or the
+one version the prose calls a milestone. Where the sources disagree a warning names both.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Mapping, Sequence
 from ..quote import quoted
 from ...types import ConfigError
 from ..regex import lazy_regex
-from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, dir_phase_key, dir_phase_parts, phase_key
+from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, dir_phase_key, dir_phase_part, dir_phase_parts, phase_key
 from .common import _lines_of
 from .roadmap import RoadmapPlans, milestone_blocks, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
 from .state import GsdState, parse_state
@@ -27,6 +32,9 @@ _PIN = lazy_regex(r"^\d+(?:\.\d+)*$")
 _ARCHIVED = lazy_regex(r"(?:^|/)milestones/[^/]+-phases/")
 _BETWEEN = lazy_regex(r"\bnone\b|between milestones|no active phase", re.I)
 _EXECUTING = lazy_regex(r"execut|in[ _-]?progress|verif|implement", re.I)
+_NOT_STARTED = lazy_regex(r"\bnot (?:yet )?started\b", re.I)
+_UNVERIFIED = lazy_regex(r"(?:ready for|awaiting|needs?|pending)\s+verif|verification pending|\bunverified\b|not (?:yet )?verified",
+                         re.I)
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,7 @@ class PhaseFolder:
     archived: bool = False  # under milestones/*-phases/
     named: tuple[str, ...] = ()  # plan ids ROADMAP.md or STATE.md name that have no file here
     named_by: tuple[str, ...] = ()  # the lines that name them ("ROADMAP.md:95 '- [ ] 15-02-PLAN.md'")
+    parts: tuple[str, ...] = ()  # a phase split in lettered folders (2A-, 2B-, 2C-): every part's path, path first
 
     @property
     def name(self) -> str:
@@ -54,7 +63,7 @@ class PhaseFolder:
     @property
     def all_plans(self) -> tuple[str, ...]:
         """The plans with a file and the plans named elsewhere, by plan number."""
-        return tuple(sorted({*self.plans, *self.named}, key=_plan_number))
+        return tuple(sorted({*self.plans, *self.named}, key=_plan_order))
 
     @property
     def complete(self) -> bool:
@@ -152,6 +161,12 @@ def _plan_number(plan_id: str) -> int:
     return int(plan_id.rsplit("-", 1)[1])
 
 
+def _plan_order(plan_id: str) -> tuple[str, int]:
+    """Plans in order: by the part letter of a lettered phase ("2A-02" before "2B-01"), then number."""
+    prefix, number = plan_id.rsplit("-", 1)
+    return re.sub(r"[\d.]", "", prefix).upper(), int(number)
+
+
 @dataclass(frozen=True)
 class GsdPosition:
     """Where a GSD project stands, what decided it and where the sources disagree."""
@@ -175,6 +190,9 @@ class GsdPosition:
     next_title: str | None = None  # its roadmap heading ("Phase 15: Link Sharing and Search")
     context: tuple[str, ...] = ()  # the current folder's CONTEXT / RESEARCH file names
     next_context: tuple[str, ...] = ()  # the next phase folder's
+    parts: tuple[str, ...] = ()  # a phase in lettered folders: every part's folder (folder is the first)
+    between: bool = False  # between milestones: STATE.md names no phase, the last milestone is over
+    unverified: bool = False  # between milestones, STATE.md says the last phase still awaits verification
 
     def as_dict(self) -> dict:
         return {
@@ -190,10 +208,13 @@ class GsdPosition:
             "source": self.source,
             "evidence": list(self.evidence),
             "next_phase": self.next_phase,
+            "between_milestones": self.between,
         }
 
     def line(self) -> str:
         """One line for the context: milestone, phase (folder), next plan, what decided it."""
+        if self.between:
+            return "Position: " + self._between_line() + f" [from {self.source}]"
         parts = []
         if self.milestone:
             name = self.milestone_name or ""
@@ -202,7 +223,7 @@ class GsdPosition:
                          + (" (complete)" if self.milestone_complete else ""))
         if self.phase:
             state = "complete" if self.phase_complete else f"{self.plans_done} of {self.plans_total} plans done"
-            parts.append(f"phase {self.phase}" + (f" ({self.folder}/, {state})" if self.folder else ""))
+            parts.append(f"phase {self.phase}" + (f" ({self._folders()}, {state})" if self.folder else ""))
         if self.plan:
             parts.append(f"next plan {self.plan}")
         elif self.next_phase:
@@ -211,6 +232,24 @@ class GsdPosition:
         if not parts:
             return "Position: unknown (no STATE.md position and no phase folder)"
         return "Position: " + "; ".join(parts) + f" [from {self.source}]"
+
+    def _folders(self) -> str:
+        """The folder, and the other lettered parts of the phase ("phases/2A-backend/ + 2B-plugin/")."""
+        return f"{self.folder}/" + "".join(f" + {p.rsplit('/', 1)[-1]}/" for p in self.parts[1:])
+
+    def _between_line(self) -> str:
+        """Between milestones: the milestone (complete, or the next one not started), no current
+        phase, the last finished one, and the next step."""
+        head = "between milestones"
+        if self.milestone:
+            name = self.milestone_name or ""
+            label = name if self.milestone in name.split() else f"{self.milestone} {name}".strip()
+            head += f": milestone {label} " + ("complete" if self.milestone_complete else "not started")
+        last = (f"; no current phase (the last finished: phase {self.phase}, {self._folders()})" if self.phase and self.folder
+                else "; no current phase")
+        step = ("verify the last phase (STATE.md says it awaits verification)" if self.unverified
+                else "start the next milestone (/gsd:new-milestone)")
+        return head + last + "; next: " + step
 
     def note(self) -> str:
         """What decided the position, in one string (the disclosure rules quote it)."""
@@ -240,7 +279,25 @@ def phase_folders(folders: Mapping[str, Sequence[str]]) -> tuple[PhaseFolder, ..
         ordered = tuple(plans[n] for n in sorted(plans))
         out.append(PhaseFolder(path.rstrip("/"), key, ordered, tuple(p for p in ordered if p in done),
                                tuple(sorted(context)), bool(_ARCHIVED.search(path))))
-    return tuple(sorted(out, key=lambda f: (f.key, f.archived, f.path)))
+    return tuple(sorted(_with_parts_joined(out), key=lambda f: (f.key, f.archived, f.path)))
+
+
+def _with_parts_joined(folders: Sequence[PhaseFolder]) -> list[PhaseFolder]:
+    """The lettered parts of one phase (phases/2A-backend, 2B-plugin, 2C-assets) as one folder of
+    phase 2: the first part's path, every part's plans (2A-01 ... 2C-02) and CONTEXT/RESEARCH."""
+    groups: dict[tuple, list[PhaseFolder]] = {}
+    out = []
+    for f in folders:
+        if dir_phase_part(f.name):
+            groups.setdefault((f.path.rsplit("/", 1)[0] if "/" in f.path else "", f.key, f.archived), []).append(f)
+        else:
+            out.append(f)
+    for parts in groups.values():
+        parts.sort(key=lambda f: dir_phase_part(f.name))
+        out.append(PhaseFolder(parts[0].path, parts[0].key, tuple(p for f in parts for p in f.plans),
+                               tuple(p for f in parts for p in f.done), tuple(c for f in parts for c in f.context),
+                               parts[0].archived, parts=tuple(f.path for f in parts)))
+    return out
 
 
 def _with_roadmap_plans(folder: PhaseFolder, listed: RoadmapPlans | None) -> PhaseFolder:
@@ -310,7 +367,8 @@ def read_position(
     where = state_path
 
     def finish(folder: PhaseFolder | None, key: tuple[int, ...] | None, source: str, *, named_plan: int | None = None,
-               said_complete: bool = False, milestone_complete: bool = False, expects: bool = False) -> GsdPosition:
+               said_complete: bool = False, milestone_complete: bool = False, expects: bool = False,
+               between: bool = False) -> GsdPosition:
         plan = None
         if folder is not None:
             pending = folder.pending
@@ -321,6 +379,9 @@ def read_position(
             elif pending:
                 plan = pending[0]
                 evidence.append(f"next plan {plan}: the first plan without a SUMMARY")
+            if len(folder.parts) > 1:
+                evidence.append(f"phase {_show(folder.key)} is in {len(folder.parts)} lettered folders ("
+                                + ", ".join(p.rsplit("/", 1)[-1] + "/" for p in folder.parts) + "): their plans are its plans")
             if folder.named:
                 evidence.append(f"{', '.join(folder.named)} without a PLAN or SUMMARY file in {folder.path}/, "
                                 "named by " + "; ".join(folder.named_by) + " (a checked box: done)")
@@ -334,10 +395,14 @@ def read_position(
             folder=folder.path if folder else None, plan=plan,
             plans_done=len(folder.done) if folder else 0, plans_total=len(folder.all_plans) if folder else 0,
             phase_complete=complete,
-            milestone_complete=milestone_complete, source=source,
+            milestone_complete=milestone_complete and not _not_started(state), source=source,
             evidence=tuple(evidence), warnings=tuple(warnings), expects_folder=expects,
             unfinished=tuple(_show(f.key) for f in active if not f.complete),
             context=folder.context if folder else (),
+            parts=folder.parts if folder else (),
+            between=between,
+            unverified=between and bool(state and _UNVERIFIED.search(" ".join(
+                filter(None, (state.status, state.field("phase")))))),
         )
 
     # 1. A pinned phase.
@@ -469,6 +534,11 @@ def read_position(
                   milestone_complete=milestone_over, expects=expects)
 
 
+def _not_started(state: GsdState | None) -> bool:
+    """STATE.md's ``Milestone:`` line says the milestone is not started ("v1.4 (not started)")."""
+    return bool(state and _NOT_STARTED.search(state.field("milestone") or ""))
+
+
 def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=None, archived=()) -> GsdPosition:
     """No phase number from STATE.md: the first started phase folder not yet complete and not left
     over from a renumbered milestone (after a milestone: only the latest folder, when it is new
@@ -477,7 +547,8 @@ def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=
     if not active and not (milestone_over and archived):
         if milestone_over:
             evidence.append("between milestones: no phase is current")
-        return finish(None, None, NONE if not evidence else FILES, milestone_complete=milestone_over)
+        return finish(None, None, NONE if not evidence else FILES, milestone_complete=milestone_over,
+                      between=milestone_over)
     open_ = []
     for f in active:
         if f.started and not f.complete:
@@ -495,7 +566,10 @@ def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=
     if milestone_over and archived and archived[-1].key > latest.key:
         latest = archived[-1]
     evidence.append(f"latest phase folder {latest.path}/" + (" (milestone complete)" if milestone_over else ""))
-    return finish(latest, latest.key, FILES, said_complete=True, milestone_complete=milestone_over)
+    if milestone_over:
+        evidence.append(f"between milestones: no phase is current; the last finished is {latest.path}/")
+    return finish(latest, latest.key, FILES, said_complete=True, milestone_complete=milestone_over,
+                  between=milestone_over)
 
 
 @dataclass(frozen=True)
@@ -533,6 +607,8 @@ def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
         position = _milestone_disagreement(position, state, roadmap or "")
     if milestone is None and roadmap:
         position = _milestone_inferred(position, roadmap)
+    if milestone is None and position.milestone is None:
+        position = _milestone_from_prose(position, files.state_text or "", roadmap or "", files.state_path)
     if roadmap:
         position = _milestone_shipped(position, roadmap, files.folders, state, files.state_path)
     return _next_phase(position, roadmap, files.folders)
@@ -603,6 +679,43 @@ def _milestone_inferred(position: GsdPosition, roadmap_text: str) -> GsdPosition
     return replace(position, warnings=(*position.warnings, warning))
 
 
+_MILESTONE_FIELD = lazy_regex(r"^\s*[-*]?\s*\*{0,2}Milestone\*{0,2}\s*:\s*\*{0,2}\s*(v\d+(?:\.\d+)*)\b(.*)$", re.I)
+_MILESTONE_PROSE = lazy_regex(r"\bmilestone\s+(v\d+(?:\.\d+)*)\b|\b(v\d+(?:\.\d+)*)\s+milestone\b", re.I)
+_TO_COME = lazy_regex(r"\b(?:next|plan(?:ning)?|upcoming|future|start(?:ing)?|new)\b[^.;:]{0,20}$", re.I)
+
+
+def _milestone_from_prose(position: GsdPosition, state_text: str, roadmap_text: str, state_path: str) -> GsdPosition:
+    """No frontmatter, ``Milestone:`` line of STATE.md or roadmap block names a milestone: a
+    ``**Milestone:** v1.0 Release`` line of ROADMAP.md, else the one version the prose of STATE.md and
+    ROADMAP.md calls a milestone ("Milestone v1.0 gap closure done", "the v1.0 milestone audit";
+    not "next milestone v2.0"). Several such versions: none, with a note (the evidence)."""
+    for line_no, line in enumerate(roadmap_text.split("\n"), 1):
+        field_ = _MILESTONE_FIELD.match(line)
+        if field_:
+            name = re.sub(r"[*_]", "", field_.group(1) + field_.group(2)).strip()
+            return replace(position, milestone=field_.group(1), milestone_name=name,
+                           evidence=(*position.evidence, f"ROADMAP.md:{line_no} '{_cut(line.strip())}' names milestone "
+                                     f"{field_.group(1)} (STATE.md names none)"))
+    said: dict[str, list[str]] = {}
+    state_name = state_path.rsplit("/", 1)[-1]
+    for name, text in ((state_name, state_text), ("ROADMAP.md", roadmap_text)):
+        for line_no, line in enumerate(text.split("\n"), 1):
+            for match in _MILESTONE_PROSE.finditer(line):
+                if not _TO_COME.search(line[: match.start()]):
+                    said.setdefault(match.group(1) or match.group(2), []).append(
+                        f"{name}:{line_no} '{_cut(line.strip(), 100)}'")
+    if len(said) == 1:
+        version, lines = next(iter(said.items()))
+        return replace(position, milestone=version, evidence=(
+            *position.evidence, f"milestone {version} from the prose (no frontmatter, Milestone line or roadmap block "
+            f"names one): {'; '.join(lines[:2])}"))
+    if said:
+        return replace(position, evidence=(*position.evidence, "no milestone: the prose names several ("
+                                           + ", ".join(sorted(said)) + "), no frontmatter, Milestone line or "
+                                           "roadmap block decides"))
+    return position
+
+
 def _labels(roadmap_text: str, milestone: str) -> list[str]:
     """The names of ``milestone``'s block headings in ROADMAP.md ("Milestone 2: Production v1.0")."""
     out = []
@@ -622,7 +735,7 @@ def _next_phase(position: GsdPosition, roadmap_text: str | None, folders: Mappin
     """A complete current phase: the roadmap's next phase of the milestone whose folder is not
     complete (its folder, when there is one; else it is not planned yet)."""
     key = phase_key(position.phase)
-    if not roadmap_text or key is None or not position.phase_complete or position.milestone_complete:
+    if not roadmap_text or key is None or not position.phase_complete or position.milestone_complete or position.between:
         return position
     by_key = _by_key([f for f in phase_folders(folders) if not f.archived])
     content = narrow_roadmap(roadmap_text, position.milestone).content

@@ -202,7 +202,9 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
     plan_text = get("plan")
     if plan_text:
         of = _OF.search(plan_text)
-        if of:
+        if of and re.match(r"\s*total\b", plan_text[of.end():], re.I):
+            pass  # "8 of 12 total plans complete": the project's count, no plan of the phase
+        elif of:
             plan, plan_total = int(float(of.group(1))), int(float(of.group(2)))
         else:
             number = re.match(r"\s*(\d+)", plan_text)

@@ -101,7 +101,8 @@ def roadmap_view(files: Mapping[str, str], planning_dir: str, project_dir: str, 
     roadmap_path = planning_dir.rstrip(_SEP) + _SEP + "ROADMAP.md"
     if roadmap_path not in files:
         return PlanView("gsd", False, warnings=(f"{roadmap_path}: not found; the context shows no roadmap",))
-    done_before = phase_key(position.phase) if position.phase and not position.milestone_complete else None
+    done_before = (phase_key(position.phase) if position.phase and not (position.milestone_complete or position.between)
+                   else None)
     view = narrow_roadmap(files[roadmap_path], position.milestone, done_before, position.unfinished)
     warnings = []
     if position.milestone and not view.matched and len(view.milestones) > 1:

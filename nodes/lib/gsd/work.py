@@ -5,11 +5,15 @@ phase rules' ``{phase}`` names: the work that comes next, never a finished phase
   when it has neither yet;
 * plans pending: ``execute``;
 * every plan done: the roadmap's next phase, ``discuss`` (or ``plan`` when its folder already
-  holds a CONTEXT or RESEARCH); with no next phase, ``verify`` of the finished one.
+  holds a CONTEXT or RESEARCH); with no next phase, ``verify`` of the finished one;
+* between milestones (STATE.md names no phase, the last milestone is over): ``discuss``, the
+  next milestone's goals (GSD's ``/gsd:new-milestone``), no phase folder; ``verify`` of the last
+  finished phase only when STATE.md says it still awaits verification.
 
 An explicit phase type wins, but its ``{phase}`` folder follows the same reading: after a
 finished phase, ``plan``, ``discuss``, ``research`` and ``execute`` point at the next phase
-(which may not be planned yet), ``verify`` and ``repair`` at the finished one.
+(which may not be planned yet), ``verify`` and ``repair`` at the finished one; between
+milestones every explicit type names the last finished phase's folder (asked for, not chosen).
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ def phase_work(position: GsdPosition, requested: str | None, gsd: bool = True) -
         return _given(position, requested)
     if not gsd or position.source == NONE and position.phase is None:
         return PhaseWork(None, None, "auto: not a GSD project with a position; no phase files load", True)
+    if position.between:
+        return _between(position)
     if position.phase is None:
         return PhaseWork(None, None, "auto: no current phase (" + position.note() + "); no phase files load", True)
     here = f"phase {position.phase}"
@@ -69,8 +75,22 @@ def phase_work(position: GsdPosition, requested: str | None, gsd: bool = True) -
                      "of the milestone; verify it", True, position.phase)
 
 
+def _between(position: GsdPosition) -> PhaseWork:
+    """Between milestones: discuss the next milestone (no folder yet), or verify the last
+    finished phase when STATE.md says it awaits verification."""
+    done = (f"milestone {position.milestone} " + ("complete" if position.milestone_complete else "not started")
+            if position.milestone else "the last milestone complete")
+    last = f"the last finished phase is {position.phase} ({position.folder}/)" if position.folder else "no phase folder"
+    if position.unverified and position.folder:
+        return PhaseWork("verify", position.folder, f"auto: between milestones ({done}); {last}, and STATE.md says "
+                         "it awaits verification: verify it", True, position.phase)
+    return PhaseWork("discuss", None, f"auto: between milestones ({done}); {last}; no phase is current: start the "
+                     "next milestone with /gsd:new-milestone (discuss its goals, then its roadmap)", True, None)
+
+
 def _given(position: GsdPosition, requested: str) -> PhaseWork:
-    """An explicit phase type: the current folder, or the next phase's after a finished phase."""
+    """An explicit phase type: the current folder, or the next phase's after a finished phase
+    (between milestones: the last finished phase's, the only folder there is)."""
     if requested in _FORWARD and position.phase_complete and position.next_phase:
         nxt = position.next_title or f"phase {position.next_phase}"
         state = (f"its folder {position.next_folder}/" if position.next_folder
