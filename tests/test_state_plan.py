@@ -167,9 +167,11 @@ def test_phoenix_folds_eight_shipped_milestones():
     assert len(view.data["folded_milestones"]) == 8
     assert "\n### Phase 36: Integration Validation" not in view.content  # headings demoted under the section
     assert "#### Phase 36: Integration Validation" in view.content
-    assert position.warnings == (".planning/STATE.md:20: says phase 36 is complete, but 36-01-PLAN.md, 36-02-PLAN.md, "
-                                 "36-03-PLAN.md in phases/36-integration-validation/ have no SUMMARY",)
-    assert [t["status"] for t in plan.data["tasks"]] == ["next", "pending", "pending"]
+    # STATE.md:18-20 and ROADMAP.md's ticked '- [x] Phase 36 ... (3/3 plans) completed' agree: complete,
+    # though the three SUMMARYs were never committed; the plan section says so, not "pending"
+    assert position.warnings == () and position.phase_complete
+    assert [t["status"] for t in plan.data["tasks"]] == ["done", "done", "done"]
+    assert "Plans: 3 done / 0 next / 0 pending" in plan.content
 
 
 @needs_shared

@@ -161,12 +161,15 @@ def phase_plans(
     files: Mapping[str, str],
     next_plan: str | None,
     pending_detail: str = "outline",
+    phase_complete: bool = False,
 ) -> tuple[GsdPlan, ...]:
     """The plans of one phase folder (``files``: file name -> text) with their status.
 
     A PLAN with a SUMMARY is done (its SUMMARY's one-liner is shown); ``next_plan`` (the
     position's plan id) is shown in full; every other PLAN without a SUMMARY is pending, shown
-    as ``pending_detail``: ``outline`` (objective and task names) or ``full``.
+    as ``pending_detail``: ``outline`` (objective and task names) or ``full`` — unless the
+    position found the phase complete (``phase_complete``: STATE.md and the roadmap say so,
+    their SUMMARYs were not committed), then it is done, under its title.
     """
     plans: dict[int, dict[str, Any]] = {}
     for name, text in files.items():
@@ -188,6 +191,10 @@ def phase_plans(
                                summary[0], line, ""))
             continue
         title = plan_title(plan[1])
+        if phase_complete:
+            out.append(GsdPlan(entry["id"], number, DONE, f"{title} (no SUMMARY committed)", plan[0], plan_lines,
+                               None, None, ""))
+            continue
         if entry["id"] == next_plan:
             out.append(GsdPlan(entry["id"], number, NEXT, title, plan[0], plan_lines, None, None, plan_body(plan[1])))
             continue

@@ -64,7 +64,7 @@ def gsd_view(
             GsdPlan(p.plan_id, p.number, p.status, p.title,
                     phase_dir + p.plan_path if p.plan_path else None, p.plan_lines,
                     phase_dir + p.summary_path if p.summary_path else None, p.summary_line, p.detail)
-            for p in phase_plans(names, position.plan, pending_detail)
+            for p in phase_plans(names, position.plan, pending_detail, position.phase_complete)
         )
         parts.append("")
         parts.append(f"## Phase {position.phase} plans ({_rel(phase_dir, project_dir)})")
