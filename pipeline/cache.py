@@ -52,6 +52,7 @@ from . import __version__
 from .nodes.lib.digest import digest16, text_digest
 from .nodes.lib.monitor import RoundUse
 from .nodes.lib import usercache
+from .nodes.lib.memo import MemoTable
 from .nodes.lib.round_memo import ROUND_MEMO
 from .nodes.types import Message, Round
 
@@ -307,6 +308,8 @@ class SQLiteResultStore(ResultStore):
         self._memo: dict = {}
         self._chunked: dict[int, tuple] = {}  # long tuple (by identity) -> its chunk keys, this run
         self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
+        #: the memo's table (nodes/lib/memo.py), written with the results
+        self.memo_table = MemoTable(lambda: metadata.connection, key, str(metadata._directory / DATABASE))
         with _suppress(sqlite3.Error):
             metadata.connection.execute(
                 "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
@@ -453,14 +456,15 @@ class SQLiteResultStore(ResultStore):
             self.metadata.connection.execute("DELETE FROM results")
             self.metadata.connection.commit()
 
-    def flush(self) -> None:
-        """Write the results kept since the last flush, with their metadata, in one transaction
+    def flush(self, memo_entries: dict | None = None, memo_max_bytes: int = DEFAULT_MAX_BYTES // 4) -> None:
+        """Write the results kept since the last flush, with their metadata and the memo's new
+        entries (``memo_entries``, the table kept within ``memo_max_bytes``), in one transaction
         (a failure, such as a full disk or a lock held past the timeout, forgets them)."""
         pending, touched = self._pending, self._touched
         self._pending, self._touched, self.warned = {}, set(), False
         self._shared_here = set()  # within one build only: another process may prune the folder
         rows = self.metadata.take_pending()
-        if not (pending or touched or rows):
+        if not (pending or touched or rows or memo_entries):
             return
         if self.metadata.busy:  # another process held the write lock past the timeout at the start
             _WARN.warning("warning: cache: %s is being written by another process; this build waited %.0f s, "
@@ -473,6 +477,8 @@ class SQLiteResultStore(ResultStore):
                             [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
             cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
             self.metadata.write_rows(cur, rows)
+            if memo_entries:
+                self.memo_table.write(cur, memo_entries, memo_max_bytes)
             self.metadata.connection.commit()
             self.written += sum(map(len, pending.values()))
         except sqlite3.Error as exc:  # a full disk, a file size limit: the next build tries again
@@ -733,6 +739,10 @@ _DEFAULT, _RECOMPUTE = CachingBehavior.DEFAULT, CachingBehavior.RECOMPUTE
 
 
 _NO_STORE = object()
+#: Driver inputs no cache key depends on: the memo (nodes/lib/memo.py) keeps values by the
+#: digest of their content, so what it holds never changes what a node returns.
+IGNORED_INPUTS = ("memo",)
+_IGNORE = CachingBehavior.IGNORE
 
 
 class CacheAdapter(HamiltonCacheAdapter):
@@ -768,6 +778,9 @@ class CacheAdapter(HamiltonCacheAdapter):
         versions = self.data_versions[run_id]
         parts = [name.encode(), self.code_versions[run_id][name].encode()]
         for dep in sorted(kwargs):
+            if behaviors.get(dep) is _IGNORE:
+                parts.append(f"{dep}=<ignore>".encode())
+                continue
             if behaviors.get(dep, _DEFAULT) not in (_DEFAULT, _RECOMPUTE):
                 return super().pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id,
                                                 **future_kwargs)
@@ -873,7 +886,8 @@ class CacheAdapter(HamiltonCacheAdapter):
         known = self.__dict__.get("_versioned_memo")
         if known is None or known[0] is not graph:
             cached = [n for n in graph.nodes.values() if behaviors.get(n.name) == CachingBehavior.DEFAULT]
-            names = {n.name for n in cached} | {d.name for n in cached for d in n.dependencies}
+            names = {n.name for n in cached} | {d.name for n in cached for d in n.dependencies
+                                                 if behaviors.get(d.name) is not _IGNORE}
             self._versioned_memo = known = (graph, frozenset(names))
         return known[1]
 
@@ -914,6 +928,7 @@ class Stores:
         self.key = usercache.cache_key()
         self.metadata = open_metadata(root)
         self.results = SQLiteResultStore(self.metadata, self.key)
+        self.memo_table = self.results.memo_table
         self.written_files: dict[str, str] = {}  # project.txt and last_run.json as last written
         self.runs_since_prune: int | None = None
 
@@ -985,7 +1000,7 @@ def new_adapter(cache_dir: str | os.PathLike | None = None, uncached: Iterable[s
     if cache_dir is not None:
         stores_for(cache_dir)  # fails now when the folder is unusable
     adapter = CacheAdapter(path=os.fspath(cache_dir or "."), metadata_store=_NO_STORE, result_store=_NO_STORE,
-                           recompute=sorted(uncached), default_behavior="default")
+                           recompute=sorted(uncached), ignore=list(IGNORED_INPUTS), default_behavior="default")
     adapter.home = cache_dir
     return adapter
 

@@ -9,10 +9,11 @@ other nodes counted before it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..digest import text_digest
+from ..memo import NO_MEMO, Memo
 from ..round_memo import ROUND_MEMO
 from ..tokens import estimate_tokens as _estimate
 
@@ -115,6 +116,7 @@ class CachedCounter:
     splits too (other encodings are counted whole, still cached)."""
 
     base: Any  # a TokenCounter: count, encode, decode, estimate, encoding_name
+    memo: Memo = field(default=NO_MEMO, compare=False, repr=False)  # where counts are kept (never part of its value)
 
     @property
     def encoding_name(self) -> str:
