@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hamilton.function_modifiers import tag
+from hamilton.function_modifiers import cache, tag
 
 from .lib.memo import NO_MEMO, Memo
 from .lib.quote import quoted
@@ -29,6 +29,7 @@ def token_counter(model_preset: dict) -> TokenCounter:
     return token_counter_for(model_preset["encoding"])
 
 
+@cache(behavior="recompute")  # holds the memo, which a stored value would not keep
 @tag(stage="budget")
 def exact_counter(token_counter: TokenCounter, memo: Memo = NO_MEMO) -> CachedCounter:
     """The exact counter the later stages use: the token counter keeping its counts in the

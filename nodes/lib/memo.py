@@ -90,10 +90,12 @@ class Memo:
             found = self._values.get((kind, digest))
         return None if found is None else found[0]
 
-    def put(self, kind: str, digest: bytes, value: Any) -> None:
-        """Keep ``value`` under (kind, digest) in this process only (a parser's record of its
-        last parse of a source, to go on from when the source only grew)."""
-        self._keep((kind, digest), value, persist=False, count=False)
+    def put(self, kind: str, digest: bytes, value: Any, size: int) -> None:
+        """Keep ``value`` (about ``size`` bytes) under (kind, digest) in this process only, in
+        place of what was there (a parser's record of its last parse of a source, to go on from
+        when the source only grew)."""
+        with self._lock:
+            self._store((kind, digest), value, size)
 
     def __len__(self) -> int:
         return len(self._values)
@@ -139,11 +141,10 @@ class Memo:
             self._read_upto[table.name] = last
         return taken > 0
 
-    def _keep(self, key: tuple[str, bytes], value: Any, persist: bool, count: bool = True) -> None:
+    def _keep(self, key: tuple[str, bytes], value: Any, persist: bool) -> None:
         size, payload = _size_and_pickle(value, persist)
         with self._lock:
-            if count:
-                self.made[key[0]] += 1
+            self.made[key[0]] += 1
             self._store(key, value, size)
             if payload is not None and self._table is not None:
                 self._new[key] = payload
@@ -159,7 +160,7 @@ class _NoMemo(Memo):
     def get(self, kind: str, digest: bytes, make: Callable[[], Any], *, persist: bool = True) -> Any:
         return make()
 
-    def put(self, kind: str, digest: bytes, value: Any) -> None:
+    def put(self, kind: str, digest: bytes, value: Any, size: int) -> None:
         return None
 
     def open(self, table: "MemoTable") -> None:
