@@ -29,7 +29,6 @@ of the rendered context and the quality checks are in nodes/quality.py.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 
 from typing import Any
@@ -226,9 +225,9 @@ def head_strategy(memo: Memo = NO_MEMO) -> _t.Strategy:
     return _t.BuiltinStrategy("head", None, render_round=_session.render_round, round_summary=_summaries_in(memo))
 
 
-def _summaries_in(memo: Memo):
+def _summaries_in(memo: Memo) -> _t.SummaryInMemo:
     """:func:`session.round_summary` keeping its lines in ``memo``."""
-    return functools.partial(_session.round_summary, memo=memo)
+    return _t.SummaryInMemo(_session.round_summary, memo)
 
 
 @cache(behavior="recompute")

@@ -274,7 +274,7 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
             out = _execute_materialized(dr, wanted, inputs, overrides)
         finally:
             limit = int(out["context_config"]["cache"]["maxBytes"]) if out else _cache.DEFAULT_MAX_BYTES
-            dr.cache.result_store.flush(MEMO.close(), limit // 4)  # the memo's new entries in the build's transaction
+            dr.cache.result_store.flush(MEMO.close(), limit // 8)  # the memo's new entries in the build's transaction
             dr.cache.forget_runs(keep=1)
         _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], limit,
                                               total_cap(out["resolved_config"], inputs["project_dir"]))

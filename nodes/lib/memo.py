@@ -202,6 +202,10 @@ SCHEMA = ("CREATE TABLE IF NOT EXISTS memo (id INTEGER PRIMARY KEY, kind TEXT NO
           "mac BLOB NOT NULL, payload BLOB NOT NULL, UNIQUE (kind, digest))")
 
 
+#: What a row costs in the database beyond its pickle (its id, kind, digest, MAC, index entry).
+ROW_BYTES = 120
+
+
 class MemoTable:
     """The ``memo`` table of one cache database: rows (kind, digest, MAC, pickle), the MAC
     under the user's ``key`` over the kind, the digest and the pickle. ``name`` tells the
@@ -247,16 +251,17 @@ class MemoTable:
 
     def write(self, cursor: sqlite3.Cursor, entries: dict[tuple[str, bytes], bytes], max_bytes: int) -> None:
         """Insert ``entries`` (inside the caller's transaction), then, when the table holds more
-        than ``max_bytes`` of pickles, delete the oldest rows down to half of it."""
+        than ``max_bytes`` (its pickles and :data:`ROW_BYTES` a row), delete the oldest rows
+        down to half of it."""
         if not entries:
             return
         cursor.executemany("INSERT OR IGNORE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
                            [(kind, digest, self.sign(kind, digest, payload), payload)
                             for (kind, digest), payload in entries.items()])
-        total = cursor.execute("SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM memo").fetchone()[0]
+        total = cursor.execute(f"SELECT COALESCE(SUM(LENGTH(payload) + {ROW_BYTES}), 0) FROM memo").fetchone()[0]
         if total > max_bytes:
             cut, held = 0, total
-            for row_id, size in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall():
+            for row_id, size in cursor.execute(f"SELECT id, LENGTH(payload) + {ROW_BYTES} FROM memo ORDER BY id"):
                 if held <= max_bytes // 2:
                     break
                 cut, held = row_id, held - size

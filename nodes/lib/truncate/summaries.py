@@ -41,9 +41,21 @@ class IdNotedSummary:
 NOTED = "noted-summary:"
 
 
+@dataclass(frozen=True)
+class SummaryInMemo:
+    """``base(round_, memo)`` (a round summary taking a memo, such as ``session.round_summary``)
+    as a one-argument summary: a frozen value, the memo no part of it."""
+
+    base: Callable[..., str]
+    memo: Memo = field(default=NO_MEMO, compare=False, repr=False)
+
+    def __call__(self, round_: Round) -> str:
+        return self.base(round_, self.memo)
+
+
 def _name_of(function: Callable) -> str:
-    """``module.qualname`` of a function (of the function a ``functools.partial`` calls)."""
-    function = getattr(function, "func", function)
+    """``module.qualname`` of a summary function (of the one a :class:`SummaryInMemo` calls)."""
+    function = getattr(function, "base", function)
     return f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', type(function).__name__)}"
 
 
