@@ -15,8 +15,11 @@ Columns: ``ctx/target``, the context's exact tokens over truncation's own target
 target, or the available tokens), "-" when truncation did not run; ``prompt``: the newest
 user prompt's first line is in the context; ``prev``: the prompt of the round before it;
 ``lines``: the older rounds' summary lines kept ("- Round N" lines, of the rounds before
-those two); ``tasks``: the task names of the next plan (GSD: ``<name>`` lines of the plan the
-position names) kept, of those in the reference; ``defs``: the code definition lines (def,
+those two; an older round trimmed inside with its summary's gist, ``[summary: ...]``, into
+room a whole-round step left is not counted); ``tasks``: the task names of the next plan kept, of those in the reference, as
+the plan section shows them: the entry marked ``- [>]`` (the plan the position names, shown in
+full) holds its GSD ``<name>`` elements or its ``Task N: ...`` headings (demoted a few levels);
+``defs``: the code definition lines (def,
 class, function, export, interface, ...) of fenced code in the reference's plan and
 reference sections kept. A within-10% row is marked ``ok``.
 """
@@ -79,15 +82,33 @@ def reference_facts(result) -> dict:
     if len(prompts) > 1:
         facts["prev"] = prompts[-2]
     facts["older"] = max(0, len(rounds) - 2)
-    plan = (result.position or {}).get("plan") if hasattr(result, "position") else None
     for section in result.sections:
-        if section.kind == "plan" and (not plan or plan in section.key or plan in section.title):
-            facts["tasks"] += re.findall(r"<name>\s*(.*?)\s*</name>", section.content)
+        if section.kind == "plan":
+            facts["tasks"] += next_plan_task_names(section.content)
         if section.kind in ("plan", "reference", "rules"):
             facts["defs"] += [line.strip() for line in _fenced_lines(section.content) if DEFINITION.match(line)]
     facts["tasks"] = list(dict.fromkeys(t for t in facts["tasks"] if t))
     facts["defs"] = list(dict.fromkeys(facts["defs"]))
     return facts
+
+
+_ENTRY = re.compile(r"^- \[[ x>~]\] ")
+_TASK_HEADING = re.compile(r"^\s*#{2,6}[ \t]+(Task[ \t]+\d+\b.*?)[ \t#]*$")
+
+
+def next_plan_task_names(plan_section: str) -> list[str]:
+    """The task names of the next plan as the plan section shows them: in the ``- [>]`` entry
+    (the next plan, in full), each GSD ``<name>`` element and each ``Task N: ...`` heading."""
+    lines = plan_section.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith("- [>] ")), None)
+    if start is None:
+        return []
+    end = next((j for j in range(start + 1, len(lines)) if _ENTRY.match(lines[j]) or re.match(r"^#{1,2} ", lines[j])),
+               len(lines))
+    block = "\n".join(lines[start + 1:end])
+    names = [" ".join(n.split()) for n in re.findall(r"<name>\s*(.*?)\s*</name>", block, re.S)]
+    names += [m.group(1) for m in map(_TASK_HEADING.match, lines[start + 1:end]) if m]
+    return names
 
 
 def _first_line(text: str) -> str:

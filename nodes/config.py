@@ -80,6 +80,7 @@ RANGES: dict[str, Range] = {
     "references.urlTimeout": Range(0, 3600.0, above=True),
     "references.urlMaxBytes": Range(1, _GIB, whole=True),
     "references.maxFileBytes": Range(1, _GIB, whole=True),
+    "references.projectRulesMaxBytes": Range(1, _GIB, whole=True),
     "state.maxHistoryRounds": Range(0, _COUNT, whole=True),
     "state.summaryBlock": Range(1, _COUNT, whole=True),
     "state.gitDiffMaxLines": Range(1, 10 * _COUNT, whole=True),
@@ -517,9 +518,10 @@ def _is_number(value: Any) -> bool:
 
 
 _STRATEGIES = ("tail", "head", "middle")
-_STRING_LISTS = {"trust.allowedPaths", "trust.allowedHosts", "truncation.requiredSections"}
+_STRING_LISTS = {"trust.allowedPaths", "trust.allowedHosts", "truncation.requiredSections", "references.projectRules"}
 _CHOICES = {
     "template": ("dev", "research", "review"),
+    "references.gsdRules": ("auto", "always", "never"),
     "escape": ("none", "html"),
     "state.layout": ("auto", "article", "gsd"),
     "state.sessionFormat": ("auto", "jsonl", "aider", "claude"),

@@ -482,7 +482,7 @@ def _excerpts(section: Optional[Section]) -> set[str]:
 def _how(doc: Document, by_key: Mapping[str, Document]) -> str:
     if doc.group == "inline" and doc.parent in by_key:
         return f"an @ line in {by_key[doc.parent].source.location}"
-    return f"references.{doc.group}"
+    return doc.why or f"references.{doc.group}"
 
 
 def _core_rows(
@@ -496,7 +496,7 @@ def _core_rows(
             "document": _relative(doc.source.location, project_dir),
             "layer": 1,
             "loaded": True,
-            "rule": ("core rules: " if core else "configured reference: ") + _how(doc, by_key),
+            "rule": ("" if doc.why else "core rules: " if core else "configured reference: ") + _how(doc, by_key),
             "section": f"ref:{doc.source.location}",
             "kind": "rules" if core else "reference",
         })

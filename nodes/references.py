@@ -18,19 +18,38 @@ from hamilton.function_modifiers import cache, tag
 from .lib.quote import quoted
 from .lib import references as _refs
 from .lib.markdown import nest_under_title
-from .lib.references import ReferenceProblem, ReferenceSet, Target
+from .lib.references import ReferenceProblem, ReferenceSet, RuleFile, RulesChoice, Target
 from .lib.settings import ReferenceSettings, trust_at
-from .lib.textio import Trust, fetch_url, list_files, read_local_text, trusted_path
+from .lib.textio import Trust, exit_point, fetch_url, list_files, read_local_text, trusted_path
 from .types import Document, Section
 
 _PLANNING_LIST_LIMIT = 5000  # files under .planning/ considered for "did you mean"
 
 
+@cache(behavior="recompute")
+@tag(stage="references", loader="file")
+def project_rules(project_dir: str, project_layout: str, reference_settings: ReferenceSettings) -> RulesChoice:
+    """Which rules load beyond ``references.core`` as written, and why: the project's own agent
+    instructions found at its root (``references.projectRules``: CLAUDE.md, .claude/CLAUDE.md,
+    CLAUDE.local.md as Claude Code reads them, AGENTS.override.md or else AGENTS.md as Codex
+    does; empty files skipped, one file under two names read once), and whether
+    ``builtin:gsd-rules`` loads (``references.gsdRules``; auto: only for a project that keeps
+    a GSD or article plan in .planning/). Only names are looked at here; the trust rules
+    (inside the project, a regular file, ``references.projectRulesMaxBytes``) apply when
+    ``reference_documents`` reads them."""
+    root = os.path.realpath(project_dir)
+    files = tuple(_rule_files(root, _refs.rule_names(reference_settings.project_rules)))
+    load, why = _gsd_rules_choice(reference_settings.gsd_rules, project_layout, root)
+    return RulesChoice(files, load, why)
+
+
 @tag(stage="references")
-def reference_specs(reference_settings: ReferenceSettings) -> list:
+def reference_specs(reference_settings: ReferenceSettings, project_rules: Optional[RulesChoice] = None) -> list:
     """The configured references (``references.core``, ``.project``, ``.session``) as
-    ReferenceSpec values with their group and config order."""
-    return _refs.reference_specs_from(reference_settings.groups)
+    ReferenceSpec values with their group and config order, the project's rules files first
+    and the GSD rules left out where ``project_rules`` says so."""
+    specs = _refs.reference_specs_from(reference_settings.groups)
+    return _refs.with_rules(specs, project_rules) if project_rules is not None else specs
 
 
 @cache(behavior="recompute")
@@ -54,7 +73,8 @@ def reference_documents(
     trust = trust_at(trust_settings, project_dir)
     locate = _locator(trust)
     notes: list[str] = []
-    read = _reader(trust, settings.url_timeout, settings.url_max_bytes, settings.max_file_bytes, fetch_deadline, notes)
+    read = _reader(trust, settings.url_timeout, settings.url_max_bytes, settings.max_file_bytes, fetch_deadline, notes,
+                   {spec.target: settings.project_rules_max_bytes for spec in reference_specs if spec.optional})
     priorities = dict(settings.group_priorities)
     found = _refs.walk_references(reference_specs, locate, read, settings.max_depth, priorities)
     return replace(found, warnings=found.warnings + tuple(dict.fromkeys(notes)))
@@ -84,6 +104,58 @@ def reference_warnings(reference_documents: ReferenceSet) -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- helpers
 
 
+def _rule_files(root: str, entries: list) -> list[RuleFile]:
+    """What became of each ``references.projectRules`` name under ``root``: the first present,
+    not empty alternative of an entry is found; a file found under an earlier name is read once."""
+    out: list[RuleFile] = []
+    seen: dict[str, str] = {}  # real path -> the name it was found under
+    for index, names in entries:
+        chosen = False
+        for name in names:
+            path = os.path.join(root, *name.replace("\\", "/").split("/"))
+            status, why = _rule_file_status(path, name, chosen, seen)
+            out.append(RuleFile(name, index, status, path if status == "found" else None, why))
+            if status == "found":
+                chosen = True
+                seen.setdefault(os.path.realpath(path), name)
+    return out
+
+
+def _rule_file_status(path: str, name: str, chosen: bool, seen: dict[str, str]) -> tuple[str, str]:
+    """(status, why) of one project rules candidate (see :class:`RuleFile`)."""
+    if chosen:
+        return "shadowed", "an earlier name of the same entry was read (Codex reads one file of these)"
+    if not os.path.lexists(path):
+        return "missing", f"no {name} at the project root"
+    if os.path.isdir(path):
+        return "directory", f"{name} is a folder"
+    real = os.path.realpath(path)
+    if real in seen:
+        return "same", f"the same file as {seen[real]}; read once"
+    try:
+        if os.path.isfile(real) and os.path.getsize(real) == 0:
+            return "empty", f"{name} is empty"
+    except OSError:
+        pass  # the reader says why
+    tool = "Codex" if name.upper().startswith("AGENTS") else "Claude Code"
+    return "found", f"project rules: {name} at the project root ({_refs.PROJECT_RULES_KEY}; {tool} reads it)"
+
+
+def _gsd_rules_choice(setting: str, layout: str, root: str) -> tuple[bool, str]:
+    """Whether ``builtin:gsd-rules`` loads (when references.core names it), and why."""
+    if setting == "always":
+        return True, "references.gsdRules is always"
+    if setting == "never":
+        return False, "references.gsdRules is never"
+    planning = os.path.join(root, ".planning")
+    if layout == "gsd":
+        return True, "references.gsdRules auto: a GSD layout (.planning/STATE.md or ROADMAP.md, or state.layout gsd)"
+    if os.path.lexists(os.path.join(planning, "plans", "current", "plan.md")):
+        return True, "references.gsdRules auto: the article layout (.planning/plans/current/plan.md)"
+    return False, ("references.gsdRules auto: not a GSD project (no .planning/STATE.md, ROADMAP.md or "
+                   "plans/current/plan.md)")
+
+
 def _section(doc: Document, group: str, by_key: dict[str, Document]) -> Section:
     rules = group == "core"
     parent = by_key.get(doc.parent) if doc.parent else None
@@ -100,6 +172,7 @@ def _section(doc: Document, group: str, by_key: dict[str, Document]) -> Section:
             "metadata": dict(doc.metadata),
             "group": group,
             "parent": parent.source.location if parent else None,
+            **({"why": doc.why} if doc.why else {}),
         },
     )
 
@@ -155,8 +228,11 @@ def _file_target(token: str, trust: Trust, home: str, suggestions_pool) -> Targe
     root = trust.root
     candidates = _refs.file_candidates(token, root, home)
     for path in candidates:
-        if not trusted_path(path, trust) or (os.path.lexists(path) and not os.path.isdir(path)):
-            real = os.path.realpath(path)  # FIFOs, loops, links out: the reader says why
+        if not trusted_path(path, trust):  # named where it leaves the project: nothing beyond is looked at
+            where = exit_point(path, trust)
+            return Target("file", where, _refs.display_path(where, root))
+        if os.path.lexists(path) and not os.path.isdir(path):
+            real = os.path.realpath(path)  # FIFOs, loops: the reader says why
             return Target("file", real, _refs.display_path(real, root))
     directories = [path for path in candidates if os.path.isdir(path)]
     if directories:
@@ -184,9 +260,11 @@ def _builtin_names() -> frozenset[str]:
 
 
 def _reader(trust: Trust, timeout: float, max_url_bytes: int, max_file_bytes: int, deadline: float | None,
-            notes: list[str]):
+            notes: list[str], caps: dict[str, int] | None = None):
     """read(target) -> text for files, URLs and built-ins under the trust rules, or a
-    TextUnavailable (Refused when the rules refuse it); what cleaning removed goes to ``notes``."""
+    TextUnavailable (Refused when the rules refuse it); what cleaning removed goes to ``notes``.
+    ``caps``: a path -> its own size cap (the project's rules files: references.projectRulesMaxBytes)."""
+    caps = {os.path.realpath(path): cap for path, cap in (caps or {}).items()}
     if deadline is None:
         deadline = time.monotonic() + trust.build_deadline
 
@@ -197,7 +275,10 @@ def _reader(trust: Trust, timeout: float, max_url_bytes: int, max_file_bytes: in
         if target.kind == "url":
             loaded = fetch_url(target.key, trust, timeout, max_url_bytes, deadline)
         else:
-            loaded = read_local_text(target.key, trust, max_file_bytes, "references.maxFileBytes", target.display)
+            capped = target.key in caps
+            loaded = read_local_text(target.key, trust, caps[target.key] if capped else max_file_bytes,
+                                     "references.projectRulesMaxBytes" if capped else "references.maxFileBytes",
+                                     target.display)
         notes.extend(loaded.notes(target.display))
         return loaded.text
 

@@ -34,6 +34,7 @@ class BuildResult:
     position: Mapping[str, Any] = field(default_factory=dict)  # the GSD position ({} outside GSD)
     stable_prefix_tokens: int = 0  # tokens of the stable part: context[:stable_chars]
     stable_chars: int = 0
+    notes: tuple[str, ...] = ()  # information, not warnings: no git repository, a detached HEAD
 
     def messages(self) -> list[dict]:
         """The context as chat messages in the Anthropic Messages API shape: a system message
@@ -62,6 +63,7 @@ class BuildResult:
             "monitor": dict(self.monitor),
             "position": dict(self.position),
             "stable_prefix_tokens": self.stable_prefix_tokens,
+            "notes": list(self.notes),
         }
 
     def _section_json(self, section: Section) -> dict:
@@ -118,6 +120,7 @@ def build_result(
     disclosure_work: Any = None,
     stable_prefix: str = "",
     stable_prefix_tokens: int = 0,
+    state_notes: tuple = (),
 ) -> BuildResult:
     """The whole result of one build, as the CLI prints it and the API returns it."""
     return BuildResult(
@@ -135,6 +138,7 @@ def build_result(
         position=_position_json(gsd_position, disclosure_work),
         stable_prefix_tokens=stable_prefix_tokens,
         stable_chars=len(stable_prefix),
+        notes=tuple(dict.fromkeys(state_notes)),
     )
 
 

@@ -9,6 +9,7 @@ every key is indexed directly).
 from __future__ import annotations
 
 import os
+from typing import Optional
 from dataclasses import replace
 
 from hamilton.function_modifiers import tag
@@ -17,6 +18,7 @@ from .lib import settings as _s
 from .lib.references import GROUPS, group_priorities
 from .lib.reserve import is_auto
 from .lib.textio import Trust, allowed_paths, trust_from
+from .config import OVERRIDE_ORIGIN
 
 STAGE = "config"
 
@@ -28,10 +30,13 @@ def trust_settings(context_config: dict) -> Trust:
 
 
 @tag(stage=STAGE)
-def budget_settings(context_config: dict) -> _s.BudgetSettings:
-    """``model`` and the budget keys the budget stage reads."""
+def budget_settings(context_config: dict, config_provenance: Optional[dict] = None) -> _s.BudgetSettings:
+    """``model`` and the budget keys the budget stage reads, and whether the caller set
+    ``budget.maxTokens`` (an override: --max-tokens, --set, the API)."""
     reserve = context_config["budget"]["reserveTokens"]
-    return _s.from_config(_s.BudgetSettings, context_config, reserve_tokens=None if is_auto(reserve) else int(reserve))
+    given = (config_provenance or {}).get("budget.maxTokens") == OVERRIDE_ORIGIN
+    return _s.from_config(_s.BudgetSettings, context_config, reserve_tokens=None if is_auto(reserve) else int(reserve),
+                          max_tokens_given=given)
 
 
 @tag(stage=STAGE)

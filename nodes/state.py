@@ -98,15 +98,15 @@ def _choice(value: str, key: str, allowed: tuple[str, ...]) -> str:
 @cache(behavior="recompute")
 def project_layout(project_dir: str, state_settings: StateSettings) -> str:
     """The planning layout: ``article`` or ``gsd``. With ``state.layout: auto``, article when
-    .planning/plans/current/plan.md exists, gsd when .planning/STATE.md or ROADMAP.md exists,
-    else article."""
+    .planning/plans/current/plan.md exists, gsd when .planning/STATE.md, ROADMAP.md or
+    workstreams/ (GSD workstreams) exists, else article."""
     layout = _choice(state_settings.layout, "layout", ("auto", "article", "gsd"))
     if layout != "auto":
         return layout
     planning = os.path.join(project_dir, ".planning")
     if os.path.lexists(os.path.join(project_dir, _ARTICLE_PLAN)):  # a FIFO or folder there: a warning later
         return "article"
-    if os.path.lexists(os.path.join(planning, "STATE.md")) or os.path.lexists(os.path.join(planning, "ROADMAP.md")):
+    if any(os.path.lexists(os.path.join(planning, name)) for name in ("STATE.md", "ROADMAP.md", "workstreams")):
         return "gsd"
     return "article"
 
@@ -116,20 +116,39 @@ def project_layout(project_dir: str, state_settings: StateSettings) -> str:
 def gsd_planning(project_dir: str, trust_settings: Trust) -> _gsd.GsdFiles:
     """What the GSD position is read from: STATE.md and ROADMAP.md (text, when present and
     readable under the trust rules) and the names of the files in each phase folder
-    (phases/NN-name, milestones/*-phases/NN-name)."""
+    (phases/NN-name, milestones/*-phases/NN-name); with GSD workstreams
+    (.planning/workstreams/<name>/), the files of the workstream ``_gsd.workstream_files`` picks."""
     planning = os.path.join(project_dir, ".planning")
     read = _Reader(project_dir, trust_settings)  # refusals reach the warnings through plan_reads
+    top = _planning_files(planning, planning, read)
+    streams = os.path.join(planning, "workstreams")
+    workstreams = {}
+    if os.path.isdir(streams) and trusted_path(streams, read.trust):
+        for name in sorted(os.listdir(streams)):
+            base = os.path.join(streams, name)
+            if os.path.isdir(base) and trusted_path(base, read.trust):
+                workstreams[name] = _planning_files(planning, base, read)
+    pointer = os.path.join(planning, "active-workstream")
+    active = read(pointer) if workstreams and os.path.lexists(pointer) else None
+    files = replace(top, workstreams=workstreams, active_workstream=active)
+    return replace(_gsd.workstream_files(files), warnings=tuple(read.warnings))
+
+
+def _planning_files(planning: str, base: str, read) -> _gsd.GsdFiles:
+    """STATE.md, ROADMAP.md and the phase folders under ``base`` (.planning/ or a workstream's
+    folder), folders relative to ``planning``."""
     texts = {}
     for name in ("STATE.md", "ROADMAP.md"):
-        path = os.path.join(planning, name)
+        path = os.path.join(base, name)
         texts[name] = read(path) if os.path.lexists(path) else None
     folders = {}
-    for folder in _phase_dirs(planning):
+    for folder in _phase_dirs(base):
         if not trusted_path(folder, read.trust):
             continue
         rel = os.path.relpath(folder, planning).replace(os.sep, "/")
         folders[rel] = tuple(sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n))))
-    return _gsd.GsdFiles(texts["STATE.md"], texts["ROADMAP.md"], folders, tuple(read.warnings))
+    state_path = os.path.relpath(os.path.join(base, "STATE.md"), os.path.dirname(planning)).replace(os.sep, "/")
+    return _gsd.GsdFiles(texts["STATE.md"], texts["ROADMAP.md"], folders, state_path=state_path)
 
 
 @tag(stage=STAGE)
@@ -437,7 +456,17 @@ def git_snapshot(project_dir: str, state_settings: StateSettings) -> _git.GitSna
         max_bytes=state_settings.git_max_bytes,
         log_count=state_settings.git_log_count,
         allowed_paths=state_settings.allowed_paths,
+        enclosing_is_note=_bundled_example(project_dir),
     )
+
+
+def _bundled_example(project_dir: str) -> bool:
+    """Whether ``project_dir`` is one of ctxengine's bundled examples (then the clone or virtual
+    environment it sits in is ctxengine's, not the project's: not reading it is no news)."""
+    from importlib import resources
+
+    examples = os.path.realpath(str(resources.files("ctxengine.examples")))
+    return os.path.realpath(project_dir).startswith(examples + os.sep)
 
 
 @tag(stage=STAGE)
@@ -644,6 +673,13 @@ def state_warnings(
     return (tuple(plan_read_warnings) + tuple(session_read_warnings) + tuple(gsd_position.warnings)
             + tuple(plan_state.warnings) + tuple(roadmap_state.warnings)
             + session_history.warnings + git_state.warnings + file_listing.warnings)
+
+
+@tag(stage=STAGE)
+def state_notes(git_state: _git.GitState) -> tuple[str, ...]:
+    """Information of the state stage that is not a problem (the JSON's ``notes``, never printed
+    as a warning): no git repository, a detached HEAD, a bundled example's enclosing clone."""
+    return tuple(git_state.notes)
 
 
 def _ctxengine_version() -> str:

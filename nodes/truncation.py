@@ -287,11 +287,13 @@ def _raise_immutable(sections, tokens, needed, available, budget: BudgetSettings
     fits = [name for name, p in sorted(model_presets().items(), key=lambda kv: kv[1]["window"])
             if int(p["window"]) - budget.reserve_for(p, int(p["window"])) >= needed]
     models = ", ".join(fits) if fits else "none of configs/models.yaml"
+    # A budget the caller fixed (--max-tokens, --set, the API) is theirs: no other models suggested.
+    other = "" if budget.max_tokens_given else f" Models whose window minus the reserve would fit: {models}."
     raise BudgetExceededError(
         f"the immutable sections alone do not fit: rendered alone they need {needed:,} tokens ({listed}; "
         f"templates and headings {overhead:,} tokens) but only {available:,} are available (budget.maxTokens {budget.max_tokens:,} "
-        f"- budget.reserveTokens {reserve:,}), {needed - available:,} short. Models whose window minus the "
-        f"reserve would fit: {models}. Raise budget.maxTokens, lower budget.reserveTokens, or shorten these sections."
+        f"- budget.reserveTokens {reserve:,}), {needed - available:,} short.{other} Raise budget.maxTokens, lower "
+        "budget.reserveTokens, or shorten these sections."
     )
 
 

@@ -80,6 +80,7 @@ class Document:
     priority: int = 60
     order: int = 0  # position in config order (ties in priority keep this order)
     parent: str | None = None  # the key of the document whose @ line pulled this one in
+    why: str = ""  # why a configured document loads, when not "references.<group>" (project rules)
 
     @property
     def deprecated(self) -> bool:

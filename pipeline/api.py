@@ -119,13 +119,15 @@ def explain_config(
     project_dir: str | os.PathLike | None = None, overrides: Mapping[str, Any] | None = None,
     *, cache: bool | None = None, cache_dir: str | os.PathLike | None = None,
 ) -> tuple[list[tuple[str, Any, str]], tuple[str, ...]]:
-    """Every effective configuration value with its origin, and the configuration warnings."""
+    """Every effective configuration value with its origin, then which rules load and why (rows
+    ``rules: NAME``: the project's own CLAUDE.md / AGENTS.md files, the bundled GSD rules), and
+    the configuration warnings."""
     project = project_dir if project_dir is not None else bundled_example()
     _check_depth(overrides or {})
-    out = driver.execute(["context_config", "config_provenance", "config_warnings"], project, overrides,
-                         cache=cache, cache_dir=cache_dir)
+    out = driver.execute(["context_config", "config_provenance", "config_warnings", "project_rules"], project,
+                         overrides, cache=cache, cache_dir=cache_dir)
     rows = [(key, _lookup(out["context_config"], key), origin) for key, origin in sorted(out["config_provenance"].items())]
-    return rows, out["config_warnings"]
+    return rows + out["project_rules"].explanation(), out["config_warnings"]
 
 
 def request_problem(request: str) -> str | None:

@@ -58,6 +58,22 @@ def read_job_list(path: str | os.PathLike, request: str = "", overrides: Mapping
     return _label_choices(jobs, [fields for _, fields in entries])
 
 
+def project_folders(paths: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(paths kept, notes): the PROJECT arguments of ``batch`` and ``experiment`` without the
+    ones that are files, not folders (a shell glob such as ``corpus/*`` also names
+    ``corpus/MANIFEST.tsv``), each skipped with a note. A path that does not exist is kept: its
+    row says so, as for any project that cannot be built."""
+    kept, notes = [], []
+    for path in paths:
+        if os.path.lexists(path) and not os.path.isdir(path):
+            notes.append(f"{path} is a file, not a project folder; skipped")
+        else:
+            kept.append(path)
+    if notes and not kept:
+        raise JobListError(f"no project folders given ({notes[0]}); name project folders")
+    return kept, notes
+
+
 def jobs_from_paths(paths: Sequence[str], request: str = "", overrides: Mapping[str, Any] | None = None) -> list[Job]:
     """One job per project folder given on the command line."""
     return [Job(project=path, request=request, overrides=dict(overrides or {})) for path in paths]

@@ -145,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 help="build | report | config | batch | experiment | serve | dag | cache (ctxengine COMMAND -h for its options)")
 
-    build = sub.add_parser("build", parents=[common], help="assemble the context for a request")
+    build = sub.add_parser("build", parents=[common], help="assemble the context for a request", epilog=_DEFAULTS_NOTE)
     _add_build_inputs(build)
     build.add_argument("--format", choices=("text", "json", "messages"), default="text",
                        help="text: the context on stdout, the budget on stderr; json: context, budget, "
@@ -260,6 +260,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Under the help of build: where the defaults come from (each option names its own).
+_DEFAULTS_NOTE = ("Defaults are those of configs/defaults.yaml, under your config file and the project's "
+                  ".planning/config.json; 'ctxengine config PROJECT_DIR --explain' shows every value and where it "
+                  "came from.")
+
+
 def _add_build_inputs(parser: argparse.ArgumentParser) -> None:
     """What build and report share: the project, the request and the configuration options."""
     _add_project(parser)
@@ -309,15 +315,16 @@ def _reserve(value: str) -> int | str:
 
 
 def _add_named(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mode", choices=MODES, help="the mode template (config key 'template')")
-    parser.add_argument("--max-tokens", type=int, metavar="N", help="the model's context window (budget.maxTokens)")
+    parser.add_argument("--mode", choices=MODES, help="the mode template (config key 'template'; default: dev)")
+    parser.add_argument("--max-tokens", type=int, metavar="N", help="the model's context window (budget.maxTokens; default: 128000, or the project's config)")
     parser.add_argument("--reserve-tokens", type=_reserve, metavar="N|auto",
-                        help="tokens kept free for the response, or auto (budget.reserveTokens)")
+                        help="tokens kept free for the response, or auto (budget.reserveTokens; default: auto, "
+                             "budget.reserveShare 0.2 of the budget capped by the model's maxOutputTokens)")
     parser.add_argument("--compact", action="store_true", default=None,
-                        help="compact even when the context fits (truncation.compact)")
+                        help="compact even when the context fits (truncation.compact; default: off)")
     parser.add_argument("--strategy", choices=("auto", "tail", "head", "middle"),
-                        help="force one truncation strategy (truncation.strategy)")
-    parser.add_argument("--layout", choices=("auto", "article", "gsd"), help="project layout (state.layout)")
+                        help="force one truncation strategy (truncation.strategy; default: auto, by content kind)")
+    parser.add_argument("--layout", choices=("auto", "article", "gsd"), help="project layout (state.layout; default: auto, from the .planning/ files)")
     parser.add_argument("--phase", choices=PHASES,
                         help="GSD phase type: which .planning/ files load; auto follows the position "
                              "(disclosure.phase; default auto)")
@@ -462,10 +469,10 @@ def _build(args: argparse.Namespace) -> int:
     if args.lineage:
         from .viz.lineage import write_lineage
 
-        written, note = write_lineage(out["context_lineage"], args.lineage)
+        written, note = write_lineage(out["context_lineage"], args.lineage, _project(args))
         _say(f"wrote {written}" + (f" ({note})" if note else ""))
     if args.report:
-        _write_report(out, args.report, "--report")
+        _write_report(out, args.report, "--report", _project(args))
     return 0
 
 
@@ -486,15 +493,18 @@ def _report(args: argparse.Namespace) -> int:
     out = _run_build(args, lineage=True)
     for warning in out["build_result"].warnings:
         _say(f"warning: {warning}")
-    _write_report(out, args.output, "-o")
+    _write_report(out, args.output, "-o", _project(args))
     return 0
 
 
-def _write_report(out: dict[str, Any], output: str, option: str) -> None:
+def _write_report(out: dict[str, Any], output: str, option: str, project_dir: Path) -> None:
+    """The run report of a build of ``project_dir`` written to ``output`` (its lineage drawn by a
+    ``dot`` outside the project)."""
     from .viz.output import write_output
     from .viz.report import report_html
 
-    written = write_output(output, report_html(out["build_result"], out["context_lineage"]), option)
+    html = report_html(out["build_result"], out["context_lineage"], project_dir=project_dir)
+    written = write_output(output, html, option)
     _say(f"wrote {written}")
 
 
@@ -575,7 +585,7 @@ def _batch(args: argparse.Namespace) -> int:
     if args.from_file is not None:
         jobs = read_job_list(args.from_file, args.request, overrides)
     else:
-        jobs = jobs_from_paths(args.projects, args.request, overrides)
+        jobs = jobs_from_paths(_project_folders(args.projects), args.request, overrides)
     if not any(job.request.strip() for job in jobs):
         _warn_if_empty("", "use --request TEXT" + (" or a request column" if args.from_file else ""))
     columns = row_columns(jobs, contexts=args.contexts_dir is not None)
@@ -607,6 +617,16 @@ def _batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _project_folders(paths: Sequence[str]) -> list[str]:
+    """The PROJECT arguments of batch and experiment, files (a glob's MANIFEST.tsv) skipped with a note."""
+    from .batch_io import project_folders
+
+    kept, notes = project_folders(paths)
+    for note in notes:
+        _say(f"note: {note}")
+    return kept
+
+
 def _experiment(args: argparse.Namespace) -> int:
     from . import experiment as ex
     from .viz.output import check_output_path
@@ -617,7 +637,7 @@ def _experiment(args: argparse.Namespace) -> int:
     ex.results_format(args.output)  # a wrong file type, or .parquet without pyarrow, fails before the runs
     vary = dict(ex.parse_vary(text) for text in args.vary)
     facts = ex.read_facts(args.facts) if args.facts else None
-    frame = ex.run_experiment(args.projects, vary, nodes=args.modules, request=args.request, overrides=_overrides(args),
+    frame = ex.run_experiment(_project_folders(args.projects), vary, nodes=args.modules, request=args.request, overrides=_overrides(args),
                               facts=facts, executor=args.executor, workers=args.workers)
     ex.write_results(frame, args.output)
     _emit(ex.format_summary(ex.experiment_summary(frame)) + "\n")

@@ -237,7 +237,18 @@ def execute(
     folder = cache_dir_for(inputs["project_dir"], cache_dir) if cache else None
     dr, folder = _driver_with_cache(_default_variants(), folder, swap_modules(nodes))
     out = _run(dr, wanted, inputs, dict(node_overrides or {}), folder)  # one run, whatever the project sets
+    keep_tokenizer_files(out["context_config"])
     return {name: out[name] for name in outputs}
+
+
+def keep_tokenizer_files(context_config: Mapping[str, Any]) -> None:
+    """After a run, outside the graph (no node writes files): what later processes reuse to count
+    with the configured model's encoding (the table check, the Encoding's pickle), in the user cache."""
+    from .nodes.lib import tokens
+
+    preset = tokens.model_presets().get(str(context_config.get("model", "")))
+    if isinstance(preset, Mapping) and preset.get("encoding"):
+        tokens.keep_tokenizer_files(str(preset["encoding"]))
 
 
 def _driver_with_cache(variants: tuple, folder: str | None, swaps: tuple = ()) -> tuple[h_driver.Driver, str | None]:

@@ -109,7 +109,7 @@ def read_facts(path: str | os.PathLike) -> tuple[str, ...]:
 
 def experiment_summary(frame):
     """One row per variant: projects, failed runs, the mean figures and, with facts, the share
-    of facts kept over all projects."""
+    of facts kept over all projects (no ``facts_kept_pct`` column without facts)."""
     import pandas as pd
 
     ok = frame[frame["status"] == "ok"]
@@ -118,7 +118,7 @@ def experiment_summary(frame):
     if not ok.empty:
         means = ok.groupby("variant", sort=False).agg({c: how for c, how in SUMMARY.items()})
         table = table.join(means.astype(float))
-        if ok["facts_total"].notna().any():
+        if (ok["facts_total"].fillna(0) > 0).any():  # without facts every row counts 0 of 0
             kept = ok.groupby("variant", sort=False)[["facts_kept", "facts_total"]].sum()
             table["facts_kept_pct"] = 100.0 * kept["facts_kept"] / kept["facts_total"].where(kept["facts_total"] > 0)
     return table
@@ -176,9 +176,7 @@ def draw_chart(frame, output: str | os.PathLike) -> Path:
         raise CtxEngineError(f"--chart {quoted(os.fspath(output))}: the chart is a .png file")
     table = experiment_summary(frame)
     labels = [str(v) for v in table.index]
-    last = ("facts_kept_pct", "facts kept (%)") if "facts_kept_pct" in table else ("time_s", "build time (s)")
-    panels = [("tokens_after", "tokens after truncation"), ("utilisation", "utilisation of the budget"),
-              (("sections_summarized", "sections_dropped"), "sections summarized / dropped"), last]
+    panels = chart_panels(table)
     height = 2 * (1.2 + 0.32 * len(labels))
     figure, axes = plt.subplots(2, 2, figsize=(12, height), constrained_layout=True, sharey=True)
     positions = list(range(len(labels)))[::-1]  # the first variant on top
@@ -201,6 +199,15 @@ def draw_chart(frame, output: str | os.PathLike) -> Path:
     figure.savefig(buffer, format="png", dpi=110)
     plt.close(figure)
     return write_output(output, buffer.getvalue(), "--chart")
+
+
+def chart_panels(summary) -> list[tuple[Any, str]]:
+    """(column or pair of columns, title) of the chart's four panels for an
+    :func:`experiment_summary` table: the facts-kept panel only when facts were counted, else
+    the build time."""
+    last = ("facts_kept_pct", "facts kept (%)") if "facts_kept_pct" in summary else ("time_s", "build time (s)")
+    return [("tokens_after", "tokens after truncation"), ("utilisation", "utilisation of the budget"),
+            (("sections_summarized", "sections_dropped"), "sections summarized / dropped"), last]
 
 
 def _jobs(project, variants: list[dict], varying: Sequence[str], shared: tuple, request: str, overrides: Mapping[str, Any] | None,

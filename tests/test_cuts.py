@@ -21,7 +21,7 @@ from ctxengine.nodes.lib.tokens import token_counter_for
 from conftest import CORPUS_PLANNING, write_project, needs_shared
 
 COUNTER = token_counter_for("cl100k_base")
-MARKER = re.compile(r"^\[… .*\]$")
+MARKER = re.compile(r"^\[… .*\]$|^\s*⋮ \d+ lines? left out$")  # an elision note; a code block's gap marker
 
 # ----------------------------------------------------------------------------- the GSD-like project
 

@@ -164,7 +164,7 @@ def test_a_failed_probe_is_not_remembered(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(usercache, "_OUTPUTS", None)  # the next process reads the file
     assert usercache.program_output(str(binary), ("--version",), probe) == "prog 1.0"
     assert len(runs) == 2
-    kept = json.loads((tmp_path / "cache" / "programs.json").read_text())
+    kept = json.loads((Path(usercache.user_cache_dir()) / "programs.json").read_text())
     assert list(kept.values()) == ["prog 1.0"]
 
 
@@ -172,8 +172,9 @@ def test_a_failure_an_older_version_stored_counts_as_nothing_stored(tmp_path: Pa
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "cache"))
     binary = shutil.copy(os.path.realpath(sys.executable), tmp_path / "prog")
     key = usercache._binary_key(str(binary), ("--version",))
-    (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "programs.json").write_text(json.dumps({key: None}))
+    stored = Path(usercache.user_cache_dir()) / "programs.json"  # $CTXENGINE_CACHE_DIR/ctxengine-cache
+    stored.write_text(json.dumps({key: None}))
+    stored.chmod(0o600)
     monkeypatch.setattr(usercache, "_OUTPUTS", None)
     assert usercache.program_output(str(binary), ("--version",), lambda: "prog 3.0") == "prog 3.0"
 
@@ -248,3 +249,28 @@ def test_a_dot_only_in_the_working_folder_counts_as_no_dot(tmp_path: Path, monke
 
     assert "not installed" in _lineage(networkx.DiGraph([("a", "b")]))
     assert not marker.exists()
+
+
+def test_a_dot_reached_through_an_absolute_entry_into_the_project_never_draws_its_build(tmp_path: Path):
+    """An absolute PATH entry that is a symlink into the project (``~/bin -> project/tools``)
+    is skipped for the project's own drawings: build --lineage, --report and report -o run the
+    real dot (later on PATH), never the project's."""
+    project = tmp_path / "proj"
+    (project / "notes.md").parent.mkdir(parents=True)
+    (project / "notes.md").write_text("# Notes\n\nhello\n")
+    marker = tmp_path / "marker"
+    _fake(project / "tools" / "dot", marker)
+    (tmp_path / "link").symlink_to(project / "tools")
+    log = tmp_path / "dot.log"
+    tools = _script(tmp_path / "tools" / "dot", f'echo "$0" >> "{log}"\ncat >/dev/null\necho "<svg>drawn</svg>"')
+    env = {**os.environ, "PATH": os.pathsep.join([str(tmp_path / "link"), str(tools.parent), "/usr/bin", "/bin"]),
+           "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    env.pop("CTXENGINE_CACHE_DIR", None)
+    cli = [sys.executable, "-m", "ctxengine"]
+    for args in (["build", str(project), "--no-cache", "--request", "r", "--lineage", str(tmp_path / "l.svg"),
+                  "--report", str(tmp_path / "r.html")],):
+        run = subprocess.run(cli + args, env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+    assert not marker.exists()
+    assert (tmp_path / "l.svg").read_text() == "<svg>drawn</svg>\n"
+    assert log.read_text().splitlines() == [str(tools)] * 2  # the lineage file, the report's drawing

@@ -39,7 +39,7 @@ def build(project: Path, **overrides) -> ctxengine.BuildResult:
 
 
 def test_the_corpus_is_there_with_source_commit_and_licence():
-    assert len(PROJECTS) >= 15
+    assert len(PROJECTS) >= 30
     for project in PROJECTS:
         data = expected(project)
         assert data["source"] == "https://github.com/" + project.name.replace("__", "/", 1)
@@ -71,13 +71,31 @@ def test_the_position_is_the_one_read_by_hand(project: Path):
 
 CIPHER = CORPUS / "FSM1__cipher-box"
 VECTORFLOW = CORPUS / "TerrifiedBug__vectorflow"
-CODECOMPANION = CORPUS / "Th3rdai__CodeCompanion"
 
 
-def test_no_phase_line_the_frontmatter_stopped_at_names_the_phase():
-    pos = position(CODECOMPANION)  # a deferred phase 9 has an open plan; the work is phase 28
+def _project(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_no_phase_line_the_frontmatter_stopped_at_names_the_phase(tmp_path: Path):
+    # The shape of Th3rdai/CodeCompanion@e54fc8e (its licence forbids redistribution, so the real
+    # files are not in the corpus): no 'Phase:' line, 'stopped_at: Completed 28-01-PLAN.md', and a
+    # deferred phase 9 with an open plan that the earliest-open-folder rule took for current.
+    project = _project(tmp_path / "p", {
+        ".planning/STATE.md": "---\ngsd_state_version: 1.0\nmilestone: v4.0\nstatus: unknown\n"
+                              "stopped_at: Completed 28-01-PLAN.md\n---\n# Project State\n## Current Position\n\n"
+                              "Roadmap status: completed through Phase 26, deferred phases 8-14 and 27, planned Phase 28.\n",
+        ".planning/phases/09-later/09-01-PLAN.md": "# deferred\n",
+        ".planning/phases/28-review/28-01-PLAN.md": "# plan\n",
+        ".planning/phases/28-review/28-01-SUMMARY.md": "# done\n",
+        ".planning/phases/28-review/28-02-PLAN.md": "# plan\n",
+    })
+    pos = position(project)
     assert (pos.phase, pos.plan, pos.source) == ("28", "28-02", G.FRONTMATTER)
-    assert pos.evidence[0] == ("STATE.md:6 frontmatter stopped_at: Completed 28-01-PLAN.md -> phase 28 "
+    assert pos.evidence[0] == ("STATE.md:5 frontmatter stopped_at: Completed 28-01-PLAN.md -> phase 28 "
                                "(no 'Phase:' line)")
 
 
@@ -160,3 +178,38 @@ def test_the_default_build_loads_the_context_of_a_phase_with_no_plan_yet(tmp_pat
     row = next(r for r in result.disclosure if r["document"] == ".planning/phases/02-api/02-CONTEXT.md")
     assert row["loaded"] and row["rule"].startswith("phase plan: {phase}/*-CONTEXT.md (required")
     assert "JSON errors everywhere" in result.context
+
+
+# ----------------------------------------------------------------------------- workstreams, stacked frontmatter
+
+def test_stacked_frontmatter_blocks_are_named_in_a_warning():
+    text = (CORPUS / "NexeraDigital__get-shit-done" / ".planning" / "STATE.md").read_text(encoding="utf-8")
+    parsed = G.parse_state(text, ".planning/STATE.md")
+    assert parsed.frontmatter["stopped_at"] == "Completed 04-01-PLAN.md"  # the first block is read
+    assert parsed.warnings == (".planning/STATE.md:16: 4 more frontmatter block(s) follow the first (lines 16-29, "
+                               "31-44, 46-59 ...); only lines 1-14 are read (delete the stale blocks)",)
+
+
+def _workstream(root: Path, name: str, phase: str, done: bool) -> dict[str, str]:
+    files = {f".planning/workstreams/{name}/STATE.md": f"# State\n\n## Current Position\n\nPhase: {phase} of 3\n"
+                                                       "Status: Executing\n",
+             f".planning/workstreams/{name}/phases/0{phase}-{name}/0{phase}-01-PLAN.md": "# plan\n"}
+    if done:
+        files[f".planning/workstreams/{name}/phases/0{phase}-{name}/0{phase}-01-SUMMARY.md"] = "# done\n"
+    return files
+
+
+def test_workstreams_the_active_one_else_a_warning_naming_each(tmp_path: Path):
+    files = {**_workstream(tmp_path, "api", "2", True), **_workstream(tmp_path, "ui", "3", False)}
+    project = _project(tmp_path / "p", files)
+    pos = position(project)  # no pointer, two workstreams with a position: the one at work, with a warning
+    assert (pos.phase, pos.folder, pos.plan) == ("3", "workstreams/ui/phases/03-ui", "03-01")
+    assert len(pos.warnings) == 1 and ".planning/workstreams/api/STATE.md: phase 2 (complete)" in pos.warnings[0]
+    assert ".planning/workstreams/ui/STATE.md: phase 3 (0 of 1 plans done)" in pos.warnings[0]
+    assert "write its name to .planning/active-workstream" in pos.warnings[0]
+    (project / ".planning" / "active-workstream").write_text("api\n", encoding="utf-8")
+    pos = position(project)
+    assert (pos.phase, pos.folder, pos.phase_complete, pos.warnings) == ("2", "workstreams/api/phases/02-api", True, ())
+    assert pos.evidence[0] == ".planning/active-workstream names workstream api: .planning/workstreams/api/STATE.md is read"
+    plan = next(s for s in build(project).sections if s.key == "plan").content
+    assert "workstreams/api/phases/02-api" in plan

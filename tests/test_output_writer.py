@@ -182,7 +182,7 @@ def test_a_drawing_without_dot_goes_to_the_fifo_itself(tmp_path, monkeypatch):
     """write_digraph writes the DOT text (dot missing) into the FIFO, never to a new pipe.dot."""
     import graphviz
 
-    monkeypatch.setattr(out.shutil, "which", lambda name: None)
+    monkeypatch.setattr(out, "dot_program", lambda project_dir=None: None)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     got: list = []

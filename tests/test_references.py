@@ -19,6 +19,7 @@ from conftest import local_http_server  # noqa: E402
 import ctxengine.nodes.config as config_nodes  # noqa: E402
 import ctxengine.nodes.references as ref_nodes  # noqa: E402
 import ctxengine.nodes.settings as settings_nodes  # noqa: E402
+import ctxengine.nodes.state as state_nodes  # noqa: E402
 from ctxengine.nodes.lib import references as lib  # noqa: E402
 from ctxengine.nodes.types import ConfigError, ReferenceLoadError, Source  # noqa: E402
 
@@ -482,7 +483,7 @@ def test_a_url_over_the_size_cap_is_refused(tmp_path, server, path, size):
 
 
 def _driver():
-    return driver.Builder().with_modules(config_nodes, settings_nodes, ref_nodes).build()
+    return driver.Builder().with_modules(config_nodes, settings_nodes, state_nodes, ref_nodes).build()
 
 
 def test_the_hamilton_driver_gives_what_the_direct_calls_give(tmp_path):
@@ -511,19 +512,19 @@ def test_the_hamilton_driver_gives_what_the_direct_calls_give(tmp_path):
 def test_every_node_is_tagged_with_the_references_stage():
     dr = _driver()
     nodes = {v.name: v for v in dr.list_available_variables() if v.tags.get("stage") == "references"}
-    assert set(nodes) == {"reference_specs", "fetch_deadline", "reference_documents", "ordered_references",
-                          "reference_sections", "reference_warnings"}
+    assert set(nodes) == {"project_rules", "reference_specs", "fetch_deadline", "reference_documents",
+                          "ordered_references", "reference_sections", "reference_warnings"}
     assert nodes["reference_documents"].tags.get("loader") == "file"
     assert nodes["fetch_deadline"].tags.get("loader") == "url"
 
 
 def test_a_cached_driver_rereads_a_changed_reference(tmp_path):
     project = write(tmp_path / "proj", {".planning/a.md": "# One\n"})
-    dr = driver.Builder().with_modules(config_nodes, settings_nodes, ref_nodes).with_cache(path=str(tmp_path / "cache")).build()
+    dr = driver.Builder().with_modules(config_nodes, settings_nodes, state_nodes, ref_nodes).with_cache(path=str(tmp_path / "cache")).build()
     inputs = {"project_dir": str(project), "overrides": {"references.project": ["a.md"]}}
-    assert [s.title for s in dr.execute(["reference_sections"], inputs=inputs)["reference_sections"]][1] == "One"
+    assert [s.title for s in dr.execute(["reference_sections"], inputs=inputs)["reference_sections"]] == ["One"]
     (project / ".planning/a.md").write_text("# Two\n", encoding="utf-8")
-    assert [s.title for s in dr.execute(["reference_sections"], inputs=inputs)["reference_sections"]][1] == "Two"
+    assert [s.title for s in dr.execute(["reference_sections"], inputs=inputs)["reference_sections"]] == ["Two"]
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not here")

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from ctxengine.api import build_context
+from ctxengine.nodes.lib import claude_code as CC
 from ctxengine.nodes.lib.memo import Memo
 from ctxengine.nodes.lib import session as S
 
@@ -91,11 +92,13 @@ def test_a_log_over_the_round_cap_keeps_the_newest_rounds_numbered_as_in_the_log
     assert len(history.warnings) == 1 and "5 rounds; only the newest 2 are read (from line 7)" in history.warnings[0]
 
 
-def test_line_warnings_past_the_first_twenty_are_counted_in_one():
+def test_line_warnings_past_the_first_few_of_a_kind_are_counted_in_one():
+    from ctxengine.nodes.lib.quote import WARNINGS_PER_KIND
+
     history = S.parse_jsonl("1\n" * 30 + json.dumps({"role": "user", "content": "hi"}) + "\n", "s.log")
-    assert len(history.warnings) == S.MAX_LINE_WARNINGS + 1
+    assert len(history.warnings) == WARNINGS_PER_KIND + 1
     assert history.warnings[0] == "s.log:1: not a JSON object; line skipped"
-    assert history.warnings[-1].startswith("s.log: … and 10 more line warnings like these")
+    assert history.warnings[-1] == f"s.log: ... and {30 - WARNINGS_PER_KIND} more like this"
     assert [r.messages[0].content for r in history.rounds] == ["hi"]
 
 
@@ -106,3 +109,38 @@ def test_a_build_of_a_transcript_over_the_cap_says_so_once_and_shows_its_newest_
     capped = [w for w in result.warnings if "only the newest 3 are read" in w]
     assert len(capped) == 1
     assert "request 6" in result.context and "request 4" in result.context and "request 3" not in result.context
+
+
+def _claude_code(rounds: int, bad_every: int = 0) -> str:
+    """A Claude Code transcript of ``rounds`` prompts and answers (a malformed line after every
+    ``bad_every``-th answer)."""
+    lines, parent = [], None
+    for i in range(1, rounds + 1):
+        for kind, content in (("user", f"ask {i}"), ("assistant", [{"type": "text", "text": f"done {i}"}])):
+            uuid = f"{kind[0]}{i}"
+            lines.append(json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": False,
+                                     "message": {"role": kind, "content": content}}))
+            parent = uuid
+        if bad_every and i % bad_every == 0:
+            lines.append("{broken")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_claude_code_transcript_has_the_same_caps_with_one_warning_each(monkeypatch):
+    """Claude Code transcripts had no cap (issue 23 item 4): the same line, round and warning caps."""
+    text = _claude_code(6, bad_every=1)  # 18 lines: prompt, answer, a malformed line each round
+    full = CC.parse_claude_code(text, "t.jsonl")
+    assert [r.index for r in full.rounds] == [1, 2, 3, 4, 5, 6] and len(full.warnings) == 6
+    monkeypatch.setattr(S, "MAX_ROUNDS", 2)
+    capped = CC.parse_claude_code(text, "t.jsonl")
+    assert capped.rounds == full.rounds[-2:] and [r.index for r in capped.rounds] == [5, 6]
+    assert capped.warnings[0] == S.rounds_cap_warning("t.jsonl", 6, 13)
+    assert capped.warnings[1] == "t.jsonl:3: malformed JSON line skipped (Expecting property name enclosed in double quotes)"
+    assert capped.warnings[1:6] == full.warnings[:5] and capped.warnings[6] == "t.jsonl: ... and 1 more like this"
+    assert len(capped.warnings) == 7
+    monkeypatch.setattr(S, "MAX_LOG_LINES", 7)
+    newest = CC.parse_claude_code(text, "t.jsonl")  # lines 12-18: rounds 5 (from its answer's line 14) and 6
+    assert newest.warnings[0] == S.lines_cap_warning("t.jsonl", 11)
+    assert "18 lines; only the newest 7 are read (from line 12)" in newest.warnings[0]
+    assert [m.line for r in newest.rounds for m in r.messages] == [13, 14, 16, 17] and newest.total_lines == 18
+    assert CC.parse_claude_code(_claude_code(2), "t.jsonl").warnings == ()  # 4 lines, 2 rounds: under every cap

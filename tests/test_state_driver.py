@@ -126,8 +126,9 @@ def test_article_project_gives_every_section_in_order(dr, article: Path):
 
 def test_switches_turn_parts_off_without_running_them(dr, tmp_path: Path):
     plain = write_project(tmp_path / "plain", {".planning/plans/current/plan.md": PLAN})
-    on = run(dr, plain, outputs=("state_sections", "state_warnings", "git_snapshot"))
-    assert any("not inside a git repository" in w for w in on["state_warnings"])
+    on = run(dr, plain, outputs=("state_sections", "state_warnings", "state_notes", "git_snapshot"))
+    assert any("not inside a git repository" in n for n in on["state_notes"])
+    assert not any("not inside a git repository" in w for w in on["state_warnings"])
     off = run(dr, plain, {"state": {"includeGit": False, "includePlan": False, "includeEnvironment": False}},
               outputs=("state_sections", "state_warnings", "git_snapshot", "plan_files"))
     assert off["state_sections"] == [] and off["state_warnings"] == ()

@@ -130,13 +130,14 @@ def test_clean_tree(tmp_path: Path):
     assert "Working tree clean." in G.render_git(state)
 
 
-def test_not_a_repository_is_a_warning(tmp_path: Path):
+def test_not_a_repository_is_a_note_not_a_warning(tmp_path: Path):
     folder = tmp_path / "plain"
     folder.mkdir()
     snapshot = G.take_snapshot(str(folder))
-    assert not snapshot.available
-    assert snapshot.warnings == (f"git: {folder} is not inside a git repository; git section skipped",)
+    assert not snapshot.available and snapshot.warnings == ()
+    assert snapshot.notes == (f"git: {folder} is not inside a git repository; git section skipped",)
     assert G.git_state_from(snapshot).available is False
+    assert G.git_state_from(snapshot).notes == snapshot.notes
 
 
 def test_git_missing_is_a_warning(tmp_path: Path, monkeypatch):
@@ -161,14 +162,16 @@ def test_empty_repository_shows_staged_files_against_an_empty_tree(tmp_path: Pat
     assert "(no commits yet)" in text and "+print('hi')" in text
 
 
-def test_detached_head_is_a_warning_not_a_failure(repo: Path):
+def test_detached_head_is_a_note_not_a_warning(repo: Path):
     git(repo, "stash", "-u", "-q")
     git(repo, "checkout", "-q", "--detach", "HEAD~1")
     (repo / "README.md").write_text("# Detached edit\n")
     snapshot = G.take_snapshot(str(repo))
     head = git(repo, "rev-parse", "--short=7", "HEAD").strip()
-    assert snapshot.warnings == (f"git: HEAD is detached at {head} in {repo.resolve()}; changes are shown against that commit",)
+    assert snapshot.warnings == ()
+    assert snapshot.notes == (f"git: HEAD is detached at {head} in {repo.resolve()}; changes are shown against that commit",)
     state = G.git_state_from(snapshot)
+    assert state.notes == snapshot.notes
     assert state.detached and state.branch is None
     assert state.files == (("README.md", 1, 1, "modified"),)
     assert G.render_git(state).startswith(f"HEAD detached at {head}")
@@ -189,6 +192,8 @@ def test_a_subfolder_project_reads_the_enclosing_repository_only_when_allowed(re
     assert refused.warnings == (
         f"git: {repo / 'src'} is inside the repository at {repo.resolve()}, which is outside the project; "
         f"it is not read (add {repo.resolve()} to trust.allowedPaths to allow it); git section skipped",)
+    as_note = G.take_snapshot(str(repo / "src"), enclosing_is_note=True)  # a bundled example: no news
+    assert as_note.warnings == () and as_note.notes == refused.warnings
     state = G.git_state_from(G.take_snapshot(str(repo / "src"), allowed_paths=[str(repo)]))
     assert [f[0] for f in state.files] == ["src/app.py"]  # only its own changes
     assert state.root == str(repo.resolve())

@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -235,7 +236,9 @@ def _naive_round_count(text: str) -> int:
         if not line.strip():
             blank = True
             continue
-        if line.startswith("#### ") or line == "####":
+        if re.fullmatch(r"#### .*\(Y\)es/\(N\)o.* \[(?:Yes|No)\]: [a-z]*\s*", line):
+            kind = "tool"  # a replayed confirmation answer (aider's, not the user's request)
+        elif line.startswith("#### ") or line == "####":
             kind = "user"
         elif line.startswith("# aider chat started at"):
             previous, blank = "header", False
@@ -361,7 +364,7 @@ def test_round_stretches_parse_like_the_whole_corpus_transcript():
     half = S.parse_aider(text[:cut + 1], str(path), memo)
     again = S.parse_aider(text, str(path), memo)
     assert again == whole and again.rounds[:len(half.rounds) - 1] == half.rounds[:-1]
-    assert whole.sessions == 9 and len(whole.rounds) == 49
+    assert whole.sessions == 9 and len(whole.rounds) == 40  # 49 runs of "#### " lines, 9 of them confirmation answers
 
 
 def test_a_grown_session_log_reads_only_its_new_lines():
@@ -399,3 +402,73 @@ def test_a_real_transcript_parses_summarizes_and_renders_as_before_the_fast_path
     assert hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest() == _BEFORE_FAST_PATHS[name]
     assert [S._message(m.role, m.content, m.round, m.line) for r in history.rounds for m in r.messages] == \
         [Message(m.role, m.content, m.round, m.line) for r in history.rounds for m in r.messages]
+
+
+# ----------------------------------------------------------------------------- aider: confirmations, reasoning
+
+AIDER_DATA = Path(__file__).parent / "data" / "aider"
+
+
+def test_replayed_confirmation_answers_are_tool_output_not_requests():
+    """afi-core (tests/data/aider/SOURCES.md): after "(S)kip all" / "(A)ll", aider writes each later
+    answer of the group as a "#### …? (Y)es/(N)o/… [Yes]: skip" line; those were 6 of 10 rounds here."""
+    path = AIDER_DATA / "afi-core__confirmations.aider.chat.history.md"
+    history = S.parse_aider(path.read_text(encoding="utf-8"), str(path))
+    requests = [next(m.content for m in r.messages if m.role == "user").split("\n")[0].strip() for r in history.rounds]
+    assert requests == ["sync-afi", "for dir in ~/AFI_Modular_Repos/afi-*; do", "for dir in ~/AFI_Modular_Repos/afi-*; do",
+                        'Scan the repo using the current config and identify all files or patterns related to "modal" or '
+                        '"construct" logic. Tell me what exists, where it\'s located, and what might still be missing for '
+                        'the Modal-based signal lifecycle flow.']
+    first, last = history.rounds[0], history.rounds[-1]
+    # the answers stay in the round they answer, as tool output, with the files they were about
+    tool = "\n".join(m.content for m in first.messages if m.role == "tool")
+    assert tool.count("Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: skip") == 2
+    assert "validators/PoIValidator.ts" in tool and first.lines == (2, 22)
+    assert [m.role for m in last.messages] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert last.messages[-2].content.startswith("Based on the files you've added")
+    assert not any("(Y)es/(N)o" in line for line in S.round_summaries(history.rounds))
+
+
+@pytest.mark.parametrize("line, confirms", [
+    ("#### Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: all  ", True),
+    ("#### Create new file? (Y)es/(N)o [Yes]: y", True),
+    ("#### Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]: ", True),
+    ("#### Edit the files? (Y)es/(N)o [Yes]: skip\n#### Add file to the chat? (Y)es/(N)o [No]: n", True),
+    ("#### What does (Y)es/(N)o [Yes]: all mean? Explain it", False),
+    ("#### Add file to the chat? (Y)es/(N)o [Yes]: all\n#### and then fix the bug", False),
+    ("#### fix the parser", False),
+])
+def test_a_confirmation_run_is_only_answers(line, confirms):
+    assert S.is_confirmation_run(line) is confirms
+    history = S.parse_aider(f"#### first request\n\nok\n\n{line}\n\n> Added src/a.py\n", "h.md")
+    assert len(history.rounds) == (1 if confirms else 2)
+
+
+def test_reasoning_blocks_are_not_the_assistants_words():
+    """agent_aider_worktree (tests/data/aider/SOURCES.md): deepseek-r1 through aider writes its reasoning
+    as <thinking-content-<hash>> … </thinking-content-<hash>> at the head of each reply."""
+    path = AIDER_DATA / "agent_aider_worktree__reasoning.aider.chat.history.md"
+    text = path.read_text(encoding="utf-8")
+    history = S.parse_aider(text, str(path))
+    (only,) = history.rounds
+    said = [m for m in only.messages if m.role == "assistant"]
+    assert said[0].content.startswith("I'll help add more comprehensive tests to validate the README.md file.")
+    assert said[0].line == 25 and text.split("\n")[24].startswith("I'll help add")  # where the answer starts
+    assert not any("thinking-content" in m.content or "Okay, let" in m.content for m in only.messages)
+    assert only.lines == (12, 72)  # the round still spans the reasoning the reply ended with
+    # the file as aider had written it when the first reply was done: the summary tells that reply
+    so_far = S.parse_aider(text[:text.index("> README.md")], str(path))
+    assert S.round_summary(so_far.rounds[0]).split(" — ")[1].startswith(
+        "done: I'll help add more comprehensive tests to validate the README.md file.")
+
+
+@pytest.mark.parametrize("reply, kept", [
+    ("<think>\nthe user wants x\n</think>\n\nDone: x works.", "Done: x works."),
+    ("<reasoning>why</reasoning>Done.", "Done."),
+    ("<thinking-content-0a1b>\ncut off while reasoning", ""),
+    ("The tag `<think>` is how the model marks it.", "The tag `<think>` is how the model marks it."),
+    ("Plan:\n<think>\nscratch\n</think>\nStep 2.", "Plan:\n\nStep 2."),
+])
+def test_reasoning_tags_aider_may_write(reply, kept):
+    history = S.parse_aider(f"#### ask\n\n{reply}\n\n> Tokens: 1k sent\n", "h.md")
+    assert [m.content for m in history.rounds[0].messages if m.role == "assistant"] == ([kept] if kept else [])

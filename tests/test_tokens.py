@@ -138,7 +138,8 @@ def test_the_encoding_cache_gives_the_same_counts_and_survives_corruption(tmp_pa
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path))
     text = "def main():\n    print('héllo, 世界')  # 12 tokens?\n"
     expected = tokens._encoding("cl100k_base_offline").encode(text, disallowed_special=())
-    first = tokens._cached_encoding("cl100k_base_offline")  # writes the cache
+    first = tokens._cached_encoding("cl100k_base_offline")
+    tokens.keep_tokenizer_files("cl100k_base")  # the driver, after a run: writes the cache
     (cache,) = (tmp_path / "ctxengine-cache").glob("*.pickle")
     second = tokens._cached_encoding("cl100k_base_offline")  # reads it
     assert first.encode(text) == second.encode(text) == expected
@@ -152,7 +153,8 @@ def test_the_encoding_cache_gives_the_same_counts_and_survives_corruption(tmp_pa
 
 def test_a_cache_file_others_could_write_is_not_trusted(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path))
-    tokens._cached_encoding("cl100k_base_offline")
+    tokens._encoding("cl100k_base_offline")
+    tokens.keep_tokenizer_files("cl100k_base")
     (cache,) = (tmp_path / "ctxengine-cache").glob("*.pickle")
     assert usercache.trusted_file(str(cache))
     cache.chmod(0o666)
@@ -304,7 +306,8 @@ def test_o200k_counts_without_tiktoken_and_remembers_that_its_table_was_checked(
     code = ("import sys; from ctxengine.nodes.lib import tokens; c = tokens.token_counter_for('o200k_base'); "
             "assert (c.encoding_name, c.warning) == ('o200k_base_offline', None); "
             "assert c.count('Hello, world!') == 4 and 'tiktoken' not in sys.modules; "
-            "assert c.decode(c.encode('Hello, world!')) == 'Hello, world!' and 'tiktoken' in sys.modules")
+            "assert c.decode(c.encode('Hello, world!')) == 'Hello, world!' and 'tiktoken' in sys.modules; "
+            "tokens.keep_tokenizer_files('o200k_base')")  # the driver's step after a run
     env = {**os.environ, "CTXENGINE_CACHE_DIR": str(tmp_path)}
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=env)
     (marker,) = (tmp_path / "ctxengine-cache").glob("o200k_base-*.sha256")
@@ -322,6 +325,8 @@ def test_the_table_check_is_remembered_per_file_stamp_and_only_in_a_trusted_file
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.delitem(sys.modules, "bpe_openai", raising=False)
     assert tokens.verified_table_path("o200k_base") == str(table)
+    assert not list((tmp_path / "cache").glob("**/o200k_base-*.sha256"))  # checking writes nothing
+    tokens.keep_tokenizer_files("o200k_base")  # the driver, after a run
     (marker,) = (tmp_path / "cache" / "ctxengine-cache").glob("o200k_base-*.sha256")
     stamp = os.stat(table)
     tampered = gzip.compress(gzip.decompress(real).replace(b" 1000\n", b" 1001\n", 1))
@@ -337,3 +342,26 @@ def test_the_table_check_is_remembered_per_file_stamp_and_only_in_a_trusted_file
         tokens.verified_table_path("o200k_base")
     marker.chmod(0o600)
     assert tokens.verified_table_path("o200k_base") == str(table)  # same stamp, trusted marker: not read again
+
+
+def test_no_node_writes_tokenizer_files_the_driver_keeps_them_after_the_run(tmp_path, monkeypatch, fresh_tokenizers):
+    """Checking a table, building an Encoding and a whole build's nodes write nothing in the user
+    cache (issue 23 item 3: no non-loader node writes files); the driver keeps the table check
+    and the Encoding's pickle after the run, and the next process reads them."""
+    from ctxengine import driver
+    from conftest import DEMO
+
+    root = tmp_path / "cache" / "ctxengine-cache"
+    tokens.verified_table_path("o200k_base")
+    assert tokens._cached_encoding("o200k_base_offline").encode("hello world") == [24912, 2375]
+    assert not root.exists()
+    written: list[str] = []
+    real_write = tokens.write_atomically
+    monkeypatch.setattr(tokens, "write_atomically", lambda path, data: (written.append(path), real_write(path, data)))
+    monkeypatch.setattr(driver, "keep_tokenizer_files", lambda config: None)  # the nodes alone
+    driver.execute(["build_result"], DEMO, {"model": "gpt-4o", "budget.maxTokens": 1200}, "Fix it", cache=False)
+    assert written == []
+    monkeypatch.undo()
+    monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "cache"))
+    driver.execute(["build_result"], DEMO, {"model": "gpt-4o", "budget.maxTokens": 1200}, "Fix it", cache=False)
+    assert len(list(root.glob("o200k_base-*.sha256"))) == 1 and len(list(root.glob("o200k_base_offline-*.pickle"))) == 1

@@ -301,14 +301,20 @@ def test_summarizable_reference_is_summarized_lowest_priority_first(tmp_path):
 
 def test_immutable_overflow_names_sections_shortfall_and_models(tmp_path):
     huge = Section("ref:builtin:rules", "Big Rules", "rules", "Rule: always be exact. " * 3000, 95, "system")
+    planning = tmp_path / ".planning"  # the budget from the project's config: other models are worth naming
+    planning.mkdir()
+    (planning / "config.json").write_text('{"budget": {"maxTokens": 6000, "reserveTokens": 1000}}', encoding="utf-8")
     with pytest.raises(BudgetExceededError) as err:
-        run(tmp_path, (huge,), ALL_STATE, available=5000)
+        run(tmp_path, (huge,), ALL_STATE)
     message = str(err.value)
     tokens = COUNTER.count(huge.content)
     assert f"Big Rules (ref:builtin:rules): {tokens:,} tokens" in message
     assert "User Request (request)" in message and "short" in message
     assert "gpt-4.1" in message and "claude-sonnet-4" in message and "gpt-4," not in message
     assert err.value.exit_code == 3
+    with pytest.raises(BudgetExceededError) as given:  # a budget the caller fixed: no other models
+        run(tmp_path, (huge,), ALL_STATE, available=5000)
+    assert "Models whose window" not in str(given.value) and " short. Raise budget.maxTokens" in str(given.value)
 
 
 # ----------------------------------------------------------------------------- strategies

@@ -225,9 +225,10 @@ def _history(n, **kw):
 
 
 def _pairs_intact(text: str) -> bool:
-    """Every tool call shown has its result shown under it, and every result its call."""
+    """Every tool call shown has its result shown under it, and every result its call (a result
+    trimmed inside its round keeps its first line, then the cut's marker)."""
     calls = re.findall(r"^\[tool call (\S+)\]", text, re.M)
-    results = re.findall(r"^\[tool result (\S+)\]\n    RESULT-(\S+) ", text, re.M)
+    results = re.findall(r"^\[tool result (\S+)\]\n    RESULT-(\S+)[ \n]", text, re.M)
     return sorted(calls) == sorted(a for a, _ in results) and all(a == b for a, b in results) and \
         "(no result recorded)" not in text and "[tool output" not in text
 
@@ -248,7 +249,7 @@ def test_fit_history_grades_older_rounds_first():
     rounds = _history(20)
     full = COUNTER.count(session.render_rounds(rounds))
     fit = t.fit_history(rounds, int(full * 0.8), COUNTER, session.render_round, session.round_summary,
-                        recent_share=0.5, location="s.log")
+                        recent_share=0.5, location="s.log", give_back=False)  # whole-round steps only
     levels = list(fit.levels)
     assert levels == sorted(levels, reverse=True)  # older rounds lose more
     assert levels[-1] == t.VERBATIM and t.FIRST_LAST in levels
@@ -256,6 +257,11 @@ def test_fit_history_grades_older_rounds_first():
     first_last = fit.text.split(f"### Round {k} ")[1].split(f"### Round {k + 1} ")[0]
     assert "messages cut" in first_last and f"request {k}:" in first_last and f"done {k}." in first_last
     assert f"[tool call c{k}_0]" not in first_last and f"[tool result c{k}_0]" not in first_last
+    # what the whole-round steps left goes back to rounds trimmed inside: same order, fuller
+    given = t.fit_history(rounds, int(full * 0.8), COUNTER, session.render_round, session.round_summary,
+                          recent_share=0.5, location="s.log")
+    assert list(given.levels) == sorted(given.levels, reverse=True)
+    assert fit.tokens <= given.tokens <= int(full * 0.8) and int(full * 0.8) - given.tokens < 24
 
 
 def test_fit_history_drops_oldest_with_a_note_naming_the_file():

@@ -121,6 +121,31 @@ def test_a_committed_symlink_to_outside_is_refused(tmp_path, monkeypatch):
     assert_refused(result, ".planning/references/keys.md", "trust.allowedPaths")
 
 
+def test_a_refusal_names_where_the_link_leaves_the_project_not_what_is_beyond(tmp_path):
+    """A project link to an outside path that is itself a link (to a secret) and one to a path
+    that does not exist are refused alike: each names the path where it leaves the project, never
+    the outside link's target (which would tell that the outside link exists and where it goes).
+    The project's own links, and a project named through the user's link, are still followed."""
+    outside = tmp_path / "outside"
+    key = secret_file(outside / "private", "id_rsa")
+    (outside / "handy").symlink_to(key)  # the user's own link, outside the project
+    project = rules_project(tmp_path / "proj", "# Rules\n@docs/a.md\n@docs/b.md\n")
+    (project / ".planning" / "docs").mkdir()
+    (project / ".planning" / "docs" / "a.md").symlink_to(outside / "handy")
+    (project / ".planning" / "docs" / "b.md").symlink_to(outside / "nothing")
+    (project / ".planning" / "via").symlink_to("docs")  # the project's own link: followed
+    (tmp_path / "named").symlink_to(project)
+    for root, main in ((project, None), (tmp_path / "named", "# Rules\n@via/a.md\n@via/b.md\n")):
+        if main:
+            (project / ".planning" / "main.md").write_text(main)
+        result = build(root)
+        assert SECRET not in result.context
+        assert not [w for w in result.warnings if "private" in w or "id_rsa" in w], result.warnings
+        refused = [w.split(": ", 2)[2] for w in result.warnings if w.startswith(".planning/main.md:")]
+        assert len(refused) == 2 and str(outside / "handy") in refused[0], result.warnings
+        assert refused[0].replace("handy", "X") == refused[1].replace("nothing", "X"), refused
+
+
 def test_a_symlink_loop_says_so(tmp_path):
     project = rules_project(tmp_path / "proj", "# Rules\n@loop.md\n")
     (project / ".planning" / "loop.md").symlink_to("loop.md")

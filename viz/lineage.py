@@ -6,6 +6,7 @@ Draws the networkx graph the ``context_lineage`` node hands over; renders with g
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import graphviz
@@ -65,7 +66,7 @@ def dot_text(text: str) -> str:
     return graphviz.nohtml(text.replace("\\", "\\\\").replace("\n", "\\n"))
 
 
-def write_lineage(graph, output: str | Path) -> tuple[Path, str | None]:
-    """Write the lineage diagram to ``output`` (format from its suffix) with
-    :func:`~ctxengine.viz.output.write_digraph`; (path written, note)."""
-    return write_digraph(lineage_digraph(graph), output, option="--lineage")
+def write_lineage(graph, output: str | Path, project_dir: str | os.PathLike | None = None) -> tuple[Path, str | None]:
+    """Write the lineage diagram of a build of ``project_dir`` to ``output`` (format from its
+    suffix) with :func:`~ctxengine.viz.output.write_digraph`; (path written, note)."""
+    return write_digraph(lineage_digraph(graph), output, option="--lineage", project_dir=project_dir)

@@ -193,15 +193,17 @@ def write_output(output: str | os.PathLike, data: str | bytes, option: str = "-o
     return Path(output)
 
 
-def write_digraph(digraph, output: str | Path, option: str = "-o") -> tuple[Path, str | None]:
+def write_digraph(digraph, output: str | Path, option: str = "-o",
+                  project_dir: str | os.PathLike | None = None) -> tuple[Path, str | None]:
     """Write ``digraph`` to ``output`` (format from its suffix, svg without one); (path written, note).
+    ``project_dir``: the project drawn, when there is one (its own ``dot`` is never run).
 
     Without the ``dot`` program, or for a ``.dot``/``.gv`` suffix, the DOT text is written: to the
     same name with ``.dot`` for a file, to the device, FIFO or descriptor itself otherwise.
     """
     output = Path(output)
     fmt = output.suffix.lstrip(".").lower() or "svg"
-    dot = dot_program()  # absolute PATH entries only; started by that path, never as a bare "dot"
+    dot = dot_program(project_dir)  # absolute PATH entries outside the project; started by that path
     if fmt in ("dot", "gv") or dot is None:
         streamed = output_destination(output, option).how != REPLACE
         target = output if fmt in ("dot", "gv") or streamed else output.with_suffix(".dot")
@@ -209,16 +211,18 @@ def write_digraph(digraph, output: str | Path, option: str = "-o") -> tuple[Path
         note = None if fmt in ("dot", "gv") else "graphviz 'dot' is not installed; wrote the DOT text instead"
         return target, note
     check_output_path(output, option)  # before running dot
-    return write_output(output, rendered(digraph, fmt, option, dot), option), None
+    return write_output(output, rendered(digraph, fmt, option, dot, project_dir), option), None
 
 
-def rendered(digraph, fmt: str, option: str = "-o", dot: str | None = None) -> bytes:
-    """``digraph`` drawn by graphviz's ``dot`` (``dot``: its absolute path, else looked up) in ``fmt``; a failure of ``dot`` is an
-    :class:`OutputWriteError` naming the option, dot's exit code and the first line it printed."""
+def rendered(digraph, fmt: str, option: str = "-o", dot: str | None = None,
+             project_dir: str | os.PathLike | None = None) -> bytes:
+    """``digraph`` drawn by graphviz's ``dot`` (``dot``: its absolute path, else looked up outside
+    ``project_dir``) in ``fmt``; a failure of ``dot`` is an :class:`OutputWriteError` naming the
+    option, dot's exit code and the first line it printed."""
     import graphviz
 
     try:
-        return piped_through_dot(digraph, fmt, dot)
+        return piped_through_dot(digraph, fmt, dot, project_dir)
     except graphviz.CalledProcessError as exc:
         said = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
         raise OutputWriteError(f"{option}: graphviz 'dot' failed (exit {exc.returncode})"

@@ -68,10 +68,12 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 """
 
 
-def report_html(result: BuildResult, lineage: Any = None, *, title: str = "ctxengine run report") -> str:
+def report_html(result: BuildResult, lineage: Any = None, *, title: str = "ctxengine run report",
+                project_dir: str | os.PathLike | None = None) -> str:
     """The run report of ``result`` as one self-contained HTML page; ``lineage`` is the
     ``context_lineage`` node's graph (titles, tiers and sources of every section, dropped ones
-    too, and the lineage diagram); without it the page says how to get it."""
+    too, and the lineage diagram); without it the page says how to get it. ``project_dir``: the
+    project built, whose own ``dot`` never draws the diagram."""
     nonce = secrets.token_urlsafe(16)
     csp = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'nonce-{nonce}'"
     parts = [
@@ -83,7 +85,7 @@ def report_html(result: BuildResult, lineage: Any = None, *, title: str = "ctxen
         _summary(result),
         _budget(result),
         _sections_table(result, lineage),
-        _lineage(lineage),
+        _lineage(lineage, project_dir),
         _final_context(result),
         _position(result.position),
         _disclosure(result.disclosure),
@@ -99,7 +101,7 @@ def build_report(project_dir: str | os.PathLike | None = None, request: str = ""
     from ..api import run_nodes
 
     out = run_nodes(["build_result", "context_lineage"], project_dir, request, **options)
-    return report_html(out["build_result"], out["context_lineage"])
+    return report_html(out["build_result"], out["context_lineage"], project_dir=project_dir)
 
 
 # ----------------------------------------------------------------------------- parts
@@ -196,18 +198,18 @@ def _section_info(result: BuildResult, lineage: Any) -> dict[str, dict]:
     return info
 
 
-def _lineage(lineage: Any) -> str:
+def _lineage(lineage: Any, project_dir: str | os.PathLike | None = None) -> str:
     if lineage is None:
         return ("<h2>Lineage</h2><p>No lineage graph was given: pass "
                 "<code>run_nodes([\"build_result\", \"context_lineage\"], ...)</code>'s graph.</p>")
     why = "is not installed"
-    dot = dot_program()  # absolute PATH entries only; started by that path, never as a bare "dot"
+    dot = dot_program(project_dir)  # absolute PATH entries outside the project; started by that path
     if dot is not None:
         from .lineage import lineage_digraph
         from .output import OutputWriteError, rendered
 
         try:
-            svg = rendered(lineage_digraph(lineage), "svg", "the report's lineage", dot).decode("utf-8")
+            svg = rendered(lineage_digraph(lineage), "svg", "the report's lineage", dot, project_dir).decode("utf-8")
             svg = svg[svg.index("<svg"):]  # without the XML declaration and DOCTYPE
             return f'<h2>Lineage</h2><div class="lineage">{svg}</div>'
         except OutputWriteError as exc:

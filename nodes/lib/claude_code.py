@@ -22,20 +22,25 @@ How the events become :class:`~ctxengine.nodes.types.Round` s (:func:`parse_clau
   lines, then characters, with a note of what was left out); thinking blocks are dropped;
   consecutive events of one API message are one assistant message;
 - sidechain events (subagent work) never join the main thread: with ``sidechains="fold"``
-  each subagent's chain becomes one line (its tools and its last words) under the Task call
-  that spawned it (matched by ``agentId``, else by time), with ``"drop"`` they are left out;
+  each subagent's chain becomes one line (its tools and its last words) added to the result
+  of the Task call that spawned it (one result a call), found by ``agentId``, else by the
+  chain's first message, which is the call's ``input.prompt`` (parallel Tasks each get their
+  own), else by time (the line then says so); with ``"drop"`` they are left out;
 - a compaction (``system`` / ``compact_boundary`` and the ``isCompactSummary`` message after
   it) replaces the rounds before it by one round holding Claude Code's summary and the
   folded rounds' requests (``compacted="keep"``: the rounds stay and the summary is a round
   of its own); a ``summary`` event (a title Claude Code gives the conversation up to its
-  ``leafUuid``) is a session note at the end of that leaf's round;
+  ``leafUuid``) is a session note at the end of that leaf's round, and left out when its leaf
+  is no line of the file (the title of another session);
 - a transcript found in Claude Code's own folder is read for its project only
   (``Options.cwds``): several projects share one folder name (``/t/a-b``, ``/t/a.b`` and
   ``/t/a/b`` are all ``-t-a-b``), so a line recorded in another folder (its ``cwd`` is not the
   project or a folder inside it; a conversation event without a ``cwd``) is skipped, and one
-  note counts them without saying anything of theirs; a ``summary`` is kept only when its leaf
-  is a line that was read;
-- a malformed line is a warning naming ``file:line``; the text is walked line by line and
+  note counts them without saying anything of theirs (a ``summary`` of theirs has its leaf
+  among them, so it is left out as well);
+- like a JSON Lines log (nodes/lib/session.py), only the newest ``MAX_LOG_LINES`` lines are read
+  and the newest ``MAX_ROUNDS`` rounds kept, each cap with one warning;
+- a malformed line is a warning naming ``file:line`` (capped per kind as every build's warnings); the text is walked line by line and
   each event is reduced to what the rounds need as it is read (progress events keep only
   their ids), so a large transcript never holds more than its text and the kept parts.
 
@@ -55,10 +60,12 @@ from itertools import islice
 from dataclasses import astuple, dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
-from ..types import Message, Round
-from .digest import digest16, digested
+from ..types import Message
+from .digest import digest16, text_digest
 from .memo import NO_MEMO, Memo
-from .session import LINE, SessionHistory
+from . import session as _session  # its caps read where they are used: one value for both formats
+from .quote import capped_warnings
+from .session import LINE, SessionHistory, newest_lines_start, number_rounds, rounds_cap_warning
 
 CLAUDE_CODE = "claude-code"
 #: Tool names whose calls start a subagent (sidechain).
@@ -210,6 +217,7 @@ class _Event:
     message_id: str | None = None
     agent_id: str | None = None
     leaf: str | None = None  # summary: the uuid it summarizes up to
+    tasks: tuple[tuple[str, bytes], ...] = ()  # assistant: (id, digest of input.prompt) of each subagent call
 
 
 @dataclass
@@ -220,11 +228,13 @@ class _Read:
     warnings: list[str] = field(default_factory=list)
     total_lines: int = 0
     foreign: int = 0  # lines skipped as recorded in another folder (Options.cwds)
+    skipped: int = 0  # the oldest lines, left out (past MAX_LOG_LINES)
 
 
-def _lines(text: str) -> Iterator[tuple[int, str]]:
-    """(number, line) of each non-blank line, without splitting the whole text at once."""
-    start, number, size = 0, 0, len(text)
+def _lines(text: str, start: int = 0, number: int = 0) -> Iterator[tuple[int, str]]:
+    """(number, line) of each non-blank line from ``start`` (``number`` lines before it), without
+    splitting the whole text at once."""
+    size = len(text)
     while start < size:
         end = text.find("\n", start)
         end = size if end < 0 else end
@@ -236,11 +246,13 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _read(text: str, path: str, options: Options, memo: Memo = NO_MEMO) -> _Read:
-    """Every line read (:func:`_read_line`), each once while it stays the same line at the same
-    place (kept by the ``memo``: a transcript that grew decodes its new lines only)."""
-    read = _Read()
+    """The newest :data:`~.session.MAX_LOG_LINES` lines read (:func:`_read_line`), each once
+    while it stays the same line at the same place (kept by the ``memo``: a transcript that grew
+    decodes its new lines only); ``skipped`` counts the older lines left out."""
+    offset, skipped = newest_lines_start(text, _session.MAX_LOG_LINES)
+    read = _Read(skipped=skipped, total_lines=skipped)
     where = pickle.dumps((CLAUDE_CODE, path, astuple(options)))  # once, not per line
-    for number, raw in _lines(text):
+    for number, raw in _lines(text, offset, skipped):
         read.total_lines = number
         key = digest16(where, number.to_bytes(8, "little"), raw.encode("utf-8", "surrogatepass"))
         uuid, parent, session, event, warnings, foreign = memo.get(
@@ -315,7 +327,7 @@ def _event_of(obj: dict, number: int, path: str, options: Options, warnings: lis
 
 
 def _assistant(content: Any, number: int, message_id: Any, options: Options) -> _Event:
-    texts, calls = [], []
+    texts, calls, tasks = [], [], []
     for block in content if isinstance(content, list) else [content]:
         if isinstance(block, str):
             texts.append(block)
@@ -328,9 +340,18 @@ def _assistant(content: Any, number: int, message_id: Any, options: Options) -> 
                 calls.append({"id": str(block.get("id") or f"L{number}.{len(calls) + 1}"),
                               "name": str(block.get("name") or "tool"),
                               "arguments": _cut(arguments, options.call_max_chars)})
+                prompt = block.get("input", {}).get("prompt") if isinstance(block.get("input"), dict) else None
+                if calls[-1]["name"] in SUBAGENT_TOOLS and isinstance(prompt, str):
+                    tasks.append((calls[-1]["id"], _prompt_key(prompt)))
             # thinking and redacted_thinking blocks are the model's scratch work: dropped
     return _Event(number, "assistant", text="\n\n".join(t.strip() for t in texts if t.strip()), calls=tuple(calls),
-                  message_id=message_id if isinstance(message_id, str) else None)
+                  message_id=message_id if isinstance(message_id, str) else None, tasks=tuple(tasks))
+
+
+def _prompt_key(prompt: str) -> bytes:
+    """What a subagent's first message and the ``prompt`` of the Task call that started it share:
+    the digest of the text, its ends stripped (the full text is not kept)."""
+    return text_digest(prompt.strip())
 
 
 def _user(obj: dict, content: Any, number: int, options: Options) -> _Event | None:
@@ -458,6 +479,7 @@ class _Builder:
     calls: dict[str, tuple[int, str]] = field(default_factory=dict)  # tool_use id -> (group, timestamp)
     results: dict[str, str] = field(default_factory=dict)  # tool_use id -> timestamp of its result
     agents: dict[str, str] = field(default_factory=dict)  # agentId -> the tool_use id it answered
+    prompts: dict[str, bytes] = field(default_factory=dict)  # subagent call id -> _prompt_key of its prompt
     uuid_group: dict[str, int] = field(default_factory=dict)
     starts: list[str] = field(default_factory=list)  # timestamp of each group's first event
     boundary: _Event | None = None
@@ -507,6 +529,7 @@ class _Builder:
         group = self.current(event)
         for call in event.calls:
             self.calls.setdefault(call["id"], (len(self.groups) - 1, event.timestamp))
+        self.prompts.update(event.tasks)
         previous = group[-1] if group else None
         if previous is not None and previous.role == "assistant" and event.message_id \
                 and event.message_id == self.last_message_id:
@@ -552,29 +575,63 @@ def _first_line(group: list[Message]) -> str:
 
 
 def _fold_sidechains(read: _Read, builder: _Builder, off: set[int]) -> None:
-    """Each subagent's chain of sidechain events as one tool message under the call that
-    spawned it (by agentId, else the first subagent call whose run spans its start), else a
-    session note in the round it ran in."""
+    """Each subagent's chain of sidechain events as one line under the call that spawned it,
+    added to that call's result (one result a call), else a session note in the round it ran in.
+
+    The call is found by the chain's ``agentId`` (on the call's result), else by its first
+    message: the subagent call whose ``input.prompt`` it is (parallel calls each have their
+    own); only when neither says, by time (the first subagent call whose run spans the chain's
+    start), and the line says so."""
     side = [e for e in read.events if e.sidechain and e.line not in off]
     chains: dict[str, list[_Event]] = {}
     for event in side:
         chains.setdefault(_chain_root(event, read), []).append(event)
+    by_prompt: dict[bytes, list[str]] = {}
+    for call_id, key in builder.prompts.items():
+        if call_id in builder.calls:
+            by_prompt.setdefault(key, []).append(call_id)
     taken: set[str] = set()
-    for events in chains.values():
-        first = min((e.timestamp for e in events if e.timestamp), default="")
+    matched: list[tuple[list[_Event], str | None, bool]] = []  # (chain, its call, matched by time)
+    for root, events in chains.items():
         agent = next((e.agent_id for e in events if e.agent_id), None)
         call_id = builder.agents.get(agent) if agent else None
-        if call_id is None or call_id not in builder.calls:
-            call_id = next((cid for cid, (_, ts) in builder.calls.items()
-                            if cid not in taken and _spawns(builder, cid, ts, first)), None)
-        line = _sidechain_line(events)
-        if call_id is not None and call_id in builder.calls:
+        if call_id is None or call_id not in builder.calls:  # (an agent's chains all go to its call)
+            opening = next((e.text for e in events if e.uuid == root and e.kind == "prompt"), None)
+            call_id = next((c for c in by_prompt.get(_prompt_key(opening), ()) if c not in taken), None) \
+                if opening is not None else None
+        if call_id is not None:
             taken.add(call_id)
-            group = builder.groups[builder.calls[call_id][0]]
-            group.append(Message("tool", line, 0, events[0].line, call_id=call_id))
-        elif first and builder.groups:
+        matched.append((events, call_id, False))
+    for index, (events, call_id, _) in enumerate(matched):  # by time: calls no chain named first
+        if call_id is None:
+            first = min((e.timestamp for e in events if e.timestamp), default="")
+            running = [cid for cid, (_, ts) in builder.calls.items() if _spawns(builder, cid, ts, first)]
+            call_id = next((cid for cid in running if cid not in taken), running[0] if running else None)
+            if call_id is not None:
+                taken.add(call_id)
+                matched[index] = (events, call_id, True)
+    for events, call_id, by_time in matched:
+        line = _sidechain_line(events)
+        if call_id is not None:
+            if by_time:
+                line += " [matched to this call by time: no subagent call's prompt is its first message]"
+            _add_to_result(builder.groups[builder.calls[call_id][0]], call_id, line, events[0].line)
+            continue
+        first = min((e.timestamp for e in events if e.timestamp), default="")
+        if first and builder.groups:
             index = max((i for i, ts in enumerate(builder.starts) if ts and ts <= first), default=0)
             builder.groups[index].append(Message("system", line, 0, events[0].line))
+
+
+def _add_to_result(group: list[Message], call_id: str, line: str, number: int) -> None:
+    """``line`` (a subagent's work) at the end of the call's result in ``group``: a call has one
+    result; a new one when the call has none (it was interrupted)."""
+    for index in range(len(group) - 1, -1, -1):
+        message = group[index]
+        if message.role == "tool" and message.call_id == call_id:
+            group[index] = replace(message, content=f"{message.content}\n\n[{line}]" if message.content else line)
+            return
+    group.append(Message("tool", line, 0, number, call_id=call_id))
 
 
 def _spawns(builder: _Builder, call_id: str, started: str, first: str) -> bool:
@@ -604,28 +661,45 @@ def _sidechain_line(events: list[_Event]) -> str:
     return f"subagent work (sidechain, {count}; tools: {used})" + (f": {said}" if said else "")
 
 
-def _add_summaries(read: _Read, builder: _Builder, own_leaves_only: bool) -> None:
-    """Claude Code's ``summary`` events (titles of the conversation up to ``leafUuid``): a
-    session note at the end of the leaf's round, or at the head of the first round when the
-    leaf is not in this file (an earlier session; left out with ``own_leaves_only``: it may
-    be another project's session in the same folder)."""
+def _add_summaries(read: _Read, builder: _Builder) -> None:
+    """Claude Code's ``summary`` events (titles of the conversation up to ``leafUuid``): a session
+    note at the end of the round of the leaf (or of the nearest event before it that is in a
+    round; the first round when the leaf's round was compacted away). A summary whose leaf is
+    not a line of this file is left out: Claude Code writes the titles of other sessions (of
+    this project or, in a shared folder, of another one) at a file's head, and none of them
+    summarizes this conversation."""
     for event in read.events:
-        if event.kind != "summary" or not builder.groups:
-            continue
-        if own_leaves_only and (event.leaf or "") not in read.parents:
+        if event.kind != "summary" or not builder.groups or (event.leaf or "") not in read.parents:
             continue
         note = Message("system", f"Claude Code's summary of the conversation so far: {event.text}", 0, event.line)
-        index = builder.uuid_group.get(event.leaf or "")
+        index = _leaf_group(event.leaf, read, builder)
         if index is not None:
             builder.groups[index].append(note)
         else:
             builder.groups[0].insert(0, note)
 
 
+def _leaf_group(leaf: str | None, read: _Read, builder: _Builder) -> int | None:
+    """The round of ``leaf`` or of the nearest event before it (up its ``parentUuid`` chain) that
+    is in one; None when none is."""
+    seen: set[str] = set()
+    while leaf is not None and leaf not in seen:
+        if leaf in builder.uuid_group:
+            return builder.uuid_group[leaf]
+        seen.add(leaf)
+        leaf = read.parents.get(leaf)
+    return None
+
+
 def parse_claude_code(text: str, path: str, options: Options | None = None, memo: Memo = NO_MEMO) -> SessionHistory:
     """The rounds of a Claude Code transcript (see the module docstring), with a warning per
     malformed line and per tool result whose call is not in the thread, and one note of the
-    lines recorded in another folder (``options.cwds``); ``memo`` keeps the reading of each line."""
+    lines recorded in another folder (``options.cwds``); ``memo`` keeps the reading of each line.
+
+    Like a JSON Lines log, only the newest :data:`~.session.MAX_LOG_LINES` lines are read and
+    the newest :data:`~.session.MAX_ROUNDS` rounds kept (numbered as in the whole file past the
+    round cap), each cap with one warning, and warnings about single lines capped per kind
+    (:func:`~ctxengine.nodes.lib.quote.capped_warnings`)."""
     options = options or Options()
     read = _read(text, path, options, memo)
     off = _thread(read)
@@ -637,22 +711,25 @@ def parse_claude_code(text: str, path: str, options: Options | None = None, memo
         builder.fold(builder.boundary.text + " (no summary recorded)", builder.boundary.line)
     if options.sidechains == "fold":
         _fold_sidechains(read, builder, off)
-    _add_summaries(read, builder, bool(options.cwds))
-    rounds = []
-    for group in (g for g in builder.groups if g):
-        index = len(rounds) + 1
-        messages = tuple([Message(m.role, m.content, index, m.line, m.tool_calls, m.call_id, m.usage) for m in group])
-        numbers = [m.line for m in messages if m.line is not None]
-        rounds.append(digested(Round(index, messages, (min(numbers), max(numbers)) if numbers else None)))
-    warnings = list(read.warnings)
+    _add_summaries(read, builder)
+    groups = [g for g in builder.groups if g]
+    skipped_rounds = max(0, len(groups) - _session.MAX_ROUNDS)
+    rounds = number_rounds(groups[skipped_rounds:], skipped_rounds + 1)
+    caps = []
+    if read.skipped:
+        caps.append(_session.lines_cap_warning(path, read.skipped))
+    if skipped_rounds:
+        caps.append(rounds_cap_warning(path, len(groups), rounds[0].lines[0] if rounds[0].lines else read.skipped + 1))
     if read.foreign:
-        warnings.append(f"{path}: {read.foreign} line{'s' if read.foreign != 1 else ''} recorded in another folder "
-                        "(not this project) skipped")
+        caps.append(f"{path}: {read.foreign} line{'s' if read.foreign != 1 else ''} recorded in another folder "
+                    "(not this project) skipped")
+    warnings = list(read.warnings)
     called = {c["id"] for r in rounds for m in r.messages for c in m.tool_calls}
     for round_ in rounds:
         for message in round_.messages:
             if message.role == "tool" and message.call_id not in called:
                 warnings.append(f"{path}:{message.line}: tool result for call {message.call_id!r} has no matching "
                                 "tool call in the thread (the transcript starts after it)")
-    return SessionHistory(tuple(rounds), tuple(warnings), path, CLAUDE_CODE, len(read.sessions) or (1 if rounds else 0),
-                          read.total_lines)
+    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, source=path),
+                          path, CLAUDE_CODE,
+                          len(read.sessions) or (1 if rounds else 0), read.total_lines)

@@ -168,6 +168,7 @@ class GitSnapshot:
     base: str = "HEAD"  # HEAD, or the empty tree in a repository without commits
     max_lines: int = 200
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # information, not a problem: no repository, a detached HEAD
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,7 @@ class GitState:
     base: str = "HEAD"
     max_lines: int = 200
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # information, not a problem: no repository, a detached HEAD
 
 
 # ----------------------------------------------------------------------------- scope
@@ -219,6 +221,7 @@ class RepoScope:
     git_dir: str | None = None  # None: git runs with GIT_DIR=NOWHERE
     work_tree: str | None = None
     refusal: str | None = None  # the warning when a repository exists but lies outside
+    enclosing: bool = False  # the refusal is of a repository the project folder merely sits in
 
 
 def _within(path: str, roots: Sequence[str]) -> bool:
@@ -291,7 +294,7 @@ def repository_scope(project_dir: str, allowed_paths: Sequence[str] = ()) -> Rep
             return RepoScope(project)
         folder = parent
     if folder != project and not _within(folder, roots[1:]):
-        return RepoScope(project, refusal=(
+        return RepoScope(project, enclosing=True, refusal=(
             f"git: {project_dir} is inside the repository at {folder}, which is outside the project; "
             f"it is not read (add {folder} to {_ALLOW_SETTING} to allow it)"))
     git_dir = _git_dir_of(dot_git)
@@ -502,9 +505,12 @@ def take_snapshot(
     max_bytes: int = 2_000_000,
     log_count: int = 3,
     allowed_paths: Sequence[str] = (),
+    enclosing_is_note: bool = False,
 ) -> GitSnapshot:
     """Read status, numstat, the patch (when small) and the last commits of ``project_dir``'s
-    repository (see :func:`repository_scope` for which one, ``allowed_paths`` for what may lie outside)."""
+    repository (see :func:`repository_scope` for which one, ``allowed_paths`` for what may lie outside).
+    No repository and a detached HEAD are notes (information), not warnings; so is an enclosing
+    repository left unread when ``enclosing_is_note`` (a bundled example inside ctxengine's clone)."""
     program = executable_path("git", project_dir)  # once for the whole snapshot
     if program is None:
         return GitSnapshot(project_dir, warnings=(_NO_GIT + "; git section skipped",))
@@ -512,12 +518,14 @@ def take_snapshot(
         return GitSnapshot(project_dir, warnings=(f"git: {project_dir} is not a folder; git section skipped",))
     scope = repository_scope(project_dir, allowed_paths)
     if scope.refusal:
-        return GitSnapshot(project_dir, warnings=(scope.refusal + "; git section skipped",))
+        said = (scope.refusal + "; git section skipped",)
+        return GitSnapshot(project_dir, **{"notes" if scope.enclosing and enclosing_is_note else "warnings": said})
     if scope.git_dir is None:
         not_repo = f"git: {project_dir} is not inside a git repository; git section skipped"
-        return GitSnapshot(project_dir, warnings=(not_repo,))
+        return GitSnapshot(project_dir, notes=(not_repo,))
     root = scope.work_tree or project_dir
     warnings: list[str] = []
+    notes: list[str] = []
 
     def failed(what: str, result: GitResult) -> str:
         return f"git: {what} failed in {project_dir} ({failure_reason(result, timeout)})"
@@ -555,7 +563,7 @@ def take_snapshot(
         numstat = git(numstat_args[:1] + [base] + numstat_args[2:])
     elif branch.get("head") == "(detached)":
         oid = (branch.get("oid") or "")[:7]
-        warnings.append(f"git: HEAD is detached at {oid} in {root}; changes are shown against that commit")
+        notes.append(f"git: HEAD is detached at {oid} in {root}; changes are shown against that commit")
 
     if numstat.returncode != 0:
         warnings.append(failed(f"git diff {base} --numstat", numstat))
@@ -575,7 +583,8 @@ def take_snapshot(
             warnings.append(failed(f"git diff {base}", diff))
 
     log = log_result.stdout if base == "HEAD" and log_count > 0 and log_result.returncode == 0 else ""
-    return GitSnapshot(project_dir, True, root, status.stdout, numstat.stdout, patch, log, base, max_lines, tuple(warnings))
+    return GitSnapshot(project_dir, True, root, status.stdout, numstat.stdout, patch, log, base, max_lines,
+                       tuple(warnings), tuple(notes))
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -673,7 +682,7 @@ def _word(entry: StatusEntry, letter: str) -> str:
 def git_state_from(snapshot: GitSnapshot) -> GitState:
     """The parsed state of a snapshot: branch, staged / unstaged / untracked, per-file counts, patch."""
     if not snapshot.available:
-        return GitState(False, snapshot.root, warnings=snapshot.warnings)
+        return GitState(False, snapshot.root, warnings=snapshot.warnings, notes=snapshot.notes)
     branch, entries = parse_status(snapshot.status)
     staged = tuple(e for e in entries if e.kind in ("changed", "renamed", "unmerged") and e.x not in ".?!")
     unstaged = tuple(e for e in entries if e.kind in ("changed", "renamed", "unmerged") and e.y not in ".?!")
@@ -730,6 +739,7 @@ def git_state_from(snapshot: GitSnapshot) -> GitState:
         base=snapshot.base,
         max_lines=snapshot.max_lines,
         warnings=snapshot.warnings,
+        notes=snapshot.notes,
     )
 
 

@@ -30,9 +30,10 @@ def warning_kind(warning: str) -> str:
     return _VARIES.sub("#", warning)
 
 
-def capped_warnings(warnings: Iterable[str], per_kind: int = WARNINGS_PER_KIND) -> tuple[str, ...]:
+def capped_warnings(warnings: Iterable[str], per_kind: int = WARNINGS_PER_KIND, source: str = "") -> tuple[str, ...]:
     """``warnings`` without repeats, in order, at most ``per_kind`` of each :func:`warning_kind`;
-    the rest of a kind are one "... and N more like this" right after the last one shown, so
+    the rest of a kind are one "... and N more like this" (after ``source: `` when given: the
+    file they all came from) right after the last one shown, so
     400,000 bad lines of a session log give a few lines, not 400,000 (on stderr, in the JSON,
     in an MCP reply). Linear in the number of warnings."""
     shown: list[str] = []
@@ -49,5 +50,5 @@ def capped_warnings(warnings: Iterable[str], per_kind: int = WARNINGS_PER_KIND) 
     for index, warning in enumerate(shown):
         out.append(warning)
         if index in more:
-            out.append(f"... and {more[index]:,} more like this")
+            out.append(f"{source}: " * bool(source) + f"... and {more[index]:,} more like this")
     return tuple(out)

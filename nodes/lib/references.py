@@ -11,7 +11,7 @@ import difflib
 import ntpath
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -49,10 +49,19 @@ class ReferenceSpec:
     target: str
     index: int  # position inside its group's list
     order: int  # position over all groups (core, then project, then session)
+    setting: str = ""  # the configuration list it comes from, when not references.<group>
+    shown: str = ""  # how messages name it, when not as written (an absolute path found for the project)
+    optional: bool = False  # found, not named: a document that cannot be read is a warning, never an error
+    why: str = ""  # why it loads (the disclosure plan's rule), when not "references.<group>"
 
     @property
     def where(self) -> str:
-        return f"references.{self.group}[{self.index}]"
+        return f"{self.setting or 'references.' + self.group}[{self.index}]"
+
+    @property
+    def label(self) -> str:
+        """Where it is configured and what it names, as warnings and errors start."""
+        return f"{self.where} {quoted(self.shown or self.target)}"
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,80 @@ def group_priorities(priorities: Mapping[str, Any]) -> dict[str, int]:
         group: int(priorities[key])
         for group, key in GROUP_PRIORITY_KEYS.items()
     }
+
+
+# ----------------------------------------------------------------------------- rules
+
+#: The bundled GSD rules; ``references.gsdRules`` decides whether they load (auto: for GSD layouts).
+GSD_RULES = "builtin:gsd-rules"
+PROJECT_RULES_KEY = "references.projectRules"
+
+
+@dataclass(frozen=True)
+class RuleFile:
+    """One candidate of ``references.projectRules`` and what became of it."""
+
+    name: str  # project-relative, as configured
+    index: int  # its entry in references.projectRules
+    status: str  # found | missing | empty | same | directory
+    path: str | None = None  # absolute, when found
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class RulesChoice:
+    """Which rules a build loads beyond ``references.core`` as written, and why: the project's
+    own agent instructions (``references.projectRules``) and whether ``builtin:gsd-rules``
+    stays (``references.gsdRules``)."""
+
+    files: tuple[RuleFile, ...] = ()
+    gsd_rules: bool = True
+    gsd_why: str = ""
+
+    def found(self) -> tuple[RuleFile, ...]:
+        return tuple(f for f in self.files if f.status == "found")
+
+    def explanation(self) -> list[tuple[str, str, str]]:
+        """(what, found or not, why) per project rules candidate and for the GSD rules: the rows
+        ``config --explain`` adds under the configuration (a found file is read under the trust
+        rules by the build, whose warnings say when they refuse it)."""
+        rows = [(f"rules: {f.name}", "found" if f.status == "found" else f"skipped ({f.status})", f.why)
+                for f in self.files]
+        rows.append((f"rules: {GSD_RULES}", "loads" if self.gsd_rules else "skipped", self.gsd_why))
+        return rows
+
+
+def rule_names(entries: Sequence[Any]) -> list[tuple[int, tuple[str, ...]]]:
+    """(index, alternatives) of each ``references.projectRules`` entry: a project-relative file
+    name, or names joined by ``|`` of which the first present and not empty is read (Codex reads
+    AGENTS.override.md instead of AGENTS.md). Absolute paths and ``..`` are a ConfigError."""
+    out = []
+    for index, entry in enumerate(entries):
+        names = tuple(part.strip() for part in str(entry).split("|") if part.strip())
+        for name in names:
+            parts = name.replace("\\", "/").split("/")
+            if posixpath.isabs(name) or _DRIVE.match(name) or ".." in parts or name.startswith("~"):
+                raise ConfigError(
+                    f"key '{PROJECT_RULES_KEY}[{index}]' is {quoted(entry)}; name files inside the project, "
+                    "relative to its root (like CLAUDE.md or .claude/CLAUDE.md)")
+        if names:
+            out.append((index, names))
+    return out
+
+
+def is_gsd_rules(entry: str) -> bool:
+    """Whether a ``references.core`` entry names the bundled GSD rules."""
+    entry = entry.strip()
+    return entry.startswith("builtin:") and entry.removesuffix(".md") == GSD_RULES
+
+
+def with_rules(specs: Sequence[ReferenceSpec], choice: RulesChoice) -> list[ReferenceSpec]:
+    """The configured specs with the project's rules files first (core group, in the order of
+    ``references.projectRules``) and ``builtin:gsd-rules`` left out when ``choice`` says so."""
+    found = [ReferenceSpec("core", f.path or f.name, f.index, 0, PROJECT_RULES_KEY, f.name, True, f.why)
+             for f in choice.found()]
+    kept = [spec for spec in specs if choice.gsd_rules or not (spec.group == "core" and is_gsd_rules(spec.target))]
+    return [replace(spec, order=order) for order, spec in enumerate(found + kept)]
 
 
 # ----------------------------------------------------------------------------- @ lines
@@ -332,6 +415,7 @@ class _Record:
     group: str
     root_group: str
     parent: str | None
+    why: str = ""
     resolved_lines: set[int] = field(default_factory=set)
 
 
@@ -362,12 +446,12 @@ def walk_references(
     for spec, target in roots:
         try:
             text = read(target)
-        except Refused as exc:
-            warnings.append(f"{spec.where} {quoted(spec.target)}: {exc}")
-            continue
         except TextUnavailable as exc:
-            raise ReferenceLoadError(f"{spec.where} {quoted(spec.target)}: {exc}") from None
-        walk.visit(walk.add(target, text, spec.group, spec.group, None), spec.group)
+            if not (spec.optional or isinstance(exc, Refused)):
+                raise ReferenceLoadError(f"{spec.label}: {exc}") from None
+            warnings.append(f"{spec.label}: {exc}")
+            continue
+        walk.visit(walk.add(target, text, spec.group, spec.group, None, spec.why), spec.group)
     documents = tuple(
         _document(record, order, priorities, warnings) for order, record in enumerate(walk.records.values())
     )
@@ -382,14 +466,15 @@ def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list
     for spec in specs:
         try:
             target = locate(spec.target, None)
-        except Refused as exc:
-            warnings.append(f"{spec.where} {quoted(spec.target)}: {exc}")
-            continue
         except TextUnavailable as exc:
-            raise ReferenceLoadError(f"{spec.where} {quoted(spec.target)}: {exc}") from None
+            if not (spec.optional or isinstance(exc, Refused)):
+                raise ReferenceLoadError(f"{spec.label}: {exc}") from None
+            warnings.append(f"{spec.label}: {exc}")
+            continue
         if target.key in seen:
             first = seen[target.key]
-            warnings.append(f"{spec.where} {quoted(spec.target)}: the same document as {first.where}; loaded once")
+            if not spec.optional:  # a project rules file that is a configured one too: loaded once, no news
+                warnings.append(f"{spec.label}: the same document as {first.where}; loaded once")
             continue
         seen[target.key] = spec
         roots.append((spec, target))
@@ -408,11 +493,12 @@ class _Walk:
     records: dict[str, _Record] = field(default_factory=dict)
     links: list[ReferenceLink] = field(default_factory=list)
 
-    def add(self, target: Target, text: str, group: str, root_group: str, parent: str | None) -> _Record:
+    def add(self, target: Target, text: str, group: str, root_group: str, parent: str | None,
+            why: str = "") -> _Record:
         parsed = parse_document(text, target.display)
         if parsed.warning:
             self.warnings.append(parsed.warning)
-        self.records[target.key] = _Record(target, parsed, group, root_group, parent)
+        self.records[target.key] = _Record(target, parsed, group, root_group, parent, why)
         return self.records[target.key]
 
     def visit(self, root: _Record, root_group: str) -> None:
@@ -490,6 +576,7 @@ def _document(record: _Record, order: int, priorities: Mapping[str, int], warnin
         priority=priority,
         order=order,
         parent=record.parent,
+        why=record.why,
     )
 
 

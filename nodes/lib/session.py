@@ -6,7 +6,8 @@ Two formats are read (LAYOUT.md):
   ``round``, ``tool_calls`` and ``call_id``); a malformed line is a warning with its line
   number and is skipped;
 * aider's ``.aider.chat.history.md``: ``# aider chat started at`` opens a session,
-  ``#### `` lines are the user's turn, ``> `` lines are tool output, the rest is the assistant.
+  ``#### `` lines are the user's turn (but for aider's replayed confirmation answers),
+  ``> `` lines are tool output, the rest is the assistant (its reasoning blocks left out).
 
 A round is one user request and everything up to the next one. A tool call and its results
 are one unit: rendering shows each result right under its call, and the one-line summary of a
@@ -29,7 +30,7 @@ import pickle
 
 from .digest import digest16, digested, round_digest, text_digest
 from .memo import NO_MEMO, Memo
-from .quote import quoted
+from .quote import capped_warnings, quoted
 from .regex import lazy_regex
 from ..types import Message, Round
 
@@ -45,8 +46,6 @@ MAX_ROUNDS = 10_000
 #: Lines of a JSON Lines log that are read: the newest ones, with one warning (the memo keeps
 #: the reading of each line, so a log that grows reads only its new lines).
 MAX_LOG_LINES = 200_000
-#: Warnings about single lines of a JSON Lines log that are listed; the rest are counted in one.
-MAX_LINE_WARNINGS = 20
 
 #: The memo kinds of the values made from a transcript (see nodes/lib/memo.py).
 LINE, STRETCH, AIDER_ROUND, LAST_PARSE, SUMMARY = "line", "aider-stretch", "aider-round", "aider-last-parse", "summary"
@@ -194,8 +193,9 @@ def parse_jsonl(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     Only the newest :data:`MAX_LOG_LINES` lines are read and the newest :data:`MAX_ROUNDS`
     rounds kept, each cap with one warning; lines keep their line numbers, and the rounds kept
     past the round cap their numbers (past the line cap, rounds count from the first line
-    read); the first :data:`MAX_LINE_WARNINGS` warnings about single lines are listed, the
-    rest counted in one.
+    read); warnings about single lines are capped as every build's are
+    (:func:`~ctxengine.nodes.lib.quote.capped_warnings`: a few of each kind, then "... and N
+    more like this"), so a log of bad lines never holds a warning per line.
     """
     warnings: list[str] = []
     groups: list[list[Message]] = []
@@ -249,15 +249,13 @@ def parse_jsonl(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
                 )
     kept = [g for g in moved if g]
     skipped_rounds = max(0, len(kept) - MAX_ROUNDS)
-    rounds = _number_rounds(kept[skipped_rounds:], skipped_rounds + 1)
+    rounds = number_rounds(kept[skipped_rounds:], skipped_rounds + 1)
     caps = []
     if skipped_lines:
-        caps.append(f"{path}: {skipped_lines + MAX_LOG_LINES:,} lines; only the newest {MAX_LOG_LINES:,} are read (from "
-                    f"line {skipped_lines + 1:,}), older ones cannot fit a context window (ctxengine reads at most "
-                    f"{MAX_LOG_LINES:,} lines of a session log)")
+        caps.append(lines_cap_warning(path, skipped_lines))
     if skipped_rounds:
         caps.append(rounds_cap_warning(path, len(kept), rounds[0].lines[0] if rounds[0].lines else skipped_lines + 1))
-    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, path), path, JSONL,
+    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, source=path), path, JSONL,
                           1 if rounds else 0, skipped_lines + len(lines))
 
 
@@ -273,16 +271,7 @@ def newest_lines_start(text: str, limit: int) -> tuple[int, int]:
     return position + 1, text.count("\n", 0, position + 1)
 
 
-def capped_warnings(warnings: Sequence[str], path: str, limit: int = MAX_LINE_WARNINGS) -> tuple[str, ...]:
-    """The first ``limit`` warnings, then one that counts the rest."""
-    if len(warnings) <= limit:
-        return tuple(warnings)
-    more = len(warnings) - limit
-    return (*warnings[:limit], f"{path}: … and {more:,} more line warning{'s' if more != 1 else ''} like these "
-                               f"(the first {limit} are listed)")
-
-
-def _number_rounds(groups: Sequence[Sequence[Message]], first: int = 1) -> list[Round]:
+def number_rounds(groups: Sequence[Sequence[Message]], first: int = 1) -> list[Round]:
     rounds = []
     for index, group in enumerate(groups, first):
         messages = tuple(
@@ -304,8 +293,10 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     ``# aider chat started at`` opens a session (kept as a system message at the head of the
     session's first round); consecutive ``#### `` lines are one user message, and a user
     message opens a round (a bare blank line between two ``#### `` runs separates two
-    messages); ``> `` lines are tool output; everything else is the assistant. Blank lines
-    never switch roles. Output before a session's first user message (aider's start-up
+    messages); ``> `` lines are tool output; everything else is the assistant, without its
+    reasoning blocks (:func:`without_reasoning`). A run of ``#### `` lines that only answers
+    confirmation questions (:func:`is_confirmation_run`) is tool output too, not a request. Blank
+    lines never switch roles. Output before a session's first user message (aider's start-up
     banner) belongs to no round.
 
     The text is cut into one stretch per round (from a run of ``#### `` lines to the next) and
@@ -325,7 +316,7 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     warnings: tuple[str, ...] = ()
     if resumed is not None:
         prev, k = resumed
-        starts = prev.starts[:k] + [m.start() + 1 for m in _USER_RUNS.finditer(text, prev.starts[k] - 1)]
+        starts = prev.starts[:k] + _request_starts(text, prev.starts[k] - 1)
         state, rounds, cursors = prev.cursors[k], list(prev.rounds[:prev.cursors[k][-1]]), list(prev.cursors[:k])
         skipped = prev.skipped
     if resumed is None or len(starts) > MAX_ROUNDS:
@@ -386,6 +377,14 @@ def _state_at_cut(text: str, starts: list[int], skipped: int) -> tuple:
     return text.count("\n", 0, cut) + 1, cut, header, sessions, 0
 
 
+def lines_cap_warning(path: str, skipped: int) -> str:
+    """The one warning of a JSON Lines transcript whose oldest ``skipped`` lines were left out
+    (:data:`MAX_LOG_LINES`)."""
+    return (f"{path}: {skipped + MAX_LOG_LINES:,} lines; only the newest {MAX_LOG_LINES:,} are read (from line "
+            f"{skipped + 1:,}), older ones cannot fit a context window (ctxengine reads at most {MAX_LOG_LINES:,} "
+            "lines of a session log)")
+
+
 def rounds_cap_warning(path: str, requests: int, first_line: int) -> str:
     """The one warning of a transcript whose oldest rounds were left out (:data:`MAX_ROUNDS`)."""
     return (f"{path}: {requests:,} rounds; only the newest {MAX_ROUNDS:,} are read (from line {first_line:,}), "
@@ -413,11 +412,41 @@ def _prelude_state(text: str, starts: list[int]) -> tuple:
 
 
 def _user_run_starts(text: str) -> list[int]:
-    """Where each run of ``#### `` lines begins (each opens a round)."""
+    """Where each request begins: each run of ``#### `` lines that is not only confirmation
+    answers (:func:`is_confirmation_run`) opens a round."""
     first = _AIDER_FIRST.match(text)
-    starts = [0] if first is not None and first.lastgroup == "user" else []
-    starts.extend(m.start() + 1 for m in _USER_RUNS.finditer(text, first.end() if starts else 0))
-    return starts
+    starts = [0] if first is not None and first.lastgroup == "user" and not _confirms(first.group()) else []
+    return starts + _request_starts(text, first.end() if starts else 0)
+
+
+def _request_starts(text: str, position: int) -> list[int]:
+    """Where each run of ``#### `` lines after ``position`` (a newline before it) begins,
+    leaving out the runs of confirmation answers."""
+    return [m.start() + 1 for m in _USER_RUNS.finditer(text, position)
+            if text.find(CONFIRM_OPTIONS, m.start(), m.end()) < 0 or not is_confirmation_run(m.group())]
+
+
+#: What every aider confirmation question offers ("Add file to the chat? (Y)es/(N)o/(A)ll/… [Yes]: ").
+CONFIRM_OPTIONS = "(Y)es/(N)o"
+
+
+def is_confirmation_run(run: str) -> bool:
+    """Whether a run of ``#### `` lines is only answers to aider's confirmation questions, each
+    ``<question> (Y)es/(N)o… [<default>]: <answer>``: aider writes that as the user's input when an
+    earlier "(A)ll" or "(S)kip all" answers the rest of a group of questions, so it is tool
+    output, not a request."""
+    for line in run.strip("\n").split("\n"):
+        head, colon, answer = line[4:].strip().rpartition("]:")
+        options = head.find(CONFIRM_OPTIONS)
+        answer = answer.strip().replace("'", "")
+        if not colon or options < 0 or head.rfind("[") < options or not (answer.isalpha() or not answer):
+            return False
+    return True
+
+
+def _confirms(run: str) -> bool:
+    """:func:`is_confirmation_run`, after a cheap test for the options every question offers."""
+    return CONFIRM_OPTIONS in run and is_confirmation_run(run)
 
 
 def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tuple[str, str, int, int]]:
@@ -447,6 +476,8 @@ def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tupl
         else:
             if kind == "user":  # the first line's prefix cut off, the others' substituted (a literal newline leads)
                 body, prefix = block[5:] if block.startswith((" ", "\t"), 4) else block[4:], _USER_PREFIX
+                if _confirms(block):
+                    kind = "tool"  # replayed confirmation answers: aider's output, not a request
             else:
                 body, prefix = block[2:] if block.startswith(" ", 1) else block[1:], _TOOL_PREFIX
             if "\n" in body:
@@ -470,7 +501,31 @@ def _assistant_event(text: str, start: int, stop: int, non_space: int, line: int
     line_start = text.rfind("\n", start, non_space) + 1 or start
     body = text[line_start:stop].rstrip()
     first = line + text.count("\n", start, line_start)
-    return "assistant", body, first, first + body.count("\n")
+    last = first + body.count("\n")
+    if "<think" in body or "<reasoning>" in body:
+        body, first = without_reasoning(body, first)
+    return "assistant", body, first, last
+
+
+#: A reasoning block as aider writes it in a reply: ``<thinking-content-<hash>>`` (or a model's own
+#: ``<think>``, ``<thinking>``, ``<reasoning>``) at the start of a line, up to its closing tag
+#: (or the end of the reply, when the model was cut off while reasoning).
+_REASONING = lazy_regex(r"^<(thinking-content-[0-9a-f]+|think|thinking|reasoning)>.*?(?:</\1>|\Z)",
+                        re.S | re.M)
+
+
+def without_reasoning(body: str, first: int) -> tuple[str, int]:
+    """(``body`` without its reasoning blocks, the number of its first line): the model's
+    scratch work is not what it answered; a reply that starts with one starts after it."""
+    found = _REASONING.match(body)
+    if found is not None:
+        rest = _NON_SPACE.search(body, found.end())
+        if rest is None:
+            return "", first
+        begin = max(found.end(), body.rfind("\n", 0, rest.start()) + 1)
+        first += body.count("\n", 0, begin)
+        body = body[begin:]
+    return _REASONING.sub("", body).rstrip(), first
 
 
 def _aider_round(text: str, begin: int, end: int, first_line: int, header):

@@ -110,6 +110,7 @@ class BudgetSettings:
     reserve_tokens: int | None
     reserve_share: float = key("budget.reserveShare")
     exact_band: tuple[float, float] = key("budget.exactBand")
+    max_tokens_given: bool = False  # budget.maxTokens set by the caller (--max-tokens, --set, API): a fixed budget
 
     def reserve_for(self, preset: Mapping[str, Any], max_tokens: int | None = None) -> int:
         """The answer reserve for a model preset (lib/reserve.py ``effective_reserve``)."""
@@ -168,6 +169,9 @@ class ReferenceSettings:
     url_max_bytes: int = key("references.urlMaxBytes")
     max_file_bytes: int = key("references.maxFileBytes")
     group_priorities: FrozenMap  # group -> priority
+    gsd_rules: str = key("references.gsdRules")
+    project_rules: tuple = key("references.projectRules")
+    project_rules_max_bytes: int = key("references.projectRulesMaxBytes")
 
 
 @dataclass(frozen=True)

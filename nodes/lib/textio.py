@@ -204,11 +204,51 @@ def trusted_path(path: str, trust: Trust) -> bool:
     return is_under(real, trust.root) or any(is_under(real, folder) for folder in trust.allowed_paths)
 
 
-def _outside(shown: str, real: str) -> Refused:
+def _outside(shown: str, path: str, trust: Trust) -> Refused:
+    """The refusal of ``path`` (named ``shown``), which leads outside the trusted folders: it names
+    where the path leaves them (:func:`exit_point`), never what lies beyond, so it reads the
+    same whether the file outside exists or not, and whatever links are there."""
+    real = exit_point(path, trust)
     folder = os.path.dirname(real) or real
     where = f"{shown} is" if shown == real else f"{shown} resolves to {real},"
     return Refused(f"{where} outside the project; not read (add {folder} to "
                    f"trust.allowedPaths {_SETTINGS_HINT} to allow it)")
+
+
+_MAX_LINKS = 40
+
+
+def exit_point(path: str, trust: Trust) -> str:
+    """Where ``path`` leaves the trusted folders (the project and ``trust.allowedPaths``): its
+    symbolic links followed only while they are inside a trusted folder (the project's own) or
+    on the way to one, the rest of the path as written. Nothing outside is looked at, so a
+    refusal naming it says nothing of what exists there (a link outside, a folder, a file)."""
+    folders = (trust.root, *trust.allowed_paths)
+
+    def followable(candidate: str) -> bool:  # inside a trusted folder, or an ancestor of one
+        return any(is_under(candidate, f) or is_under(f, candidate) for f in folders)
+
+    pending = [p for p in os.path.abspath(path).split(os.sep) if p]
+    current, links = os.sep, 0
+    while pending:
+        part = pending.pop(0)
+        if part == ".":
+            continue
+        candidate = os.path.dirname(current) if part == ".." else os.path.join(current, part)
+        if not followable(candidate):
+            real = os.path.realpath(candidate)  # the project named through a link of the user's
+            if not followable(real):
+                return os.path.normpath(os.path.join(candidate, *pending))
+            current = real
+            continue
+        if part != ".." and os.path.islink(candidate) and links < _MAX_LINKS:
+            links += 1
+            target = os.readlink(candidate)
+            pending[:0] = [p for p in target.split(os.sep) if p]
+            current = os.sep if os.path.isabs(target) else current
+            continue
+        current = candidate
+    return current
 
 
 # ----------------------------------------------------------------------------- cleaning
@@ -355,7 +395,7 @@ def resolved_path(path: str, trust: Trust, shown: str | None = None) -> str:
     shown = shown or path
     lexical = os.path.realpath(path)
     if not (is_under(lexical, trust.root) or any(is_under(lexical, folder) for folder in trust.allowed_paths)):
-        raise _outside(shown, lexical)
+        raise _outside(shown, path, trust)
     try:
         real = os.path.realpath(path, strict=True)
     except OSError as exc:
@@ -365,7 +405,7 @@ def resolved_path(path: str, trust: Trust, shown: str | None = None) -> str:
             raise TextUnavailable(f"{shown}: file not found") from None
         raise TextUnavailable(f"cannot read {shown}: {exc.strerror or exc}") from None
     if not (is_under(real, trust.root) or any(is_under(real, folder) for folder in trust.allowed_paths)):
-        raise _outside(shown, real)
+        raise _outside(shown, path, trust)
     return real
 
 
@@ -452,7 +492,7 @@ def list_files(base: str, trust: Trust, limit: int, hidden_files: bool = True) -
     if not os.path.isdir(base):
         return [], []
     if not trusted_path(base, trust):
-        return [], [str(_outside(base, os.path.realpath(base))).replace("not read", "not listed")]
+        return [], [str(_outside(base, base, trust)).replace("not read", "not listed")]
     names: list[str] = []
     for folder, dirs, files in os.walk(base, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))

@@ -28,7 +28,8 @@ from functools import lru_cache, partial
 from importlib import resources
 
 from .quote import quoted
-from .usercache import MAC_BYTES, cache_key, mac, mac_ok, trusted_file, user_cache_dir, write_atomically
+from .usercache import (MAC_BYTES, cache_key, existing_cache_key, mac, mac_ok, trusted_file, user_cache_dir,
+                        user_cache_root, write_atomically)
 from ..types import BudgetReport
 from .yamlio import load_yaml
 
@@ -333,13 +334,15 @@ def _constructor(name: str):
 
 
 def _cached_encoding(name: str):
+    """The tiktoken Encoding ``name`` from the user's pickle of its arguments when there is one
+    whose MAC checks (:func:`_encoding_file`), else built from its table. Nothing is written
+    here (it runs inside the graph): :func:`keep_tokenizer_files` stores the pickle after a run."""
     import tiktoken
 
-    constructor, source = _constructor(name)
-    cache = os.path.join(user_cache_dir(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
-    key = cache_key()
+    constructor, _ = _constructor(name)
+    cache, key = _encoding_file(name), existing_cache_key()
     params = None
-    if trusted_file(cache):
+    if key is not None and trusted_file(cache):
         with open(cache, "rb") as fh:
             data = fh.read()
         tag, body = data[:MAC_BYTES], data[MAC_BYTES:]
@@ -348,11 +351,48 @@ def _cached_encoding(name: str):
         else:
             logging.getLogger("ctxengine.cache").warning(
                 "warning: cache: %s does not carry this user's MAC; it is discarded and rebuilt", cache)
-    if params is None:
-        params = constructor()
-        body = pickle.dumps(params, protocol=pickle.HIGHEST_PROTOCOL)
-        write_atomically(cache, mac(key, body) + body)
-    return tiktoken.Encoding(**params)
+    return tiktoken.Encoding(**(params if params is not None else constructor()))
+
+
+def _encoding_file(name: str) -> str:
+    """Where the pickled arguments of the offline encoding ``name`` are kept (not created): in the
+    user's cache root, named by tiktoken's version and the table's stamp."""
+    import tiktoken
+
+    _, source = _constructor(name)
+    return os.path.join(user_cache_root(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
+
+
+def _table_marker(encoding: str, path: str) -> str:
+    """The file remembering that the bundled table at ``path`` was checked (not created)."""
+    return os.path.join(user_cache_root(), f"{encoding}-{_stamp(path)}.sha256")
+
+
+def keep_tokenizer_files(encoding: str) -> None:
+    """Keep in the user's cache what later processes reuse for ``encoding`` (a model preset's
+    encoding): the mark that its bundled table is the official one, and the pickled arguments
+    of its tiktoken Encoding when this process built one. Called by the driver after a run,
+    outside the graph (no node writes files); a cache that cannot be written is left alone."""
+    counter = token_counter_for(encoding)
+    name = counter.encoding_name
+    base = name.removesuffix("_offline")
+    try:
+        if base in BUNDLED_TABLES and counter.warning is None:
+            path = bundled_table_path(base)
+            marker = _table_marker(base, path)
+            if not trusted_file(marker):
+                verified_table_path(base)  # checks it again (once per table file), never writes
+                write_atomically(os.path.join(user_cache_dir(), os.path.basename(marker)),
+                                 BUNDLED_TABLES[base][1].encode("ascii"))
+        if name.endswith("_offline") and _encoding.cache_info().currsize and not trusted_file(_encoding_file(name)):
+            built = _encoding(name)  # this process's Encoding (made by an encode or decode)
+            body = pickle.dumps({"name": built.name, "pat_str": built._pat_str,
+                                 "mergeable_ranks": built._mergeable_ranks,
+                                 "special_tokens": built._special_tokens}, protocol=pickle.HIGHEST_PROTOCOL)
+            target = os.path.join(user_cache_dir(), os.path.basename(_encoding_file(name)))
+            write_atomically(target, mac(cache_key(), body) + body)
+    except (OSError, TableError):  # an unwritable cache or a bad table (warned by the build): next time
+        pass
 
 
 def bundled_table_path(encoding: str) -> str:
@@ -379,24 +419,20 @@ def _stamp(path: str) -> str:
 
 def verified_table_path(encoding: str) -> str:
     """The path of the bundled table of ``encoding``, checked to be the official one: decompressed
-    and hashed (about 30 ms) the first time, then remembered per file stamp by a small file in
-    the user's cache (trusted as the pickle cache is), so later processes only stat the table."""
+    and hashed (about 30 ms) unless a small file in the user's cache (trusted as the pickle cache
+    is; written after a run by :func:`keep_tokenizer_files`, never here) remembers the check for
+    this file stamp, so later processes only stat the table."""
     path = bundled_table_path(encoding)
     expected = BUNDLED_TABLES[encoding][1]
     try:
-        marker = os.path.join(user_cache_dir(), f"{encoding}-{_stamp(path)}.sha256")
+        marker = _table_marker(encoding, path)
         if trusted_file(marker):
             with open(marker, encoding="ascii") as fh:
                 if fh.read() == expected:
                     return path
     except (OSError, UnicodeDecodeError):
-        marker = None
+        pass
     _official_table(encoding, path)
-    if marker is not None:
-        try:
-            write_atomically(marker, expected.encode("ascii"))
-        except OSError:  # an unwritable cache: checked again next time
-            pass
     return path
 
 

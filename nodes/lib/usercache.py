@@ -196,6 +196,15 @@ def cache_key() -> bytes:
     return _read_key(path)
 
 
+def existing_cache_key() -> bytes | None:
+    """The user's key (see :func:`cache_key`) when it exists; None when it does not or cannot be
+    used. Nothing is created: for readers that run inside the graph."""
+    try:
+        return _read_key(user_cache_root() / KEY_FILE)
+    except OSError:  # missing, refused (CacheFolderError is one) or unreadable
+        return None
+
+
 def _read_key(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))

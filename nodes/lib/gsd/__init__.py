@@ -9,6 +9,7 @@ field; progress is which SUMMARY files exist plus STATE.md's position. One conce
 * ``position``: ONE reading of where the project stands (milestone, phase, folder, plan),
   with its evidence and the warnings where the sources disagree;
 * ``view``: the plan and roadmap sections' text from the files and the position;
+* ``workstreams``: which workstream's files (.planning/workstreams/<name>/) the position is read from;
 * ``work``: the phase type the position calls for (``--phase auto``) and its phase folder.
 
 Everything here is pure: loader nodes hand in file contents and listings.
@@ -23,6 +24,7 @@ from .roadmap import RoadmapPlans, RoadmapView, milestone_phases, milestone_toke
 from .state import GsdState, StateBlock, parse_state, position_line, render_state
 from .view import gsd_view, roadmap_view
 from .work import AUTO, PhaseWork, phase_work
+from .workstreams import workstream_files
 
 __all__ = [
     "AUTO", "PhaseWork", "phase_work", "roadmap_plans", "RoadmapPlans", "milestone_tokens",
@@ -30,5 +32,5 @@ __all__ = [
     "GsdFiles", "GsdPlan", "GsdPosition", "GsdState", "PhaseFolder", "RoadmapView", "StateBlock",
     "dir_phase_key", "gsd_view", "is_phase_file", "milestone_phases", "narrow_roadmap", "parse_state",
     "phase_folders", "phase_key", "phase_plans", "plan_body", "plan_outline", "plan_title", "position_line", "position_of",
-    "read_position", "render_plans", "render_state", "roadmap_view", "summary_one_liner",
+    "read_position", "workstream_files", "render_plans", "render_state", "roadmap_view", "summary_one_liner",
 ]

@@ -15,7 +15,7 @@ _FOCUS = lazy_regex(r"^\*\*Current focus:?\*\*:?\s*(.+)$", re.I)
 _VERSION = lazy_regex(r"(?<![\w.])v\d+(?:\.\d+)*(?:-(?:alpha|beta|rc|pre)\w*)?(?![\w])", re.I)
 _NUMBER = lazy_regex(r"\d+(?:\.\d+)*")
 _OF = lazy_regex(r"(\d+(?:\.\d+)*)\s*(?:of|/)\s*(\d+(?:\.\d+)*)")
-_PHASE_DIR = lazy_regex(r"^(\d+(?:\.\d+)*)-")
+_PHASE_DIR = lazy_regex(r"^(?:phase[-_]?)?(\d+(?:\.\d+)*)(?:-|$)", re.I)
 _PLAN_FILE = lazy_regex(r"^(\d+(?:\.\d+)*)-(\d+)-(PLAN|SUMMARY)\.md$")
 _RANGE = lazy_regex(r"Phases?\s+(\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(\d+(?:\.\d+)?)", re.I)
 _PHASE_HEADING = lazy_regex(r"^Phase\s+(\d+(?:\.\d+)*)\b", re.I)
@@ -48,7 +48,8 @@ def is_phase_file(name: str) -> bool:
 
 
 def dir_phase_key(name: str) -> tuple[int, ...] | None:
-    """The phase number of a phase folder name (``02.1-critical-math-fixes`` -> (2, 1))."""
+    """The phase number of a phase folder name (``02.1-critical-math-fixes`` -> (2, 1); the
+    ``phase-23`` and ``phase-23-telemetry`` some projects write -> (23,))."""
     match = _PHASE_DIR.match(name)
     return tuple(int(p) for p in match.group(1).split(".")) if match else None
 
@@ -117,3 +118,12 @@ def _flat(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_flat(v) for v in value) + "]"
     return str(value)
+
+
+def dir_phase_parts(name: str) -> tuple[str, str]:
+    """A phase folder name's number as written and the name after it
+    (``08.1-game-theory`` -> ("08.1", "game-theory"); ``phase-23`` -> ("23", ""))."""
+    match = _PHASE_DIR.match(name)
+    if not match:
+        return "", name
+    return match.group(1), name[match.end():]

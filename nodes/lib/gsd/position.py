@@ -16,12 +16,14 @@ from typing import Mapping, Sequence
 from ..quote import quoted
 from ...types import ConfigError
 from ..regex import lazy_regex
-from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, dir_phase_key, phase_key
-from .roadmap import RoadmapPlans, milestone_phases, milestone_tokens, narrow_roadmap, roadmap_plans
+from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, dir_phase_key, dir_phase_parts, phase_key
+from .common import _lines_of
+from .roadmap import RoadmapPlans, milestone_blocks, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
 from .state import GsdState, parse_state
 
 PINNED, FRONTMATTER, BODY, FILES, NONE = "pinned", "frontmatter", "body", "files", "none"
 _PIN = lazy_regex(r"^\d+(?:\.\d+)*$")
+_ARCHIVED = lazy_regex(r"(?:^|/)milestones/[^/]+-phases/")
 _BETWEEN = lazy_regex(r"\bnone\b|between milestones|no active phase", re.I)
 _EXECUTING = lazy_regex(r"execut|in[ _-]?progress|verif|implement", re.I)
 
@@ -44,6 +46,11 @@ class PhaseFolder:
         return self.path.rsplit("/", 1)[-1]
 
     @property
+    def words(self) -> frozenset[str]:
+        """The words of the folder's name after its number ("02-database-stability" -> database, stability)."""
+        return name_words(dir_phase_parts(self.name)[1])
+
+    @property
     def all_plans(self) -> tuple[str, ...]:
         """The plans with a file and the plans named elsewhere, by plan number."""
         return tuple(sorted({*self.plans, *self.named}, key=_plan_number))
@@ -64,7 +71,7 @@ class PhaseFolder:
 
     def plan_id(self, number: int) -> str:
         """The id of plan ``number`` in this folder ("15-02"), spelled as the folder's number is."""
-        return f"{self.name.split('-', 1)[0]}-{number:02d}"
+        return f"{dir_phase_parts(self.name)[0]}-{number:02d}"
 
     def with_named(self, numbers: Sequence[int], by: str = "", done: bool = False) -> "PhaseFolder":
         """This folder with the plans ``numbers`` that have no file here added as named ones
@@ -83,6 +90,61 @@ class PhaseFolder:
         if not known or total <= len(known) or total > 99:
             return self
         return self.with_named(range(known[-1] + 1, known[-1] + 1 + total - len(known)), by)
+
+
+_STOP = frozenset("a an and the of to for in on with by p0 p1 p2 p3 phase plans plan".split())
+
+
+def name_words(text: str) -> frozenset[str]:
+    """The words that name a phase, lower case, without small words and numbers
+    ("Database Stability & Recovery (4/4 plans)" -> database, stability, recovery)."""
+    return frozenset(w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP)
+
+
+def same_name(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two phase names are one: they share two words (or every word of the shorter, when it has one)."""
+    common = len(a & b)
+    return common > 0 and common >= min(2, len(a), len(b))
+
+
+def _leftover(folder: PhaseFolder, names: Mapping[tuple[int, ...], Sequence[tuple[int, str]]]) -> str | None:
+    """Why ``folder`` is left over from an earlier milestone, or None: ROADMAP.md gives its name to
+    another phase number ("| 15. Database Stability |" for phases/02-database-stability/) and never
+    to its own (the milestone was renumbered; the folder stayed behind)."""
+    if not folder.words or any(same_name(folder.words, name_words(n)) for _, n in names.get(folder.key, ())):
+        return None
+    for key, named in sorted(names.items()):
+        for line, name in named:
+            if key != folder.key and same_name(folder.words, name_words(name)):
+                return (f"{folder.path}/ is left over from an earlier milestone: ROADMAP.md:{line} names it phase "
+                        f"{_show(key)} ('{_cut(name, 40)}')")
+    return None
+
+
+def _named_folder(key: tuple[int, ...], text: str, folders: Sequence[PhaseFolder],
+                  names: Mapping[tuple[int, ...], Sequence[tuple[int, str]]]) -> tuple[PhaseFolder | None, str]:
+    """The folder of phase ``key`` when several folders carry its number (milestones that restart
+    their numbering): the one STATE.md's ``Phase:`` line ``text`` names (its folder name, or the
+    words of its name), else the one whose name the roadmap gives the phase and is not left over;
+    with the reason. One folder: that one."""
+    same = [f for f in folders if f.key == key]
+    if len(same) <= 1:
+        return (same[0] if same else None), ""
+    low = text.lower()
+    exact = [f for f in same if f.name.lower() in low]
+    if len(exact) == 1:
+        return exact[0], f"{exact[0].name} named by STATE.md's Phase line ({len(same)} folders numbered {_show(key)})"
+    said = name_words(re.sub(r"^\s*\d+(?:\.\d+)*", "", text))
+    worded = [f for f in same if said and same_name(f.words, said)]
+    if len(worded) == 1:
+        return worded[0], (f"{worded[0].name}: STATE.md's Phase line names it ({len(same)} folders numbered "
+                           f"{_show(key)})")
+    fresh = [f for f in same if _leftover(f, names) is None] or same
+    lines = {f.path: max((line for line, n in names.get(key, ()) if same_name(f.words, name_words(n))), default=0)
+             for f in fresh}
+    pick = max(fresh, key=lambda f: lines[f.path]) if any(lines.values()) else fresh[0]
+    return pick, (f"{pick.name}: of {len(same)} folders numbered {_show(key)}, the one ROADMAP.md:{lines[pick.path]} "
+                  "names last" if lines[pick.path] else "")
 
 
 def _plan_number(plan_id: str) -> int:
@@ -176,7 +238,7 @@ def phase_folders(folders: Mapping[str, Sequence[str]]) -> tuple[PhaseFolder, ..
                 context.append(name)
         ordered = tuple(plans[n] for n in sorted(plans))
         out.append(PhaseFolder(path.rstrip("/"), key, ordered, tuple(p for p in ordered if p in done),
-                               tuple(sorted(context)), path.startswith("milestones/")))
+                               tuple(sorted(context)), bool(_ARCHIVED.search(path))))
     return tuple(sorted(out, key=lambda f: (f.key, f.archived, f.path)))
 
 
@@ -219,16 +281,20 @@ def read_position(
     state_path: str = ".planning/STATE.md",
     roadmap_phases: Sequence[str] = (),
     roadmap_plans: Mapping[tuple[int, ...], RoadmapPlans] | None = None,
+    roadmap_names: Mapping[tuple[int, ...], Sequence[tuple[int, str]]] | None = None,
 ) -> GsdPosition:
     """The position of a GSD project from STATE.md (parsed; None when absent), its phase folders
     (path relative to .planning/ -> file names), the pin ``state.gsdPhase``, the phase
     numbers of the current milestone in ROADMAP.md (to count ``progress.completed_phases``) and
     the plans ROADMAP.md names per phase (:func:`roadmap_plans`: a plan the roadmap lists, or
     counts in "1/2 plans executed", is a plan of the phase even when its PLAN file was never
-    committed; so is each plan of STATE.md's "Plan: 2 of 2")."""
+    committed; so is each plan of STATE.md's "Plan: 2 of 2") and every name the roadmap gives each
+    phase number (:func:`phase_names`: which of several folders with one number is meant, and
+    which folders are left over from a renumbered milestone)."""
     evidence: list[str] = []
     warnings: list[str] = []
     roadmap_plans = roadmap_plans or {}
+    names = roadmap_names or {}
     all_folders = tuple(_with_roadmap_plans(f, roadmap_plans.get(f.key)) if not f.archived else f
                         for f in phase_folders(folders))
     by_key = _by_key(all_folders)
@@ -306,7 +372,7 @@ def read_position(
             if body_key is not None and body_key in order[:done]:
                 if done < len(order):
                     fm_key = order[done]
-                else:
+                elif not state.body_complete:
                     stale = True
         if fm_key is not None:
             key, source = fm_key, FRONTMATTER
@@ -328,7 +394,7 @@ def read_position(
             if body_text:
                 evidence.append(f"STATE.md:{body_line} 'Phase: {body_text}'")
             if between:
-                return _from_files(active, evidence, warnings, finish, milestone_over=True)
+                return _from_files(active, evidence, warnings, finish, milestone_over=True, names=names, archived=[f for f in all_folders if f.archived])
             if state.stopped_at is not None:  # no "Phase:" line: the plan it stopped at names the phase
                 phase, _, text = state.stopped_at
                 key, source = phase_key(phase), FRONTMATTER
@@ -336,10 +402,16 @@ def read_position(
                                 f"-> phase {_show(key)} (no 'Phase:' line)")
 
     if key is None:
-        return _from_files(active, evidence, warnings, finish, milestone_over=False)
+        return _from_files(active, evidence, warnings, finish, milestone_over=False, names=names)
 
     # 3. The files as evidence.
-    folder = by_key.get(key)
+    folder, chosen = _named_folder(key, (state.field("phase") or state.field("current phase") or "") if state else "",
+                                   active, names)
+    if folder is None:
+        folder = by_key.get(key)
+    elif chosen:
+        evidence.append(chosen)
+        by_key[key] = folder
     if (folder is not None and state is not None and state.plan_total and source in (BODY, FRONTMATTER)
             and phase_key(state.body_phase) == key):
         counted = folder.with_total(state.plan_total, f"STATE.md:{state.line_of('plan')} 'Plan: {state.field('plan')}'")
@@ -348,7 +420,14 @@ def read_position(
             folder = by_key[key] = counted
     files_complete = bool(folder and folder.complete)
     if said_complete or files_complete:
-        later = [f for f in active if f.key > key and f.started and not f.complete]
+        later = []
+        for f in active:
+            if f.key > key and f.started and not f.complete:
+                why_not = _leftover(f, names)
+                if why_not:
+                    evidence.append(why_not + ", not the next phase")
+                else:
+                    later.append(f)
         if later:
             nxt = later[0]
             why = "STATE.md says it is complete" if said_complete else "all its plans have a SUMMARY"
@@ -377,20 +456,31 @@ def read_position(
                   milestone_complete=milestone_over, expects=expects)
 
 
-def _from_files(active, evidence, warnings, finish, milestone_over: bool) -> GsdPosition:
-    """No phase number from STATE.md: the first started phase folder not yet complete (after a
-    milestone: only the latest folder, when it is new work), else the latest folder, complete."""
-    if not active:
+def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=None, archived=()) -> GsdPosition:
+    """No phase number from STATE.md: the first started phase folder not yet complete and not left
+    over from a renumbered milestone (after a milestone: only the latest folder, when it is new
+    work), else the latest folder, complete (after a milestone, an archived one when its number is
+    higher: the finished milestone's phases moved to milestones/<version>-phases/)."""
+    if not active and not (milestone_over and archived):
         if milestone_over:
             evidence.append("between milestones: no phase is current")
         return finish(None, None, NONE if not evidence else FILES, milestone_complete=milestone_over)
-    open_ = [f for f in active if f.started and not f.complete]
+    open_ = []
+    for f in active:
+        if f.started and not f.complete:
+            why_not = _leftover(f, names or {})
+            if why_not:
+                evidence.append(why_not + ", not current")
+            else:
+                open_.append(f)
     if milestone_over:
-        open_ = [f for f in open_ if f is active[-1]]
+        open_ = [f for f in open_ if active and f is active[-1]]
     if open_:
         evidence.append(f"{open_[0].path}/ holds {_files(open_[0])} without a SUMMARY for each plan")
         return finish(open_[0], open_[0].key, FILES, expects=True)
-    latest = active[-1]
+    latest = active[-1] if active else archived[-1]
+    if milestone_over and archived and archived[-1].key > latest.key:
+        latest = archived[-1]
     evidence.append(f"latest phase folder {latest.path}/" + (" (milestone complete)" if milestone_over else ""))
     return finish(latest, latest.key, FILES, said_complete=True, milestone_complete=milestone_over)
 
@@ -404,21 +494,72 @@ class GsdFiles:
     roadmap_text: str | None = None
     folders: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()  # reading STATE.md and ROADMAP.md under the trust rules
+    state_path: str = ".planning/STATE.md"  # where state_text was read (a workstream's STATE.md)
+    workstreams: Mapping[str, "GsdFiles"] = field(default_factory=dict)  # .planning/workstreams/<name>/
+    active_workstream: str | None = None  # the text of .planning/active-workstream, when present
+    chosen: tuple[str, ...] = ()  # why this workstream is read (evidence), see workstreams.py
+    chosen_warnings: tuple[str, ...] = ()  # the workstream choice was ambiguous
 
 
 def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
     """:func:`read_position` over the loaded files (STATE.md parsed, the milestone's phases
     read from ROADMAP.md)."""
-    state = parse_state(files.state_text, ".planning/STATE.md") if files.state_text is not None else None
+    state = parse_state(files.state_text, files.state_path) if files.state_text is not None else None
     roadmap = files.roadmap_text
     milestone = state.milestone if state else None
     phases = milestone_phases(roadmap, milestone) if roadmap else ()
     plans = roadmap_plans(roadmap, milestone) if roadmap else {}
-    position = read_position(state, files.folders, pinned, ".planning/STATE.md", phases, plans)
-    position = _milestone_checked(position, roadmap, phases)
+    position = read_position(state, files.folders, pinned, files.state_path, phases, plans,
+                             phase_names(roadmap) if roadmap else {})
+    if files.chosen or files.chosen_warnings:
+        position = replace(position, evidence=(*files.chosen, *position.evidence),
+                           warnings=(*files.chosen_warnings, *position.warnings))
+    position = _milestone_checked(position, roadmap, phases, "frontmatter" if state is not None and
+                                  state.frontmatter.get("milestone") is not None else "STATE.md")
+    if state is not None:
+        position = _milestone_disagreement(position, state, roadmap or "")
     if milestone is None and roadmap:
         position = _milestone_inferred(position, roadmap)
+    if roadmap:
+        position = _milestone_shipped(position, roadmap, files.folders, state, files.state_path)
     return _next_phase(position, roadmap, files.folders)
+
+
+def _milestone_shipped(position: GsdPosition, roadmap_text: str, folders: Mapping[str, Sequence[str]],
+                       state: GsdState | None, state_path: str) -> GsdPosition:
+    """STATE.md names a finished phase of a milestone ROADMAP.md marks shipped ("- ✅ **v19.4 ...**
+    - Phases 206-214 (shipped 2026-04-06)"): the milestone is complete. When later phases of its
+    range are complete too (STATE.md was not updated after them), the latest is the phase, with a
+    warning naming both lines."""
+    key = phase_key(position.phase)
+    if (key is None or not position.milestone or position.milestone_complete or not position.phase_complete
+            or position.source not in (FRONTMATTER, BODY)):
+        return position
+    lines = roadmap_text.split("\n")
+    shipped = next(((i + 1, line.strip(), _RANGE.search(line)) for i, line in enumerate(lines)
+                    if position.milestone in milestone_tokens(line) and _SHIPPED.search(line) and _RANGE.search(line)),
+                   None)
+    if shipped is None:
+        return position
+    line_no, text, rng = shipped
+    low, high = phase_key(rng.group(1)), phase_key(rng.group(2))
+    if not (low <= key <= high):
+        return position
+    said = f"ROADMAP.md:{line_no} '{_cut(text, 70)}'"
+    done = [f for f in phase_folders(folders) if low[:1] <= f.key[:1] <= high[:1] and f.key > key and f.complete]
+    if not done:
+        return replace(position, milestone_complete=True,
+                       evidence=(*position.evidence, f"milestone {position.milestone} shipped: {said}"))
+    last = done[-1]
+    line = (state.line_of("phase") or state.line_of("current phase") or 1) if state else 1
+    warning = (f"{state_path}:{line}: names phase {position.phase}, but {said} marks milestone {position.milestone} "
+               f"shipped and {', '.join(_show(f.key) for f in done[-3:])} finished after it ({last.path}/); "
+               f"phase {_show(last.key)} is read (update STATE.md)")
+    return replace(position, phase=_show(last.key), folder=last.path, plan=None, plans_done=len(last.done),
+                   plans_total=len(last.all_plans), milestone_complete=True, source=FILES, context=last.context,
+                   warnings=(*position.warnings, warning),
+                   evidence=(*position.evidence, f"milestone {position.milestone} shipped: {said}; the latest of its "
+                             f"finished phases is {last.path}/"))
 
 
 def _milestone_inferred(position: GsdPosition, roadmap_text: str) -> GsdPosition:
@@ -426,8 +567,16 @@ def _milestone_inferred(position: GsdPosition, roadmap_text: str) -> GsdPosition
     Production v1.0 (Phases 11-17)") is the milestone, with the evidence; when the roadmap has
     milestone blocks and none lists the phase, a warning (the roadmap is read whole)."""
     key = phase_key(position.phase)
+    if key is None:
+        return position
     view = narrow_roadmap(roadmap_text, None)
-    if key is None or not view.milestones:
+    ranged = _ranged_milestone(roadmap_text, key)
+    if ranged is not None:
+        label = next((m for m in _labels(roadmap_text, ranged)), ranged)
+        return replace(position, milestone=ranged, milestone_name=label,
+                       evidence=(*position.evidence, f"STATE.md names no milestone; ROADMAP.md gives phase "
+                                 f"{position.phase} to {ranged}'s range"))
+    if not view.milestones:
         return position
     for candidate in view.milestones:
         listed = narrow_roadmap(roadmap_text, candidate)
@@ -463,16 +612,24 @@ def _next_phase(position: GsdPosition, roadmap_text: str | None, folders: Mappin
     if not roadmap_text or key is None or not position.phase_complete or position.milestone_complete:
         return position
     by_key = _by_key([f for f in phase_folders(folders) if not f.archived])
-    titles = _phase_titles(narrow_roadmap(roadmap_text, position.milestone).content)
+    content = narrow_roadmap(roadmap_text, position.milestone).content
+    titles = _phase_titles(content)
+    ticked = _ticked_phases(content)
     for later in sorted(k for k in titles if k > key):
         folder = by_key.get(later)
-        if folder is not None and folder.complete:
-            continue
+        if folder is not None and folder.complete or folder is None and later in ticked:
+            continue  # done: its plans all have a SUMMARY, or it has no folder and its roadmap box is checked
         return replace(position, next_phase=_show(later), next_folder=folder.path if folder else None,
                        next_title=titles[later], next_context=folder.context if folder else (),
                        evidence=(*position.evidence, f"phase {position.phase} complete; ROADMAP.md's next phase is "
                                  f"'{titles[later]}'" + (f" ({folder.path}/)" if folder else " (no folder yet)")))
     return position
+
+
+def _ticked_phases(roadmap_text: str) -> set[tuple[int, ...]]:
+    """The phases whose roadmap checklist item is checked (``- [x] Phase 23: ...``)."""
+    return {phase_key(m.group(1)) for m in map(_PHASE_ITEM.match, roadmap_text.split("\n"))
+            if m and re.match(r"^\s*[-*]\s+\[[xX]\]", m.group(0))}
 
 
 def _phase_titles(roadmap_text: str) -> dict[tuple[int, ...], str]:
@@ -489,7 +646,8 @@ def _phase_titles(roadmap_text: str) -> dict[tuple[int, ...], str]:
     return out
 
 
-def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: Sequence[str]) -> GsdPosition:
+def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: Sequence[str],
+                       said: str = "frontmatter") -> GsdPosition:
     """The position with its milestone checked against ROADMAP.md: when STATE.md names the phase
     and the roadmap lists phases for STATE.md's milestone but not that phase (a milestone left over from an earlier
     one), the milestone is the roadmap block that lists the phase, else none (the roadmap is then
@@ -499,11 +657,81 @@ def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: 
             or key in {phase_key(p) for p in phases}):
         return position
     others = [m for m in narrow_roadmap(roadmap_text, None).milestones if m != position.milestone]
-    found = next((m for m in others if narrow_roadmap(roadmap_text, m).matched
-                  and key in {phase_key(p) for p in milestone_phases(roadmap_text, m)}), None)
+    ranged = _ranged_milestone(roadmap_text, key)
+    placed = _phase_blocks(roadmap_text, key)
+    shipped = any(position.milestone in milestone_tokens(line) and _SHIPPED.search(line)
+                  for line in roadmap_text.split("\n"))
+    if ranged is None and placed and all(block is None for _, block in placed) and not shipped:
+        line = placed[-1][0]
+        return replace(position, evidence=(*position.evidence, f"ROADMAP.md:{line} names phase {position.phase} "
+                                           f"outside every milestone block and range: added to milestone "
+                                           f"{position.milestone} (not shipped) after its range was written"))
+    found = ranged if ranged in others else next(
+        (m for m in others if narrow_roadmap(roadmap_text, m).matched
+         and key in {phase_key(p) for p in milestone_phases(roadmap_text, m)}), None)
     instead = f"read as milestone {found}, which lists it" if found else "read whole"
-    warning = (f".planning/STATE.md: milestone {position.milestone} (frontmatter), but ROADMAP.md does not list phase "
+    warning = (f".planning/STATE.md: milestone {position.milestone} ({said}), but ROADMAP.md does not list phase "
                f"{position.phase} under it; the roadmap is {instead} (set milestone: in STATE.md to fix it)")
     return replace(position, milestone=found, milestone_name=None, warnings=(*position.warnings, warning),
                    evidence=(*position.evidence, f"ROADMAP.md lists phase {position.phase} under "
                              f"{'milestone ' + found if found else 'no milestone block'}"))
+
+
+def _phase_blocks(roadmap_text: str, key: tuple[int, ...]) -> list[tuple[int, str | None]]:
+    """Each line of ROADMAP.md that heads or lists phase ``key`` (1-based) and the version of the
+    innermost milestone block it stands in (None: in no milestone block)."""
+    lines = _lines_of(roadmap_text)
+    blocks = milestone_blocks(lines)
+    out = []
+    for idx, line in enumerate(lines):
+        heading = re.match(r"^#{1,6}\s+(.*)$", line)
+        match = _PHASE_HEADING.match(heading.group(1).replace("**", "").strip()) if heading else _PHASE_ITEM.match(line)
+        if match and phase_key(match.group(1)) == key:
+            inside = [b for b in blocks if b[0] <= idx <= b[1] and not (heading and b[0] == idx)]
+            out.append((idx + 1, min(inside, key=lambda b: b[1] - b[0])[2][0] if inside else None))
+    return out
+
+
+def _ranged_milestone(roadmap_text: str, key: tuple[int, ...]) -> str | None:
+    """The milestone whose label in ROADMAP.md gives a phase range holding ``key``
+    ("- 📋 **v1.7 Observability & Analytics** — Phases 23–25 (planned)"), or None."""
+    for line in roadmap_text.split("\n"):
+        tokens = milestone_tokens(line)
+        rng = _RANGE.search(line)
+        if tokens and rng and phase_key(rng.group(1)) <= key <= phase_key(rng.group(2)):
+            return tokens[0]
+    return None
+
+
+_SHIPPED = lazy_regex(r"✅|\bshipped\b|\bcomplete[d]?\b", re.I)
+
+
+def _milestone_disagreement(position: GsdPosition, state: GsdState, roadmap_text: str) -> GsdPosition:
+    """STATE.md's frontmatter ``milestone:`` and its body's ``Milestone:`` line name different
+    milestones: a warning naming both lines. When ROADMAP.md marks the frontmatter's milestone
+    shipped, the frontmatter is the stale one and the body's milestone is current (its version,
+    or none when it names no version: the roadmap is then read whole)."""
+    fm = state.frontmatter.get("milestone")
+    body = state.field("milestone")
+    if fm is None or not body or position.source == PINNED or position.milestone is None:
+        return position
+    fm_text = str(fm)
+    tokens = milestone_tokens(body)
+    if any(t.lower().lstrip("v") == fm_text.lower().lstrip("v") for t in tokens):
+        return position
+    body_line = state.line_of("milestone")
+    fm_line = state.key_lines.get("milestone", 1)
+    shipped = next(((i + 1, line.strip()) for i, line in enumerate(roadmap_text.split("\n"))
+                    if fm_text in milestone_tokens(line) and _SHIPPED.search(line)), None)
+    where = f".planning/STATE.md:{fm_line} frontmatter milestone: {fm_text}"
+    if shipped is None:
+        warning = (f"{where}, but STATE.md:{body_line} says 'Milestone: {body}'; the frontmatter is used (update "
+                   "the stale line)")
+        return replace(position, warnings=(*position.warnings, warning))
+    lead = body.replace("*", "").strip()
+    version = tokens[0] if tokens and tokens[0].startswith(("v", "V")) and lead.startswith(tokens[0]) else None
+    warning = (f"{where} is shipped (ROADMAP.md:{shipped[0]} '{_cut(shipped[1])}'), and STATE.md:{body_line} says "
+               f"'Milestone: {body}'; the body's milestone is used (update the frontmatter)")
+    return replace(position, milestone=version, milestone_name=body, warnings=(*position.warnings, warning),
+                   evidence=(*position.evidence, f"STATE.md:{body_line} 'Milestone: {body}' (frontmatter milestone "
+                             f"{fm_text} shipped, ROADMAP.md:{shipped[0]})"))

@@ -63,26 +63,12 @@ def _mention(text: str) -> str:
     return " ".join(text.split())
 
 
-def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...] | None = None,
-                   unfinished: tuple[str, ...] = ()) -> RoadmapView:
-    """ROADMAP.md with every milestone block other than ``milestone`` folded to one line.
-
-    Milestone blocks are ``<details>`` blocks whose summary names a version, and headings
-    that name a version (down to the next heading of the same or a higher level). When the
-    current milestone's phase range is known ("Phases 32-36"), phase detail headings and
-    phase checklist items outside it are dropped too, and progress-table rows naming another
-    milestone only. Without a milestone, or when no block names it, the roadmap is kept whole.
-    ``done_before`` (the current phase's number): the detail sections of the finished phases
-    before it shrink to their heading line (their details are the first thing to go), except
-    unfinished ones (``unfinished`` phase numbers: a folder with plans without a SUMMARY, or no
-    plans; and phases whose roadmap checklist item is unchecked, ``- [ ] **Phase 11``) unless
-    every box of their section is checked.
-    """
-    lines = _lines_of(text)
+def milestone_blocks(lines: list[str]) -> list[tuple[int, int, tuple[str, ...], str]]:
+    """The milestone blocks of ROADMAP.md's ``lines``: (first index, last index, its version
+    tokens, its mention): ``<details>`` blocks whose summary names a version, and headings that
+    name a version (down to the next heading of the same or a higher level)."""
     n = len(lines)
-
-    # Blocks: (first index, last index, version, mention)
-    blocks: list[tuple[int, int, str, str]] = []
+    blocks: list[tuple[int, int, tuple[str, ...], str]] = []
     i = 0
     code = fenced(lines)
     while i < n:
@@ -116,6 +102,28 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
         tokens = milestone_tokens(title)
         if tokens:
             blocks.append((first, last, tokens, _mention(title)))
+    return blocks
+
+
+def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...] | None = None,
+                   unfinished: tuple[str, ...] = ()) -> RoadmapView:
+    """ROADMAP.md with every milestone block other than ``milestone`` folded to one line.
+
+    Milestone blocks are ``<details>`` blocks whose summary names a version, and headings
+    that name a version (down to the next heading of the same or a higher level). When the
+    current milestone's phase range is known ("Phases 32-36"), phase detail headings and
+    phase checklist items outside it are dropped too, and progress-table rows naming another
+    milestone only. Without a milestone, or when no block names it, the roadmap is kept whole.
+    ``done_before`` (the current phase's number): the detail sections of the finished phases
+    before it shrink to their heading line (their details are the first thing to go), except
+    unfinished ones (``unfinished`` phase numbers: a folder with plans without a SUMMARY, or no
+    plans; and phases whose roadmap checklist item is unchecked, ``- [ ] **Phase 11``) unless
+    every box of their section is checked.
+    """
+    lines = _lines_of(text)
+    n = len(lines)
+
+    blocks = milestone_blocks(lines)
 
     # The current milestone's phase range, from its block or its mention in a list.
     phase_range = None
@@ -151,8 +159,8 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
         folded.append(mention)
 
     def in_range(key: tuple[int, ...] | None) -> bool:
-        if phase_range is None or key is None or None in phase_range:
-            return True
+        if phase_range is None or key is None or None in phase_range or key == done_before:
+            return True  # the current phase is kept even when added after the range was written
         low, high = phase_range
         return low[:1] <= key[:1] <= high[:1]
 
@@ -302,3 +310,35 @@ def roadmap_plans(text: str, milestone: str | None = None) -> dict[tuple[int, ..
         if listed or total:
             out[key] = RoadmapPlans(tuple(listed), tuple(ticked), total)
     return out
+
+
+_TABLE_PHASE = lazy_regex(r"^\s*\|\s*(?:Phase\s+)?(\d+(?:\.\d+)*)\.?\s*[:.\-—–]?\s*([A-Za-z][^|]*?)\s*\|")
+
+
+def phase_names(text: str) -> dict[tuple[int, ...], tuple[tuple[int, str], ...]]:
+    """Every name ROADMAP.md gives each phase number, in any milestone block: headings
+    (``### Phase 15: Database Stability & Recovery``), checklist items and progress-table rows
+    (``| 15. Database Stability | v1.1 |``), as (1-based line, name). A roadmap whose milestones
+    restart their numbering gives one number several names; a phase folder's name tells which
+    one it belongs to."""
+    out: dict[tuple[int, ...], list[tuple[int, str]]] = {}
+    lines = _lines_of(text)
+    code = fenced(lines)
+    for i, line in enumerate(lines):
+        if code[i]:
+            continue
+        heading = re.match(r"^#{1,6}\s+(.*)$", line)
+        match = (_PHASE_HEADING.match(heading.group(1).replace("**", "").strip()) if heading
+                 else _PHASE_ITEM.match(line))
+        if match:
+            rest = (heading.group(1) if heading else line).replace("**", "")
+            name = re.sub(r"^.*?Phase\s+\d+(?:\.\d+)*\s*[:.\-—–]?\s*", "", rest, count=1, flags=re.I)
+        else:
+            row = _TABLE_PHASE.match(line)
+            if not row:
+                continue
+            match, name = row, row.group(2)
+        name = name.split(" - ")[0].split(" — ")[0].strip()
+        if name:
+            out.setdefault(phase_key(match.group(1)), []).append((i + 1, name))
+    return {k: tuple(v) for k, v in out.items()}

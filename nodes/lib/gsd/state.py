@@ -12,6 +12,8 @@ from ..markdown import FrontmatterError, split_frontmatter
 from ..regex import lazy_regex
 from .common import _FIELD, _FOCUS, _NUMBER, _OF, _VERSION, _flat, _lines_of, _sections
 
+_NEXT = lazy_regex(r"\b(?:next|plan(?:ning)?|upcoming)\b", re.I)
+
 # STATE.md blocks shown besides the current position, by words in their heading.
 _STATE_BLOCKS = (
     ("blockers", ("blocker", "concern")),
@@ -75,6 +77,25 @@ class GsdState:
 
 
 
+def _stacked_frontmatter(lines: list[str], start: int) -> list[tuple[int, int]]:
+    """The 1-based line ranges of ``---`` blocks that follow the frontmatter directly (blank
+    lines between), as when a tool prepends a fresh frontmatter without removing the old one."""
+    out: list[tuple[int, int]] = []
+    i = start
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        if lines[i].strip() != "---":
+            break
+        end = next((j for j in range(i + 1, min(len(lines), i + 200)) if lines[j].strip() == "---"), None)
+        if end is None or any(lines[j].startswith("#") for j in range(i + 1, end)):
+            break
+        out.append((i + 1, end + 1))
+        i = end + 1
+    return out
+
+
 def parse_state(text: str, path: str = "STATE.md") -> GsdState:
     """The current position, focus, blockers, todos and session notes of STATE.md."""
     warnings: list[str] = []
@@ -89,6 +110,11 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
     except FrontmatterError as exc:
         warnings.append(f"{path}:{exc.line or 1}: {exc}; frontmatter ignored")
     lines = _lines_of(text)
+    stacked = _stacked_frontmatter(lines, body_start) if fm_lines else []
+    if stacked:
+        warnings.append(f"{path}:{stacked[0][0]}: {len(stacked)} more frontmatter block(s) follow the first (lines "
+                        f"{', '.join(f'{a}-{b}' for a, b in stacked[:3])}{' ...' if len(stacked) > 3 else ''}); only "
+                        f"lines {fm_lines[0]}-{fm_lines[1]} are read (delete the stale blocks)")
     sections = _sections(lines, body_start)
 
     position = None
@@ -140,7 +166,9 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
     fm_milestone = frontmatter.get("milestone")
     candidates = [str(fm_milestone) if fm_milestone is not None else None, get("milestone"),
                   focus[0] if focus else None, get("status")]
-    for candidate in candidates:
+    for n, candidate in enumerate(candidates):
+        if candidate and n >= 2:  # focus and status: a version after "next" or "plan" is the milestone to come
+            candidate = _NEXT.split(candidate, 1)[0]
         if candidate:
             match = _VERSION.search(candidate if candidate.startswith("v") or "v" in candidate else "v" + candidate)
             if match:
@@ -148,9 +176,9 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
                 break
     milestone_name = frontmatter.get("milestone_name")
     if isinstance(milestone_name, str):
-        milestone_name = milestone_name.strip(" -—–")
+        milestone_name = _real_name(milestone_name)
     elif get("milestone"):
-        milestone_name = _VERSION.sub("", get("milestone") or "").split("(")[0].strip(" -—–") or None
+        milestone_name = _real_name(_VERSION.sub("", get("milestone") or "").split("(")[0])
     else:
         milestone_name = None
 
@@ -163,7 +191,7 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
         elif of:
             phase, phase_total = of.group(1), of.group(2)
         else:
-            number = _NUMBER.search(phase_text)
+            number = _NUMBER.search(_VERSION.sub(" ", phase_text))  # "All v1.0 phases complete": a version
             phase = number.group(0) if number else None
     body_phase = phase
     fm_phase = _frontmatter_phase(frontmatter)
@@ -180,10 +208,13 @@ def parse_state(text: str, path: str = "STATE.md") -> GsdState:
             number = re.match(r"\s*(\d+)", plan_text)
             plan = int(number.group(1)) if number else None
     status = get("status") or (str(frontmatter.get("status")) if frontmatter.get("status") else None)
-    body_said = " ".join(filter(None, [phase_text, plan_text, get("status")])).lower()
+    plan_said = plan_text if plan is None or plan_total is None or plan >= plan_total else None  # "1 of 3 (completed)": a plan
+    body_said = " ".join(filter(None, [phase_text, plan_said, get("status")])).lower()
     body_complete = bool(_COMPLETE.search(body_said))
     fm_status = str(frontmatter.get("status") or "").lower()
-    fm_complete = bool(_COMPLETE.search(fm_status)) or bool(fm_progress and fm_progress[1] and fm_progress[0] >= fm_progress[1])
+    all_done = bool(fm_progress and fm_progress[1] and fm_progress[0] >= fm_progress[1])
+    # "status: completed" with phases still open in progress: the phase is complete, not the milestone
+    fm_complete = all_done or bool(_COMPLETE.search(fm_status)) and not (fm_progress and fm_progress[1] and not all_done)
     complete = body_complete or bool(_COMPLETE.search(fm_status))
 
     if position is None:
@@ -275,6 +306,13 @@ def _key_lines(lines: list[str], fm_lines: tuple[int, int] | None) -> dict[str, 
             parent = match.group(2)
             out.setdefault(parent, i + 1)
     return out
+
+
+def _real_name(text: str) -> str | None:
+    """A milestone's name, or None for none or GSD's placeholder ``milestone_name: milestone``
+    (which made the position read "milestone v4.0 milestone")."""
+    name = text.strip(" -—–")
+    return None if name.casefold() in ("", "milestone") else name
 
 
 def position_line(state: GsdState) -> str:

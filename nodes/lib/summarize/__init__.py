@@ -10,7 +10,10 @@ units are put in priority order, and a greedy pass takes units in that order whi
 budget. The chosen units are rendered in document order and counted exactly once; when the
 count is over (or far under) the limit the estimated budget is rescaled by the observed ratio
 and the pass repeats (a handful of times at most). Only the output is ever counted exactly,
-so a 500 KB document costs one parse plus a few counts of a budget-sized string.
+so a 500 KB document costs one parse plus a few counts of a budget-sized string. A summary of
+a larger source uses its budget: when every unit is kept and the count is still under 85% of
+the limit, the rest goes to the frontmatter as written (its first lines, ``# … N more
+lines``) instead of its compact form; otherwise it lands within about one unit of the limit.
 
 Priority orders:
 
@@ -31,10 +34,13 @@ Priority orders:
 * headings: frontmatter, headings, the first sentence under each heading.
 * plan (article plan.md, the GSD plan section, a GSD PLAN.md), whole lines only: the task
   count line, then the skeleton of the work left: every open task's name (in-progress and
-  pending task lines, GSD <name>, the objective's first line), then every <files>, <verify>,
+  pending task lines, GSD <name>, ``Task N:`` headings, the objective's first line), then every <files>, <verify>,
   <done> (Files/Verify/Done lines); then the frontmatter, the current task's details (the
   in-progress task, or a PLAN.md's first <task>), other prose, the other tasks' details,
-  done task lines; @ lines, code blocks and <context> blocks last. Code blocks are read by
+  done task lines; the other code lines; @ lines and the lines of <context> blocks last. Code is kept
+  line by line as in documents (code.py): a block's first line and definition lines with
+  its task's details, the other lines from the top of each block with the blocks in step,
+  fences closed and ``⋮ N lines left out`` for each gap. Code blocks are read by
   nodes/lib/fences.py: one left open ends at its element's closing tag (</action>). Task boxes are read
   by nodes/lib/plan.py (one parser for the plan stage and this summary).
 * diff: a total line and one ``<status> <path> +n/-m`` line per file.

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from ..fences import fence_line
+
 # a line that defines a name: def / class / function / interface / type / struct / fn / func /
 # impl / trait / enum ... after modifiers (export, pub, async, public, static ...), an export, or
 # SQL's CREATE TABLE / VIEW / FUNCTION
@@ -25,14 +27,52 @@ def definition_line(line: str) -> bool:
     return bool(_DEFINITION.match(line))
 
 
+def code_line_order(blocks: Sequence[Sequence[tuple[int, str]]]) -> tuple[list[int], list[int], list[int]]:
+    """The order code lines are kept in, for ``blocks`` (per fenced block, its non-blank body
+    lines as (id, text)): (the first line of each block, every other definition line
+    (:func:`definition_line`) of every block, the other lines from the top of each block with
+    the blocks in step, by the share of their lines already taken)."""
+    firsts: list[int] = []
+    definitions: list[int] = []
+    others: list[tuple[float, int]] = []
+    for block in blocks:
+        if not block:
+            continue
+        firsts.append(block[0][0])
+        rest = [uid for uid, text in block[1:] if not definition_line(text)]
+        definitions.extend(uid for uid, text in block[1:] if definition_line(text))
+        others.extend(((k + 1) / (len(rest) + 1), uid) for k, uid in enumerate(rest))
+    return firsts, definitions, [uid for _, uid in sorted(others)]
+
+
 def gap_marker(count: int, indent: str = "") -> str:
     """The line that stands for ``count`` code lines left out of a block."""
     return f"{indent}⋮ {count} line{'s' if count != 1 else ''} left out"
 
 
+def _nested_pairs(body: Sequence[str]) -> list[tuple[int, int]]:
+    """(opening, closing) line indices of the nested examples in a block's ``body``: a fence
+    line with an info string and the next bare fence line of the same character, at least as
+    long (see :mod:`~ctxengine.nodes.lib.fences`)."""
+    pairs, stack = [], []
+    for k, line in enumerate(body):
+        found = fence_line(line)
+        if found is None:
+            continue
+        if found[2]:
+            stack.append((k, found[1]))
+        elif stack and stack[-1][1][0] == found[1][0] and len(found[1]) >= len(stack[-1][1]):
+            pairs.append((stack.pop()[0], k))
+    return pairs
+
+
 def render_code(opening: str, closing: str, body: Sequence[str], kept: Sequence[bool]) -> str:
     """A fenced block with only the ``kept`` lines of ``body`` (blank lines stay between kept
-    neighbours), a :func:`gap_marker` for each run of left-out lines, and its closing fence."""
+    neighbours), a :func:`gap_marker` for each run of left-out lines, and its closing fence.
+    A nested example's fence lines come as a pair: one kept brings the other."""
+    kept = list(kept)
+    for a, b in _nested_pairs(body):
+        kept[a] = kept[b] = kept[a] or kept[b]
     out = [opening]
     skipped = 0
     skipped_indent = ""

@@ -48,6 +48,12 @@ class Problem:
     render: Callable[[set[int]], str]
     prefix: bool = False  # stop at the first unit that does not fit (head / tail of lines)
     blocking: frozenset = frozenset()  # units that stop the pass when they do not fit
+    # the rendering of a selection with ``room`` more tokens spent on what the units shorten
+    # (the frontmatter as written), or None: asked when every unit fits well under the limit
+    fuller: Callable[[set[int], int], str | None] | None = None
+
+
+FULL_SHARE = 0.85  # a summary of a larger source uses at least this share of its limit when it can
 
 
 def greedy(problem: Problem, budget: float) -> set[int]:
@@ -117,4 +123,22 @@ def solve(problem: Problem, max_tokens: int, counter: TokenCounter) -> tuple[str
         budget = new
     if best is None:
         return None
+    if problem.fuller is not None and len(best[1]) == len(universe) and best[2] < FULL_SHARE * max_tokens:
+        best = _fuller(problem.fuller, best, max_tokens, counter)
     return best[0], best[1]
+
+
+def _fuller(fuller: Callable[[set[int], int], str | None], best: tuple[str, set[int], int], max_tokens: int,
+            counter: TokenCounter) -> tuple[str, set[int], int]:
+    """Every unit kept and still under :data:`FULL_SHARE` of the limit: the room left spent on
+    a fuller form of what the units shorten (the limit by exact count; two corrections)."""
+    room = max_tokens - best[2]
+    for _ in range(3):
+        text = fuller(best[1], room)
+        if text is None:
+            break
+        n = counter.count(text)
+        if n <= max_tokens:
+            return (text, best[1], n) if n > best[2] else best
+        room -= n - max_tokens
+    return best

@@ -71,3 +71,26 @@ def compact_frontmatter(raw: str, tight: bool = False) -> str:
             if line.strip() and not line.lstrip().startswith("#"):
                 lines.append(line if len(line) <= limit else line[: limit - 1] + "…")
     return "---\n" + "\n".join(lines) + "\n---"
+
+
+def frontmatter_within(raw: str, max_tokens: int, counter) -> str | None:
+    """The YAML frontmatter ``raw`` as it is written, as many of its first lines as fit
+    ``max_tokens`` with its ``---`` lines and a ``# … N more lines`` comment for the rest (a
+    summary with room to spare shows more than the compact form); None when not even one line
+    fits."""
+    lines = [line for line in raw.split("\n") if line.strip()]
+
+    def block(k: int) -> str:
+        more = f"\n# … {len(lines) - k} more line{'s' if len(lines) - k != 1 else ''}" if k < len(lines) else ""
+        return "---\n" + "\n".join(lines[:k]) + more + "\n---"
+
+    lo, hi = 0, len(lines)  # the most lines known to fit, the fewest known to be over (+1)
+    if counter.count(block(hi)) <= max_tokens:
+        return block(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if counter.count(block(mid)) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid
+    return block(lo) if lo else None

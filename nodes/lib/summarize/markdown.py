@@ -3,12 +3,14 @@ the fit (fit.py) of the document model (document.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..quote import quoted
 from ..tokens import TokenCounter, estimate_tokens
-from .code import definition_line
+from .code import code_line_order
 from .document import build, render_doc
 from .fit import Problem, fits_quickly, solve
-from .frontmatter import compact_frontmatter, split_frontmatter
+from .frontmatter import compact_frontmatter, frontmatter_within, split_frontmatter
 from .headtail import head_summary
 from .protocol import METHODS  # the summarizer variants (config key truncation.summarizer)
 from .scoring import fact_tokens, sentence_scores
@@ -47,11 +49,24 @@ def _markdown_summary(text: str, max_tokens: int, counter: TokenCounter, key_sen
     key_sentences = key_sentences or not has_headings  # the outline of a text without headings is empty
     costs = [estimate_tokens(t) + 1 for t in doc.texts]
     order, squeezed = _priority_order(doc, text, costs, max_tokens, key_sentences, has_headings)
-    problem = Problem(costs, _requirements(doc), order, lambda sel: render_doc(doc, sel))
+    problem = Problem(costs, _requirements(doc), order, lambda sel: render_doc(doc, sel),
+                      fuller=lambda sel, room: _fuller_doc(doc, text, sel, room, counter))
     solved = solve(problem, max_tokens, counter)
     if solved is not None and _acceptable(doc, *solved, has_headings, squeezed):
         return solved[0]
     return head_summary(text, max_tokens, counter)
+
+
+def _fuller_doc(doc, text: str, selected: set[int], room: int, counter: TokenCounter) -> str | None:
+    """The ``selected`` units rendered with the frontmatter as written, within its compact
+    form's tokens plus ``room`` (see :class:`~.fit.Problem`); None without a frontmatter."""
+    raw = split_frontmatter(text.replace("\r\n", "\n"))[0] if doc.frontmatter is not None else None
+    fm = frontmatter_within(raw, counter.count(doc.texts[doc.frontmatter]) + room, counter) if raw else None
+    if fm is None:
+        return None
+    texts = list(doc.texts)
+    texts[doc.frontmatter] = fm
+    return render_doc(replace(doc, texts=texts), selected)
 
 
 def _requirements(doc) -> list[tuple[int, ...]]:
@@ -178,23 +193,11 @@ def _ranked_candidates(doc, in_order: set[int]) -> list[int]:
 
 def _code_order(doc) -> tuple[list[int], list[int]]:
     """(the first line of each fenced block, the other code lines in the order they are kept):
-    every definition line (:func:`definition_line`) of every block, then the others from the
-    top of each block, the blocks in step (by the share of their lines already taken)."""
-    firsts: list[int] = []
-    definitions: list[int] = []
-    others: list[tuple[float, int]] = []
-    for sec in doc.sections:
-        for block in sec.blocks:
-            if block.code is None:
-                continue
-            ids = [u for u in block.code.units if u is not None]
-            if not ids:
-                continue
-            firsts.append(ids[0])
-            rest = [u for u in ids[1:] if not definition_line(doc.texts[u])]
-            definitions.extend(u for u in ids[1:] if definition_line(doc.texts[u]))
-            others.extend(((k + 1) / (len(rest) + 1), u) for k, u in enumerate(rest))
-    return firsts, definitions + [u for _, u in sorted(others)]
+    see :func:`~.code.code_line_order`."""
+    blocks = [[(u, doc.texts[u]) for u in block.code.units if u is not None]
+              for sec in doc.sections for block in sec.blocks if block.code is not None]
+    firsts, definitions, others = code_line_order(blocks)
+    return firsts, definitions + others
 
 
 def _in_proportion(first: list[int], second: list[int], costs: list[int]) -> list[int]:

@@ -9,9 +9,10 @@ from typing import Sequence
 
 from .. import plan as _plan
 from ..tokens import TokenCounter, estimate_tokens
+from .code import code_line_order, render_code
 from .document import HEADING
 from .fit import Problem, fits_quickly, solve
-from .frontmatter import compact_frontmatter, split_frontmatter
+from .frontmatter import compact_frontmatter, frontmatter_within, split_frontmatter
 from ..fences import fences
 from .markdown import summarize_text
 
@@ -26,19 +27,21 @@ _AT_LINE = re.compile(r"^[ \t]*@\S")
 _POSITION_LINE = re.compile(r"^(?:Position|Decided by):[ \t]")  # the GSD plan section's position
 # ranks of plan units, kept first to last (see plan_summary): the skeleton of the work left
 # (names, then the files / verify / done lines), the frontmatter, the current task's details,
-# other prose, the other tasks' details, done task lines, noise
+# other prose, the other tasks' details (a code block's first and definition lines among
+# them), done task lines, the other code lines, noise
 (_R_COUNT, _R_NAME, _R_KEY, _R_FRONTMATTER, _R_OPEN_DETAIL, _R_PROSE, _R_PENDING_DETAIL,
- _R_DONE_BOX, _R_NOISE) = range(9)
+ _R_DONE_BOX, _R_CODE, _R_NOISE) = range(10)
 
 
 @dataclass
 class _PlanUnit:
     first: int  # body line indices, inclusive
     last: int
-    role: str  # count | box | heading | key | lead | prose | noise | open | close | frontmatter
+    role: str  # count | box | heading | key | lead | prose | noise | open | close | frontmatter | fence | code
     owner: int | None = None  # line index of the top-level task box it belongs to
     pair: int | None = None  # unit id of the matching open / close tag line
     closing: str | None = None  # the fence line that closes a code block its lines leave open
+    fence: int | None = None  # a code line: the unit id of its block's fence
     tag: str = ""  # the element a key unit is (name, files, ...; /task for a closing wrapper)
     wrappers: tuple[int, ...] = ()  # unit ids of the <tasks> / <task> open lines around it
     task: int | None = None  # unit id of the <task> open line it is in
@@ -59,11 +62,12 @@ def _close_line(lines: Sequence[str], start: int, tag: str) -> int | None:
 def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
     """The plan's lines as units: task boxes, headings, the count line, whole GSD task
     elements (<name>, <files>, <verify>, <done>) and the <task> wrappers as key units, the
-    first line of an <objective>, @ lines, code blocks and <context> blocks as noise, the
-    open and close tag lines of other elements as pairs, and every other line as prose.
-    Code blocks are read by :func:`~ctxengine.nodes.lib.fences.fences` with elements: one
-    left open ends at the closing tag of the element it opened in (``</action>``); one left
-    open at the top level runs to the end and its lines are prose, not noise."""
+    first line of an <objective>, @ lines and <context> blocks as noise, a code block as its
+    fence (opening and closing lines) and one code unit per non-blank line, the open and
+    close tag lines of other elements as pairs, and every other line as prose. Code blocks
+    are read by :func:`~ctxengine.nodes.lib.fences.fences` with elements: one left open ends
+    at the closing tag of the element it opened in (``</action>``); one left open at the top
+    level runs to the end and its lines are prose."""
     owner_of: dict[int, int] = {}
     top = []
     for box in boxes:
@@ -77,6 +81,10 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
     stack: list[tuple[str, int]] = []  # open prose elements: (tag, unit id of the open line)
     lead_wanted = False
     blocks = {block.start: block for block in fences(lines, elements=True)}
+
+    def in_noise() -> bool:
+        return any(tag_name in _NOISE_TAGS for tag_name, _ in stack)
+
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -90,7 +98,12 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
             continue
         block = blocks.get(i)
         if block is not None and (block.closed or block.end < len(lines) - 1):
-            units.append(_PlanUnit(i, block.end, "noise", owner, closing=None if block.closed else block.closing))
+            parent = stack[-1][1] if stack else None
+            units.append(_PlanUnit(i, block.end, "fence", owner, parent, None if block.closed else block.closing))
+            fence = len(units) - 1
+            role = "noise" if in_noise() else "code"  # code in a <context> is noise like its prose
+            units.extend(_PlanUnit(k, k, role, owner, parent, fence=fence)
+                         for k in range(i + 1, block.end if block.closed else block.end + 1) if lines[k].strip())
             i = block.end + 1
             continue
         tag = _OPEN_TAG.match(line)
@@ -103,6 +116,11 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
             tag_name, opened = stack.pop()
             units.append(_PlanUnit(i, i, "close", owner, opened))
             units[opened].pair = len(units) - 1
+            i += 1
+            continue
+        if tag and name in _NOISE_TAGS and _close_line(lines, i, name) not in (None, i):
+            stack.append((name, len(units)))  # a <context> block: its lines are noise, kept line by line
+            units.append(_PlanUnit(i, i, "open", owner))
             i += 1
             continue
         if tag and name in _KEY_TAGS | _NOISE_TAGS:
@@ -130,8 +148,10 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
         elif _POSITION_LINE.match(line) and owner is None:
             role = "position"
         elif HEADING.match(line) and owner is None:
-            role = "heading"
-        elif _AT_LINE.match(line):
+            role = "heading"  # a "Task N: ..." heading is a task's name as well (see _rank)
+        elif _TASK_HEADING.match(line):
+            role = "key"  # a "Task N: ..." heading in a task box's detail (the next GSD plan, shown in full)
+        elif _AT_LINE.match(line) or in_noise():
             role = "noise"
         elif _KEY_LABEL.match(line) or _TASK_BOX.match(line):
             role = "key"
@@ -140,7 +160,8 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
         else:
             role = "prose"
         lead_wanted = False if role == "lead" else lead_wanted
-        units.append(_PlanUnit(i, i, role, owner, stack[-1][1] if stack else None))
+        units.append(_PlanUnit(i, i, role, owner, stack[-1][1] if stack else None,
+                               tag="name" if role in ("heading", "key") and _TASK_HEADING.match(line) else ""))
         i += 1
     _pair_wrappers(units)
     return units
@@ -167,6 +188,7 @@ def _pair_wrappers(units: list[_PlanUnit]) -> None:
             unit.task = next((w for w in reversed(open_wrappers) if units[w].tag == "task"), None)
 
 
+_TASK_HEADING = re.compile(r"^[ \t]*#{2,6}[ \t]+Task[ \t]+\d+\b")  # a task's name as a heading (GSD)
 _TASK_BOX = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\[.\][ \t]")
 
 
@@ -174,11 +196,15 @@ def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str 
     """A plan (article plan.md with task boxes, or the GSD plan section and PLAN.md with
     <task> blocks) within ``max_tokens``: whole source lines only, in their order, and a last
     line saying how many were left out. Kept first: the task count line, in-progress task
-    lines, the GSD position lines; then the skeleton of the current work (every task's <name>, <files>, <verify> and
+    lines, the GSD position lines; then the skeleton of the current work (every task's <name> or ``Task N:`` heading, <files>, <verify> and
     <done>, the <task> tags, Files/Verify/Done lines, the objective's first line, an
     in-progress task's own detail lines); then pending task lines, the prose of in-progress
-    elements (<action>), other prose, pending tasks' skeletons and detail, done task lines; @ lines, code blocks and
-    <context> blocks last. A heading comes with the first line under it that is kept; done
+    elements (<action>), other prose, pending tasks' skeletons and detail, done task lines;
+    the other code lines; @ lines and <context> blocks last. A code block is kept in part
+    as documents keep it (:func:`~.code.code_line_order`): its first line and definition
+    lines with its task's details, the other lines from the top of each block with the
+    blocks in step; fences closed, ``⋮ N lines left out`` for each gap. A heading comes with
+    the first line under it that is kept; done
     and cancelled tasks' detail is only counted. Text with
     neither task boxes nor <task> blocks gets the ``method`` summary (extractive | headings)."""
     if max_tokens <= 0 or not text:
@@ -192,26 +218,36 @@ def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str 
         return summarize_text(text, max_tokens, counter, method)
     plan = _PlanView(lines, _plan_units(lines, boxes), {box.index: box.status or _plan.PENDING for box in boxes},
                      compact_frontmatter(raw_fm, tight=True) if raw_fm is not None else None)
-    solved = solve(plan.problem(), max_tokens, counter)
+    problem = plan.problem()
+    if raw_fm is not None:
+        problem.fuller = lambda sel, room: plan.with_frontmatter(
+            sel, frontmatter_within(raw_fm, counter.count(plan.texts[-1]) + room, counter))
+    solved = solve(problem, max_tokens, counter)
     if solved is None:
         note = plan.synthesized or (plan.texts[plan.existing] if plan.existing is not None else "")
         return note if note and counter.count(note) <= max_tokens else ""
     return solved[0]
 
 
-def _rank(unit: _PlanUnit, state: str | None) -> int | None:
+def _rank(unit: _PlanUnit, state: str | None, code_head: bool = False) -> int | None:
     """The rank a unit is kept by (lower first; see plan_summary), None for a unit that only
-    comes with others (headings, tag lines) or is only counted (done tasks' detail)."""
+    comes with others (headings, tag lines, fences) or is only counted (done tasks' detail).
+    ``code_head``: a code line kept with its task's details (a block's first line, a
+    definition line); other code lines come after every task's details."""
     if unit.role in ("count", "position"):
         return _R_COUNT
     if unit.role == "frontmatter":
         return _R_FRONTMATTER
     if unit.role == "box":
         return _R_NAME if state in (_plan.IN_PROGRESS, _plan.PENDING) else _R_DONE_BOX
-    if state in (_plan.DONE, _plan.CANCELLED) or unit.role in ("heading", "open", "close"):
+    if unit.role == "heading" and unit.tag == "name" and state not in (_plan.DONE, _plan.CANCELLED):
+        return _R_NAME
+    if state in (_plan.DONE, _plan.CANCELLED) or unit.role in ("heading", "open", "close", "fence"):
         return None
     if unit.role == "noise":
         return _R_NOISE
+    if unit.role == "code" and not code_head:
+        return _R_CODE
     if unit.role == "lead" or unit.tag == "name":
         return _R_NAME
     if unit.role == "key":
@@ -235,12 +271,21 @@ class _PlanView:
         top = [status[unit.first] for unit in units if unit.role == "box"]
         self.synthesized = None if self.existing is not None or not top else _plan.count_line(Counter(top))
         self.extra = 1 if self.synthesized is not None else 0
-        self.texts = ["\n".join(lines[u.first:u.last + 1] + ([u.closing] if u.closing else [])) for u in units]
+        self.texts = [_unit_text(lines, u) for u in units]
         self.texts += [fm] if fm is not None else []
         self.total_lines = sum(1 for line in lines if line.strip())
         self.first_box = next((u.first for u in units if u.role == "box"), 0)
         # the current <task> of a GSD plan without task boxes: its first one
         self.current_task = next((uid for uid, u in enumerate(units) if u.role == "open" and u.tag == "task"), None)
+        self.code_lines: dict[int, list[int]] = {}  # fence unit id -> its code line unit ids
+        for uid, unit in enumerate(units):
+            if unit.fence is not None:
+                self.code_lines.setdefault(unit.fence, []).append(uid)
+        firsts, definitions, others = code_line_order(
+            [[(uid, lines[units[uid].first]) for uid in ids if units[uid].role == "code"]
+             for ids in self.code_lines.values()])
+        self.code_head = set(firsts + definitions)
+        self.code_step = {uid: k for k, uid in enumerate(others)}  # the other code lines' order
 
     def state(self, uid: int) -> str | None:
         """The status of the task a unit belongs to: its task box's, or for a GSD <task>, in
@@ -254,11 +299,11 @@ class _PlanView:
         return _plan.IN_PROGRESS if task == self.current_task else _plan.PENDING
 
     def problem(self) -> Problem:
-        ranks = [_rank(u, self.state(uid)) for uid, u in enumerate(self.units)]
+        ranks = [_rank(u, self.state(uid), uid in self.code_head) for uid, u in enumerate(self.units)]
         extra = self.extra
         order = ([0] if extra else []) + [
             uid + extra for uid in sorted((u for u in range(len(self.units)) if ranks[u] is not None),
-                                          key=lambda u: (ranks[u], self.units[u].first))]
+                                          key=lambda u: (ranks[u], self.code_step.get(u, self.units[u].first)))]
         blocking = frozenset(uid + extra for uid, unit in enumerate(self.units)
                              if ranks[uid] in (_R_COUNT, _R_NAME) and unit.role in ("box", "key")) | (
             {0} if extra else ({self.existing} if self.existing is not None else set()))
@@ -283,6 +328,8 @@ class _PlanView:
                 while heads and heads[-1][0] >= level:
                     heads.pop()
                 heads.append((level, uid))
+            if unit.fence is not None:
+                need.append(unit.fence + extra)  # a code line comes with its block's fences
             if unit.role != "box":
                 need.extend(h + extra for _, h in heads if h != uid)
                 if unit.owner is not None:
@@ -308,13 +355,43 @@ class _PlanView:
             if extra and unit.first >= self.first_box and 0 in sel and self.synthesized not in out:
                 out.extend(([""] if out else []) + [self.synthesized, ""])
                 last_line = None
-            if uid + extra not in sel:
-                continue
+            if uid + extra not in sel or unit.fence is not None:
+                continue  # a code line is rendered with its block
             if last_line is not None and any(not lines[k].strip() for k in range(last_line + 1, unit.first)):
                 out.append("")
-            out.append(self.texts[uid])
-            shown += sum(1 for k in range(unit.first, unit.last + 1) if lines[k].strip())
+            if unit.role == "fence":
+                out.append(self._block(uid, sel))
+                shown += 1 + (unit.closing is None) + sum(1 for k in self.code_lines.get(uid, ()) if k + extra in sel)
+            else:
+                out.append(self.texts[uid])
+                shown += sum(1 for k in range(unit.first, unit.last + 1) if lines[k].strip())
             last_line = unit.last
         if self.total_lines > shown:
             out.append(f"[… {self.total_lines - shown} of {self.total_lines} plan lines not shown]")
         return "\n".join(out).strip("\n")
+
+    def with_frontmatter(self, sel: set[int], fm: str | None) -> str | None:
+        """The selection ``sel`` rendered with ``fm`` for the frontmatter (None: None)."""
+        if fm is None:
+            return None
+        compact, self.texts[-1] = self.texts[-1], fm
+        try:
+            return self.render(sel)
+        finally:
+            self.texts[-1] = compact
+
+    def _block(self, fence: int, sel: set[int]) -> str:
+        """The code block of ``fence`` with its selected lines (:func:`~.code.render_code`)."""
+        unit, lines, extra = self.units[fence], self.lines, self.extra
+        body_end = unit.last if unit.closing is None else unit.last + 1
+        kept = {self.units[uid].first for uid in self.code_lines.get(fence, ()) if uid + extra in sel}
+        return render_code(lines[unit.first], lines[unit.last] if unit.closing is None else unit.closing,
+                           lines[unit.first + 1:body_end], [k in kept for k in range(unit.first + 1, body_end)])
+
+
+def _unit_text(lines: Sequence[str], unit: _PlanUnit) -> str:
+    """A unit's own text (what its estimated cost is of): its lines; a fence's opening and
+    closing lines."""
+    if unit.role == "fence":
+        return lines[unit.first] + "\n" + (lines[unit.last] if unit.closing is None else unit.closing)
+    return "\n".join(lines[unit.first:unit.last + 1] + ([unit.closing] if unit.closing else []))

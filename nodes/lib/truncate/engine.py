@@ -326,13 +326,23 @@ def refill_slack(state: TruncationState, step: str, strategies: Mapping[str, Str
     given back, highest priority first, to sections a step reduced: a history refitted from its
     rounds, a summary made again from the original, a cut (or a dropped deprecated document)
     cut again from the original, each within its tokens now plus what is still unused.
+    A history grows by whole rounds in this pass (what they leave goes on to lower
+    priorities); what is still unused after it goes to the histories' rounds trimmed inside.
     Discardable sections stay dropped; nothing grows past its original."""
     if not state.ledger:
         return state
     slack = state.target - state.total - REFILL_MARGIN
     if slack < min_keep:
         return state
-    for original in _refillable(state):
+    state = _refilled(state, _refillable(state), step, strategies, counter, min_keep, whole_rounds=True)
+    return _refilled(state, [o for o in _refillable(state) if is_history(o)], step, strategies, counter, min_keep)
+
+
+def _refilled(state: TruncationState, originals: list, step: str, strategies: Mapping[str, Strategy], counter,
+              min_keep: int, whole_rounds: bool = False) -> TruncationState:
+    """One pass of :func:`refill_slack` over ``originals`` (``whole_rounds``: histories grow by
+    whole rounds only)."""
+    for original in originals:
         key = original.key
         slack = state.target - state.total - REFILL_MARGIN
         now = state.tokens.get(key, 0)
@@ -344,6 +354,8 @@ def refill_slack(state: TruncationState, step: str, strategies: Mapping[str, Str
         regrown = None
         if action == "summarized" and not is_history(original):
             regrown = strategy.summarize(original, keep, counter)
+        elif is_history(original) and state.initial[key] > keep:
+            regrown = strategy.reduce_history(original, keep, counter, whole_rounds=whole_rounds)
         elif state.initial[key] > keep:
             estimated = key not in state.exact and key in state.pristine
             regrown = strategy.cut(original, keep, counter, state.initial[key], estimated, True)

@@ -5,7 +5,7 @@ from the start (head) or both ends (middle)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ...types import Message, Round
 from .measure import DEFAULT_CHARS_PER_TOKEN, calibrated_ratio, estimate_tokens
@@ -244,22 +244,26 @@ class _Forms:
 
 
 def history_parts(forms: _Forms, levels: Sequence[int], location: str | None,
-                  newest: str | None = None) -> list[tuple[tuple, str]]:
+                  newest: str | None = None, trimmed: Mapping[int, str] | None = None) -> list[tuple[tuple, str]]:
     """The history's parts in order as (cache key, text with the separator that follows it):
     a note for the dropped rounds, summary lines (one a line), then the first-last and
     verbatim rounds, oldest first, blank lines between groups (``newest`` replaces the last
-    round). Every part starts with a non-space character, so tiktoken never merges tokens
-    across parts and the exact tokens of the whole are the sum of the parts' exact tokens."""
+    round; ``trimmed`` the text of rounds trimmed inside, by index). Every part starts with a
+    non-space character, so tiktoken never merges tokens across parts and the exact tokens of
+    the whole are the sum of the parts' exact tokens."""
     dropped = [forms.rounds[i] for i, level in enumerate(levels) if level == DROPPED]
     items: list[tuple[tuple, str, bool]] = []  # (key, text, is summary line)
     if dropped:
         items.append((("note", len(dropped), dropped[0].index), drop_note(dropped, location), False))
     last = len(levels) - 1
+    trimmed = trimmed or {}
     for i, level in enumerate(levels):
         if level == DROPPED:
             continue
         if i == last and newest is not None:
             items.append((("newest", len(newest)), newest, False))
+        elif i in trimmed:
+            items.append((("trimmed", i, len(trimmed[i])), trimmed[i], False))
         else:
             text = forms.text(i, level)
             items.append(((i, level), text, level == SUMMARY and text is forms.summary(i)))
@@ -334,10 +338,13 @@ def fit_history(
     location: str | None = None,
     summarized_before: int = 0,
     keep_all: bool = False,
+    give_back: bool = True,
 ) -> HistoryFit:
     """The graded tail of a history within ``budget`` exact tokens (see :func:`graded_levels`).
     With ``keep_all`` no round is dropped: when the budget needs that, the history stops at its
     summary floor (older rounds summary lines, the last ``keep_last`` verbatim), over budget.
+    With ``give_back`` what the whole-round steps removed beyond the budget's need goes back to
+    rounds trimmed inside (:func:`_room_given_back`).
 
     Each part that may be kept is counted exactly once (parts add up exactly, see
     :func:`history_parts`); large parts are estimated until they are kept. The whole history
@@ -373,7 +380,9 @@ def fit_history(
         if exact <= budget:
             if not keep_all and _newest_crowds_out(levels, tokens_of, budget):
                 break  # the newest round would push out what explains it: the tight fit
-            return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
+            if keep_all or not give_back:
+                return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
+            return _room_given_back(forms, tokens_of, levels, exact, budget, floor, location)
         target -= exact - budget + 2
     if keep_all:
         return _summary_floor(forms, tokens_of, keep_last, location)
@@ -382,6 +391,61 @@ def fit_history(
         return tight
     levels = [DROPPED] * (len(rounds) - 1) + [VERBATIM]
     return _trim_newest(forms, levels, budget, counter, location, DEFAULT_CHARS_PER_TOKEN)
+
+
+MIN_MESSAGE_TOKENS = 12  # a message given fewer tokens than this is cut whole (a note stands for it)
+GIVE_BACK_MIN = MIN_MESSAGE_TOKENS  # room below this is one unit's slack: not worth a trim inside
+
+
+def _room_given_back(forms: _Forms, tokens_of: "_PartTokens", levels: list[int], exact: int, budget: int,
+                     floor: int, location: str | None) -> HistoryFit:
+    """The graded fit with what its whole-round steps removed beyond their need given back:
+    demoting one round (verbatim to first-last, first-last to a summary line) can remove far
+    more than the budget asked for (one long reply). The rounds kept below verbatim, newest
+    first (those the state stage summarized excepted), are trimmed inside
+    (:func:`round_within`; a first-last round keeps its first and last messages whole and
+    grows by its middle) into the room left, until it is less than one unit, with the gist of
+    its summary line after it (the facts the line drew from what is cut stay); each grows
+    only when its trimmed text is longer than its form and the whole still fits, counted
+    exactly."""
+    trimmed: dict[int, str] = {}
+    kept: dict[int, Round] = {}
+    counter = tokens_of.counter
+    text = None
+    for i in range(len(levels) - 2, floor - 1, -1):
+        room = budget - exact
+        if room < GIVE_BACK_MIN:
+            break
+        if levels[i] not in (FIRST_LAST, SUMMARY) or forms.text(i, levels[i]) is forms.verbatim[i]:
+            continue
+        current = counter.count(forms.text(i, levels[i]))
+        tail_start = first_last_split(forms.rounds[i].messages)[1] if levels[i] == FIRST_LAST else None
+        gist = _gist_note(forms.summary(i))
+        room -= counter.count(gist) + 1 if gist else 0
+        for _ in range(3):  # the separators around a round trimmed inside cost a token or two more
+            grown = round_within(forms.rounds[i], current + room, counter, forms.render_round, location, tail_start)
+            if grown.round is not forms.rounds[i] and gist:
+                grown = replace(grown, text=grown.text + "\n" + gist)  # what its summary line said stays
+            if counter.count(grown.text) <= current:
+                break
+            parts = history_parts(forms, levels, location, trimmed={**trimmed, i: grown.text})
+            total = tokens_of.total(parts)
+            if total <= budget:
+                trimmed[i], kept[i], exact = grown.text, grown.round, total
+                text = "".join(t for _, t in parts)
+                break
+            room -= total - budget
+    if text is None:
+        return _history_fit(forms, levels, render_levels(forms, levels, location), exact)
+    levels = [FIRST_LAST if i in trimmed else level for i, level in enumerate(levels)]
+    return _history_fit(forms, levels, text, exact, replaced=kept)
+
+
+def _gist_note(summary: str) -> str:
+    """The note that keeps a round's summary line's gist (what was done, files, facts noted)
+    beside the round trimmed inside; empty when the line has none."""
+    gist = summary.split(" — ", 1)[1] if " — " in summary else ""
+    return f"[summary: {gist}]" if gist else ""
 
 
 def _newest_crowds_out(levels: Sequence[int], tokens_of: "_PartTokens", budget: int) -> bool:
@@ -504,7 +568,6 @@ def _tight_history(forms: _Forms, lines: Sequence[int], previous: _Trimmed | Non
                       newest.round is not forms.rounds[-1])
 
 
-MIN_MESSAGE_TOKENS = 12  # a message given fewer tokens than this is cut whole (a note stands for it)
 
 
 def _is_tool_output(message: Message) -> bool:
@@ -512,27 +575,29 @@ def _is_tool_output(message: Message) -> bool:
 
 
 def round_within(round_: Round, room: int, counter, render_round: Callable[[Round], str],
-                 location: str | None = None) -> _Trimmed:
+                 location: str | None = None, tail_start: int | None = None) -> _Trimmed:
     """``round_`` within about ``room`` exact tokens, trimmed inside, never dropped whole: its
     opening up to the user's words is kept; then the assistant's own text, then tool output
     and tool-call arguments (cut first), each long message cut to its part of what is left
     (its beginning kept; tool output both ends) with a marker; messages given too little go
     whole, a note naming them. The opening alone may exceed ``room`` (``room`` 0: the
-    opening only)."""
+    opening only). ``tail_start``: the messages from there on are kept whole too (a
+    first-last round grown by its middle)."""
     verbatim = render_round(round_)
     tokens = counter.count(verbatim)
     if tokens <= room:
         return _Trimmed(verbatim, tokens, round_)
     messages = round_.messages
     head_end, _ = first_last_split(messages)
-    head, rest = messages[:head_end], messages[head_end:]
-    fixed = counter.count(render_round(replace(round_, messages=tuple(head))))
+    tail_start = len(messages) if tail_start is None else max(head_end, tail_start)
+    head, rest, tail = messages[:head_end], messages[head_end:tail_start], tuple(messages[tail_start:])
+    fixed = counter.count(render_round(replace(round_, messages=tuple(head) + tail)))
     space = room - fixed - 24
     best = smallest = None
     fits, over = 0, None  # the largest space known to fit, the smallest known to be over
     for _ in range(8):
         within = _messages_within(rest, max(0, space), counter, location)
-        kept = [m for _, m in within]
+        kept = [m for _, m in within] + list(tail)
         cut = [m for i, m in enumerate(rest) if i not in {j for j, _ in within}]
         if cut:
             text = _with_note(round_, head, kept, _messages_note(cut) + "]", render_round)
@@ -650,10 +715,13 @@ def _summary_floor(forms: _Forms, tokens_of: _PartTokens, keep_last: int, locati
     return _history_fit(forms, levels, "".join(text for _, text in parts), tokens_of.total(parts))
 
 
-def _history_fit(forms: _Forms, levels, text, tokens, newest: Round | None = None) -> HistoryFit:
+def _history_fit(forms: _Forms, levels, text, tokens, newest: Round | None = None,
+                 replaced: Mapping[int, Round] | None = None) -> HistoryFit:
     kept = []
     for i, level in enumerate(levels):
-        if level == VERBATIM:
+        if replaced and i in replaced:
+            kept.append(replaced[i])
+        elif level == VERBATIM:
             kept.append(forms.rounds[i])
         elif level == FIRST_LAST:
             kept.append(replace(forms.rounds[i], messages=forms.form(i).first_last_messages))

@@ -37,8 +37,10 @@ class Strategy(Protocol):
       section's size now; ``estimated``: that size is the chars/4 estimate, not an exact count;
       ``pristine``: the section is still its original text, so a marker may name its file lines.
       A history section (``section.data["rounds"]``) must be cut by whole rounds.
-    * ``reduce_history(section, keep, counter, keep_all=False)``: a history within ``keep``
-      tokens by whole rounds (``keep_all``: fold older rounds, drop none; the tail strategy).
+    * ``reduce_history(section, keep, counter, keep_all=False, whole_rounds=False)``: a history
+      within ``keep`` tokens by whole rounds (``keep_all``: fold older rounds, drop none; the
+      tail strategy). Unless ``whole_rounds`` (the slack refill's first pass), what the whole
+      rounds leave is given back to rounds trimmed inside.
 
     Return ``Reduced(content, tokens, action, data=None, note="")`` with the exact token count
     and the ledger action (cut | summarized | compacted). Wrap the built-in to change one part::
@@ -78,7 +80,8 @@ class Strategy(Protocol):
 
     def cut(self, section, keep: int, counter, tokens: int, estimated: bool, pristine: bool) -> Reduced: ...
 
-    def reduce_history(self, section, keep: int, counter, keep_all: bool = False) -> Reduced: ...
+    def reduce_history(self, section, keep: int, counter, keep_all: bool = False,
+                       whole_rounds: bool = False) -> Reduced: ...
 
 
 @dataclass(frozen=True)
@@ -95,15 +98,17 @@ class BuiltinStrategy:
     render_round: Callable[[Round], str] | None = None
     round_summary: Callable[[Round], str] | None = None
 
-    def reduce_history(self, section, keep: int, counter, keep_all: bool = False) -> Reduced:
+    def reduce_history(self, section, keep: int, counter, keep_all: bool = False,
+                       whole_rounds: bool = False) -> Reduced:
         """A history section within ``keep`` tokens, whole rounds and tool groups only
-        (``keep_all``, tail: no round dropped, at most down to its summary floor)."""
+        (``keep_all``, tail: no round dropped, at most down to its summary floor); the room the
+        whole rounds leave is given back to rounds trimmed inside unless ``whole_rounds``."""
         rounds = tuple(section.data.get("rounds", ()))
         location = origin_of(section).location
         if self.name == "tail":
             fit = fit_history(rounds, keep, counter, self.render_round, self.round_summary,
                               self.keep_last, self.recent_share, location,
-                              int(section.data.get("verbatim_from", 0) or 0), keep_all)
+                              int(section.data.get("verbatim_from", 0) or 0), keep_all, not whole_rounds)
         else:
             fit = keep_first_rounds(rounds, keep, counter, self.render_round, location, self.name)
         levels = {LEVELS[level]: sum(1 for lv in fit.levels if lv == level) for level in range(4)}

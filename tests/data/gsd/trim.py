@@ -7,14 +7,15 @@ Usage (a maintainer's tool, not run by the tests)::
 
 Only what decides the position is kept:
 
-* STATE.md and ROADMAP.md: whole when small (<= 8 KB), else their skeleton: the
+* STATE.md and ROADMAP.md (also each ``workstreams/<name>/``'s): whole when small (<= 8 KB), else their skeleton: the
   frontmatter, every heading, checklist item, table row, ``<details>``/``<summary>`` line and
   line naming a phase, plan, milestone or status, plus STATE.md's "Current Position" and
   "Session Continuity" blocks (``--skeleton`` always trims: for licences that ask for
   minimal excerpts);
 * config.json;
 * every phase folder (``phases/*``, ``milestones/*-phases/*``) with every file name; the
-  files of the ``--full`` N highest active phase folders (default 3) and of folders whose
+  files the reading never looks at (VERIFICATION, UAT, notes) are left out of folders away
+  from the position; the files of the ``--full`` N highest active phase folders (default 3) and of folders whose
   plans lack a SUMMARY get their first lines (frontmatter keys that name the plan, the
   title, the one-liner), every other file is empty.
 
@@ -36,6 +37,7 @@ KEEP_LINE = re.compile(
     re.I,
 )
 PLAN_KEYS = re.compile(r"^(phase|plan|wave|status|one[-_]?liner|title|type|completed):", re.I)
+READ_NAME = re.compile(r"(PLAN|SUMMARY|CONTEXT|RESEARCH)\.md$", re.I)
 PHASE_FILE = re.compile(r"^(\d+(?:\.\d+)*)-(\d+)-(PLAN|SUMMARY)\.md$")
 
 
@@ -104,11 +106,13 @@ def main() -> None:
     rel = {n: n[len(root) + 1:] for n in names}
 
     for name, path in rel.items():
-        if path in ("STATE.md", "ROADMAP.md"):
+        if path.rsplit("/", 1)[-1] in ("STATE.md", "ROADMAP.md") and (
+                "/" not in path or re.match(r"^workstreams/[^/]+/[A-Z]+\.md$", path)):
             text = show(name)
             if args.skeleton or len(text.encode()) > SMALL:
-                blocks = ("current position", "session continuity") if path == "STATE.md" else ()
-                text = skeleton(text, blocks, rows=path != "STATE.md")
+                state = path.endswith("STATE.md")
+                blocks = ("current position", "session continuity") if state else ()
+                text = skeleton(text, blocks, rows=not state)
         elif path == "config.json":
             text = show(name)
         else:
@@ -139,6 +143,8 @@ def main() -> None:
             full.add(folder)
     for folder, files in folders.items():
         for n in files:
+            if folder not in full and not READ_NAME.search(n):
+                continue  # a VERIFICATION, UAT or note in a folder away from the position: the reading never looks at it
             target = out / folder / n
             target.parent.mkdir(parents=True, exist_ok=True)
             text = stub(show(f"{root}/{folder}/{n}")) if folder in full and n.endswith(".md") else ""

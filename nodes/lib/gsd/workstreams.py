@@ -1,0 +1,81 @@
+"""GSD workstreams: ``.planning/workstreams/<name>/`` with its own STATE.md, ROADMAP.md and
+``phases/`` (get-shit-done's ``planningDir``: the scoped files of a workstream live there; the
+archived milestones ``milestones/*-phases/`` and PROJECT.md stay at the top of ``.planning/``).
+The active one is named by ``.planning/active-workstream`` (one line, letters, digits, ``-``
+and ``_``).
+
+Which files the position is read from: the workstream ``active-workstream`` names; else the
+top-level STATE.md when there is one; else the one workstream whose STATE.md names a phase or
+has phase folders (the others are named in the evidence: "not started"); several such and no
+pointer: the first with work in progress (else the first by name) is read, and a warning names
+each workstream's STATE.md and its position.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .position import BODY, FRONTMATTER, GsdFiles, GsdPosition, position_of
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _with_archives(ws: GsdFiles, root: GsdFiles) -> GsdFiles:
+    """A workstream's files with the top-level archived milestone folders added."""
+    archived = {k: v for k, v in root.folders.items() if k.startswith("milestones/")}
+    return replace(ws, folders={**archived, **ws.folders}, warnings=(*root.warnings, *ws.warnings))
+
+
+def _started(own: GsdFiles, pos: GsdPosition) -> bool:
+    """A workstream has a position of its own: its STATE.md names a phase or a milestone, or it has
+    phase folders (a workstream just created, "Current Phase: None", has none: the archived
+    milestones it would fall back on are the project's, not its own)."""
+    return pos.phase is not None and (pos.source in (FRONTMATTER, BODY) or bool(own.folders) or bool(pos.milestone))
+
+
+def _summary(ws: GsdFiles, pos: GsdPosition, started: bool) -> str:
+    """One workstream's position in a few words, for the evidence and the warning."""
+    if not started:
+        return f"{ws.state_path}: no phase (not started)"
+    state = "complete" if pos.phase_complete else f"{pos.plans_done} of {pos.plans_total} plans done"
+    return (f"{ws.state_path}: " + (f"milestone {pos.milestone}, " if pos.milestone else "")
+            + f"phase {pos.phase} ({state})" + (" (milestone complete)" if pos.milestone_complete else ""))
+
+
+def workstream_files(files: GsdFiles) -> GsdFiles:
+    """The files the position is read from when ``.planning/`` has workstreams (see the module
+    docstring); ``files`` itself when it has none or the top-level STATE.md is read. The choice
+    is in ``chosen`` (evidence) and, when ambiguous, ``chosen_warnings``."""
+    if not files.workstreams:
+        return files
+    pointer = (files.active_workstream or "").strip()
+    if pointer:
+        if _NAME.match(pointer) and pointer in files.workstreams:
+            ws = _with_archives(files.workstreams[pointer], files)
+            return replace(ws, chosen=(f".planning/active-workstream names workstream {pointer}: "
+                                       f"{ws.state_path} is read",))
+        warning = (f".planning/active-workstream names {pointer!r}, which is no workstream under "
+                   f".planning/workstreams/ ({', '.join(sorted(files.workstreams))}); it is ignored")
+        files = replace(files, chosen_warnings=(warning,))
+    if files.state_text is not None:
+        return replace(files, chosen=(f"{files.state_path} is read (workstreams "
+                                      f"{', '.join(sorted(files.workstreams))} not active)",))
+    read = {name: _with_archives(ws, files) for name, ws in sorted(files.workstreams.items())}
+    positions = {name: position_of(ws) for name, ws in read.items()}
+    placed = [name for name in read if _started(files.workstreams[name], positions[name])]
+    summaries = [_summary(read[name], positions[name], name in placed) for name in read]
+    if not placed:
+        name = next(iter(read))
+        return replace(read[name], chosen=(f"no .planning/STATE.md; workstreams: {'; '.join(summaries)}",),
+                       chosen_warnings=files.chosen_warnings)
+    if len(placed) == 1:
+        name = placed[0]
+        return replace(read[name], chosen=(f"no .planning/STATE.md; workstream {name} is the one with a position "
+                                           f"({'; '.join(summaries)})",), chosen_warnings=files.chosen_warnings)
+    working = [n for n in placed if not positions[n].phase_complete]
+    name = (working or placed)[0]
+    warning = (f".planning/workstreams/: {len(placed)} workstreams with a position and no .planning/active-workstream "
+               f"({'; '.join(summaries)}); workstream {name} is read (write its name to .planning/active-workstream)")
+    return replace(read[name], chosen=(f"workstream {name} read of {', '.join(placed)}",),
+                   chosen_warnings=(*files.chosen_warnings, warning))
