@@ -1069,8 +1069,8 @@ def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore |
     with _suppress(sqlite3.Error):
         connection = metadata_store.connection
         over = _tree_size(cache_dir) > max_bytes
-        if over:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # the write-ahead log first
+        if over:  # the space no row holds first: the write-ahead log, the pages the memo table freed
+            _give_space_back(connection)
         for _ in range(3):  # a page holds more than its rows: measure again after giving space back
             total = _tree_size(cache_dir)
             dropped: list[str] = []
@@ -1090,9 +1090,16 @@ def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore |
                 MEMORY.discard(data_version)
             if not dropped:
                 break
-            connection.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            _give_space_back(connection)
     return removed
+
+
+def _give_space_back(connection: sqlite3.Connection) -> None:
+    """The database file's free pages returned and its write-ahead log emptied, so that the
+    folder's size counts only what its rows hold (a build's deletes, the memo table's trim
+    among them, leave free pages that no result row accounts for)."""
+    connection.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
 
 def _trim_metadata(connection: sqlite3.Connection, dropped: list[str]) -> None:
