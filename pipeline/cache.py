@@ -622,6 +622,8 @@ def _fp(value: Any, memo: dict) -> str:
                          _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
     elif kind is tuple and len(value) > SHARED_MIN_ITEMS:  # by its chunks, as the result store keeps it
         result = _digest(b"chunks", *[chunk_fingerprint(part, memo).encode() for part in chunks_of(value)])
+    elif kind is tuple and value and all(type(item) is Round for item in value):  # rounds: by their digests
+        result = _digest(b"rounds", *map(round_digest, value))
     elif kind is tuple and len(value) > _WIDE and all(type(item) in _PLAIN for item in value):
         result = _pickled(value)  # a long tuple of plain values (a round's token uses): one pickle, C speed
     elif kind is tuple or (kind is list and len(value) <= _WIDE):  # a tuple never changes: walked at any length

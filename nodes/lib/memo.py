@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable
 from cachetools import LRUCache
 
 from . import usercache
+from .digest import text_digest
 
 #: Bytes of entries the memo of a process holds (least recently used out).
 MAX_BYTES = 96 << 20
@@ -64,24 +65,34 @@ class Memo:
             self._unread = False
             self._new: dict[tuple[str, bytes], bytes] = {}
             self._read_upto: dict[str, int] = {}  # table name -> the last row id read
+            #: rows read from a table, not yet used: (kind, digest) -> (table, MAC, pickle), each
+            #: checked and unpickled only when its value is looked up; at most half the bound
+            self._rows: dict[tuple[str, bytes], tuple[MemoTable, bytes, bytes]] = {}
+            self._rows_bytes = 0
 
-    def get(self, kind: str, digest: bytes, make: Callable[[], Any], *, persist: bool = True) -> Any:
+    def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True) -> Any:
         """The value of ``kind`` made from the content of ``digest``: remembered (in this process,
         else in the open table), else ``make()`` (counted in ``made[kind]``; kept, and written
         with the build when ``persist``). ``make`` must return the same value for the same
-        content, and a value nobody mutates."""
+        content, and a value nobody mutates.
+
+        ``digest`` may be a short text itself (a piece whose tokens are counted): this process
+        keeps it by the text (a dict lookup, no hashing of its bytes), and its digest
+        (:func:`.digest.text_digest`) is computed only when the table is looked up or written."""
         key = (kind, digest)
         with self._lock:
             found = self._values.get(key, _MISSING)
         if found is not _MISSING:
             return found[0]
-        if self._unread and self._read_table():
-            with self._lock:
-                found = self._values.get(key, _MISSING)
+        row_key = key if type(digest) is bytes else (kind, text_digest(digest))
+        if self._unread:
+            self._read_table()
+        if self._rows:
+            found = self._stored(row_key, key)
             if found is not _MISSING:
-                return found[0]
+                return found
         value = make()
-        self._keep(key, value, persist)
+        self._keep(key, row_key, value, persist)
         return value
 
     def peek(self, kind: str, digest: bytes) -> Any:
@@ -119,35 +130,49 @@ class Memo:
             new, self._table, self._unread, self._new = self._new, None, False, {}
         return new
 
-    def _read_table(self) -> bool:
-        """Take in the rows of the open table this process has not read; whether any came."""
+    def _read_table(self) -> None:
+        """Take in the rows of the open table this process has not read (one query; each row is
+        checked and unpickled when it is used, :meth:`_stored`)."""
         with self._lock:
             table, self._unread = self._table, False
             if table is None:
-                return False
+                return
             after = self._read_upto.get(table.name, 0)
-        last, taken = after, 0
-        for row_id, kind, digest, payload in table.rows_after(after):
-            last = max(last, row_id)
-            try:
-                value = pickle.loads(payload)  # noqa: S301 - its MAC under the user's key checked (rows_after)
-            except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
-                continue
-            with self._lock:
-                if (kind, digest) not in self._values:
-                    self._store((kind, digest), value, len(payload))
-                    taken += 1
-        with self._lock:
-            self._read_upto[table.name] = last
-        return taken > 0
+            rows, last = table.rows_after(after)
+            for kind, digest, tag, payload in rows:
+                if self._rows_bytes + len(payload) > self.max_bytes // 2:
+                    break  # the rest made again when needed
+                if (kind, digest) not in self._rows:
+                    self._rows[kind, digest] = (table, tag, payload)
+                    self._rows_bytes += len(payload)
+            self._read_upto[table.name] = max(after, last)
 
-    def _keep(self, key: tuple[str, bytes], value: Any, persist: bool) -> None:
-        size, payload = _size_and_pickle(value, persist)
+    def _stored(self, row_key: tuple[str, bytes], key: tuple[str, bytes | str]) -> Any:
+        """The value of a row read from the table (kept from now on), or _MISSING: none, its MAC
+        fails (never unpickled; the row deleted, one warning) or it no longer unpickles."""
+        with self._lock:
+            row = self._rows.pop(row_key, None)
+            if row is None:
+                return _MISSING
+            table, tag, payload = row
+            self._rows_bytes -= len(payload)
+        if not table.authentic(row_key[0], row_key[1], tag, payload):
+            return _MISSING
+        try:
+            value = pickle.loads(payload)  # noqa: S301 - its MAC under the user's key checked above
+        except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
+            return _MISSING
+        with self._lock:
+            self._store(key, value, len(payload) + _key_bytes(key))
+        return value
+
+    def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool) -> None:
+        size, payload = _size_and_pickle(value, persist and self._table is not None)
         with self._lock:
             self.made[key[0]] += 1
-            self._store(key, value, size)
+            self._store(key, value, size + _key_bytes(key) - _SCALAR_BYTES)
             if payload is not None and self._table is not None:
-                self._new[key] = payload
+                self._new[row_key] = payload
 
     def _store(self, key: tuple[str, bytes], value: Any, size: int) -> None:
         if size <= self.max_bytes // _LARGEST:
@@ -186,14 +211,39 @@ Memo.__reduce__ = _pickles_as_no_memo  # type: ignore[method-assign]
 
 
 def _size_and_pickle(value: Any, persist: bool) -> tuple[int, bytes | None]:
-    """(the bytes an entry costs, its pickle when it is to be written; None when it does not pickle)."""
-    if type(value) in (int, float, bool) or value is None:
-        return _SCALAR_BYTES, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL) if persist else None
+    """(the bytes an entry costs, its pickle when it is to be written; None when it does not
+    pickle). A value that is not written is sized without pickling when its size is plain (a
+    scalar, a text, a tuple of scalars)."""
+    if not persist:
+        size = _plain_size(value)
+        if size is not None:
+            return size, None
     try:
         payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - a value that does not pickle is kept in this process only
         return _SCALAR_BYTES + len(str(type(value))), None
     return len(payload) + _SCALAR_BYTES, payload if persist else None
+
+
+_SCALAR_TYPES = (int, float, bool, type(None))
+
+
+def _key_bytes(key: tuple[str, bytes | str]) -> int:
+    """What an entry's key and slot cost: a text kept by itself costs its length."""
+    return _SCALAR_BYTES + (len(key[1]) if type(key[1]) is str else 0)
+
+
+def _plain_size(value: Any) -> int | None:
+    """The bytes an entry of a scalar, a text or a tuple of scalars costs (about its pickle's
+    size, the key's slot included), counted without pickling it; None for any other value."""
+    kind = type(value)
+    if kind in _SCALAR_TYPES:
+        return _SCALAR_BYTES
+    if kind is str or kind is bytes:
+        return _SCALAR_BYTES + len(value)
+    if kind is tuple and all(type(item) in _SCALAR_TYPES for item in value):
+        return _SCALAR_BYTES + 9 * len(value)
+    return None
 
 
 # ----------------------------------------------------------------------------- the table
@@ -225,31 +275,32 @@ class MemoTable:
     def sign(self, kind: str, digest: bytes, payload: bytes) -> bytes:
         return usercache.mac(self.key, kind.encode(), digest, payload)
 
-    def rows_after(self, row_id: int) -> list[tuple[int, str, bytes, bytes]]:
-        """(id, kind, digest, pickle) of the rows after ``row_id`` whose MAC checks; a row whose
-        MAC fails is deleted, never unpickled (one warning)."""
+    def rows_after(self, row_id: int) -> tuple[list[tuple[str, bytes, bytes, bytes]], int]:
+        """((kind, digest, MAC, pickle) of the rows after ``row_id``, the last row id): unchecked,
+        each MAC is checked (:meth:`authentic`) before its pickle is read."""
         try:
             rows = self.connection().execute(
-                "SELECT id, kind, digest, mac, payload FROM memo WHERE id > ?", (row_id,)).fetchall()
+                "SELECT kind, digest, mac, payload FROM memo WHERE id > ?", (row_id,)).fetchall()
+            last = self.connection().execute("SELECT COALESCE(MAX(id), 0) FROM memo").fetchone()[0]
         except sqlite3.Error:
-            return []
-        good, forged = [], []
-        for row_id, kind, digest, tag, payload in rows:
-            if usercache.mac_ok(self.key, tag, kind.encode(), digest, payload):
-                good.append((row_id, kind, digest, payload))
-            else:
-                forged.append(row_id)
-        if forged:
-            if not self.warned:
-                self.warned = True
-                _WARN.warning("warning: cache: %d memo entries in %s do not carry this user's MAC (written by "
-                              "someone else); they are discarded and made again", len(forged), self.name)
-            try:
-                self.connection().executemany("DELETE FROM memo WHERE id = ?", [(i,) for i in forged])
-                self.connection().commit()
-            except sqlite3.Error:
-                pass
-        return good
+            return [], row_id
+        return rows, last
+
+    def authentic(self, kind: str, digest: bytes, tag: bytes, payload: bytes) -> bool:
+        """Whether a row's MAC checks; a row whose MAC fails is deleted, never unpickled (one
+        warning a table)."""
+        if usercache.mac_ok(self.key, tag, kind.encode(), digest, payload):
+            return True
+        if not self.warned:
+            self.warned = True
+            _WARN.warning("warning: cache: memo entries in %s do not carry this user's MAC (written by someone "
+                          "else); they are discarded and made again", self.name)
+        try:
+            self.connection().execute("DELETE FROM memo WHERE kind = ? AND digest = ?", (kind, digest))
+            self.connection().commit()
+        except sqlite3.Error:
+            pass
+        return False
 
     def write(self, cursor: sqlite3.Cursor, entries: dict[tuple[str, bytes], bytes], max_bytes: int) -> None:
         """Insert ``entries`` (inside the caller's transaction), then, when the table holds more

@@ -1,8 +1,8 @@
 """Measuring: estimates, calibrated ratios, and exact counts kept in the memo.
 
 Nodes receive a :class:`CachedCounter`, a frozen (picklable, hashable) value naming the
-encoding; its counts are kept in the memo it carries (nodes/lib/memo.py, by the digest of each
-piece of text), which is no part of its value: a node's inputs fingerprint the same whatever
+encoding; its counts are kept in the memo it carries (nodes/lib/memo.py, by each piece
+of text itself), which is no part of its value: a node's inputs fingerprint the same whatever
 other nodes counted before it.
 """
 
@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..digest import text_digest
 from ..memo import NO_MEMO, Memo
 from ..tokens import estimate_tokens as _estimate
 
@@ -124,11 +123,12 @@ class CachedCounter:
         return self.base.decode(tokens)
 
     def _whole(self, text: str) -> int:
-        """The count of a piece: kept, else counted now."""
-        return self.memo.get(COUNT + self.base.encoding_name, text_digest(text), lambda: self.base.count(text))
+        """The count of a piece: kept (by the text itself in this process, by its digest in the
+        table), else counted now."""
+        return self.memo.get(COUNT + self.base.encoding_name, text, lambda: self.base.count(text))
 
     def _paragraph(self, paragraph: str, lines) -> int:
         if len(paragraph) <= _SMALL:
             return self._whole(paragraph)
-        return self.memo.get(COUNT + self.base.encoding_name, text_digest(paragraph),
+        return self.memo.get(COUNT + self.base.encoding_name, paragraph,
                              lambda: sum(map(self._whole, pieces(paragraph, lines))))
