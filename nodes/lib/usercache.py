@@ -21,7 +21,6 @@ so a fresh process does not start the program again.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import os
