@@ -335,7 +335,8 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
         end = starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
         line += text.count("\n", position, begin)
         position = begin
-        key = digest16(text_digest(text[begin:end].rstrip()), pickle.dumps((line, header)))
+        key = digest16(text_digest(text[begin:end].rstrip()), line.to_bytes(8, "little"),
+                       b"" if header is None else pickle.dumps(header))  # most stretches have no header
         group, last, header, found = memo.get(STRETCH, key, lambda: _aider_round(text, begin, end, line, header))
         sessions += found
         if group:
