@@ -51,7 +51,7 @@ from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 from . import __version__
 from hamilton.caching import fingerprinting as _hamilton_fingerprints
 
-from .nodes.lib.digest import digest16, round_digest, text_digest
+from .nodes.lib.digest import DigestedText, digest16, round_digest, text_digest
 from .nodes.lib.monitor import RoundUse
 from .nodes.lib import usercache
 from .nodes.lib.memo import Memo, MemoTable
@@ -650,6 +650,11 @@ def _round_fingerprint(value: Round, *args: Any, **kwargs: Any) -> str:
     return "r" + round_digest(value).hex()
 
 
+def _text_fingerprint(value: DigestedText, *args: Any, **kwargs: Any) -> str:
+    """A long text's fingerprint: its content digest, computed when it was read."""
+    return "t" + value.digest.hex()
+
+
 def _memo_fingerprint(value: Memo, *args: Any, **kwargs: Any) -> str:
     """The memo's fingerprint: always the same (what it holds never changes a node's value)."""
     return "memo"
@@ -657,7 +662,7 @@ def _memo_fingerprint(value: Memo, *args: Any, **kwargs: Any) -> str:
 
 #: Types fingerprinted by a digest of their content computed when the value was made, here and
 #: through Hamilton's public hook (``fingerprinting.hash_value``) for Hamilton's own hashing.
-_BY_CONTENT = {Round: _round_fingerprint, Memo: _memo_fingerprint}
+_BY_CONTENT = {Round: _round_fingerprint, DigestedText: _text_fingerprint, Memo: _memo_fingerprint}
 for _type, _function in _BY_CONTENT.items():
     _hamilton_fingerprints.hash_value.register(_type)(_function)
 

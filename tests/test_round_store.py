@@ -101,3 +101,18 @@ class _Boom:
 
     def __reduce__(self):
         return (Path.touch, (Path(self.marker),))
+
+
+def test_a_grown_text_carries_the_digest_of_its_content():
+    from ctxengine.nodes.lib.digest import bytes_digest, text_digest
+    from ctxengine.nodes.lib.grown import GrownTexts
+
+    texts, make, safe = GrownTexts(min_bytes=0), (lambda raw: (raw.decode(), 0, None)), (lambda raw: True)
+    first = texts.text("k", b"one\n" * 10, make, safe)[0]
+    grown = texts.text("k", b"one\n" * 10 + b"two\n", make, safe)[0]  # extended from the kept digest state
+    assert grown.digest == bytes_digest(("one\n" * 10 + "two\n").encode()) == text_digest(str(grown))
+    assert text_digest(grown) == grown.digest != first.digest
+    assert texts.text("k", b"one\n" * 10 + b"two\n", make, safe)[0] is grown  # unchanged: the same text
+    assert cache.fingerprint({"t": grown}) != cache.fingerprint({"t": first})
+    again = pickle.loads(pickle.dumps(grown))
+    assert again == grown and type(again) is str  # pickles as a plain text

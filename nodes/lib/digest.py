@@ -31,8 +31,30 @@ def bytes_digest(data: bytes) -> bytes:
 
 
 def text_digest(text: str) -> bytes:
-    """The 16-byte digest of a text's UTF-8 bytes (lone surrogates kept)."""
+    """The 16-byte digest of a text's UTF-8 bytes (lone surrogates kept); a :class:`DigestedText`
+    carries it."""
+    if type(text) is DigestedText:
+        return text.digest
     return bytes_digest(text.encode("utf-8", "surrogatepass"))
+
+
+class DigestedText(str):
+    """A text with its :func:`text_digest`, computed when it was made (a transcript read again
+    after it grew: from the digest state of its old part and its new part only, nodes/lib/grown.py),
+    so neither the memo's keys nor the cache's fingerprint hash its megabytes again. It pickles
+    as a plain ``str``."""
+
+    digest: bytes
+
+    def __reduce__(self):
+        return (str, (str(self),))
+
+
+def digested_text(text: str, digest: bytes) -> DigestedText:
+    """``text`` carrying ``digest`` (its :func:`text_digest`, computed by the caller)."""
+    out = DigestedText(text)
+    out.digest = digest
+    return out
 
 
 def value_digest(value: object) -> bytes:

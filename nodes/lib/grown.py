@@ -1,18 +1,24 @@
 """Texts that grow: a file read again after something was appended costs only its new part.
 
 An agent's transcript is read at every turn and has only grown since the last one. The process
-keeps, per file, the bytes it read and the text it made of them; when the file's bytes start with the bytes kept (one memory comparison), only the new
-bytes are cleaned and decoded, and the text is the old one plus theirs. A prefix is
+keeps, per file, the bytes it read, the text it made of them and the SHA-256 state of that
+text; when the file's bytes start with the bytes kept (one memory comparison), only the new
+bytes are cleaned and decoded, the text is the old one plus theirs, and its digest extends the
+kept state: the text is a :class:`~.digest.DigestedText` (its content digest set as it is
+made), so the cache's fingerprint of a 4 MB transcript costs nothing either. A prefix is
 re-used only where splitting cannot change the result: it ends with a newline and no escape
 sequence runs to its end (``safe``, given by the caller who knows its cleaning).
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
+
+from .digest import DigestedText, digested_text
 
 MIN_BYTES = 256 << 10  # smaller files are read whole: the re-use would not pay for the bytes kept
 MAX_FILES = 8
@@ -21,8 +27,9 @@ MAX_FILES = 8
 @dataclass(frozen=True)
 class _Kept:
     raw: bytes
-    text: str
+    text: DigestedText
     removed: int
+    state: Any  # the hashlib sha256 object over the text's UTF-8 bytes
     safe: bool  # whether ``raw`` may be re-used as a prefix
 
 
@@ -47,17 +54,29 @@ class GrownTexts:
             return make(data)[:2]
         with self._lock:
             kept = self._kept.get(key)
-        if kept is not None and kept.safe and len(data) >= len(kept.raw) and data.startswith(kept.raw):
-            tail, removed, _ = make(data[len(kept.raw):])
-            text, removed = kept.text + tail, kept.removed + removed
+            if kept is not None and len(data) == len(kept.raw) and data == kept.raw:
+                self._kept.move_to_end(key)
+                return kept.text, kept.removed  # unchanged: the same text, its digest known
+        if kept is not None and kept.safe and len(data) > len(kept.raw) and data.startswith(kept.raw):
+            tail, removed, utf8 = make(data[len(kept.raw):])
+            state = kept.state.copy()
+            state.update(_utf8(tail, utf8))
+            text, removed = digested_text(kept.text + tail, state.digest()[:16]), kept.removed + removed
         else:
-            text, removed, _ = make(data)
+            plain, removed, utf8 = make(data)
+            state = hashlib.sha256(_utf8(plain, utf8))
+            text = digested_text(plain, state.digest()[:16])
         with self._lock:
-            self._kept[key] = _Kept(data, text, removed, safe(data))
+            self._kept[key] = _Kept(data, text, removed, state, safe(data))
             self._kept.move_to_end(key)
             while len(self._kept) > self.max_files:
                 self._kept.popitem(last=False)
         return text, removed
+
+
+def _utf8(text: str, known: bytes | None) -> bytes:
+    """The UTF-8 bytes of ``text`` (lone surrogates kept): ``known`` when given."""
+    return known if known is not None else text.encode("utf-8", "surrogatepass")
 
 
 #: The process's kept texts.
