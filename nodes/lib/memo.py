@@ -5,16 +5,19 @@ content whose digest (:mod:`.digest`, 16 bytes) is ``digest``, remembered, else 
 What it keeps: the parse of a transcript's stretch, a round's summary line and token use, the
 exact token count of a text piece, the reading of a transcript line. Keys are content
 digests only (never the identity of an object, never a file stamp), so an entry can never be
-stale: changed content has another digest.
+stale: changed content has another digest; a short text may be its own key in the process
+(a counted piece: no hashing of its bytes), its digest used only for the table.
 
 It enters the Hamilton graph as the driver input ``memo`` that the cache ignores: the nodes
 that reuse work take ``memo`` as a parameter (the DAG drawing shows them); library functions
 take ``memo=NO_MEMO`` (keeps nothing). One bound: the least recently used entries go past
-:data:`MAX_BYTES` (sizes are the entries' pickled bytes; cachetools' LRU cache). One
-persistence: the table ``memo`` of the project's cache database (:class:`MemoTable`), whose
-rows the memo reads on its first miss of a cached build and to which the entries the build
-made are written in the build's transaction; each row carries the HMAC of its pickle under the
-user's key (:func:`usercache.mac`), and a row whose MAC fails is never unpickled.
+:data:`MAX_BYTES` (sizes: a text's length, a few bytes for a number, else the pickle's;
+cachetools' LRU cache). One persistence: the table ``memo`` of the project's cache database
+(:class:`MemoTable`), whose rows the memo reads on its first miss of a cached build and to
+which the entries the build made are written in the build's transaction, one row a kind (the
+pickle of its values by digest: a build's thousands of entries are a few rows); each row
+carries the HMAC of its pickle under the user's key (:func:`usercache.mac`), and a row whose MAC
+fails is never unpickled.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any, Callable, Iterable
 from cachetools import LRUCache
 
 from . import usercache
-from .digest import text_digest
+from .digest import bytes_digest, text_digest
 
 #: Bytes of entries the memo of a process holds (least recently used out).
 MAX_BYTES = 96 << 20
@@ -63,11 +66,11 @@ class Memo:
             self.made: Counter = Counter()
             self._table: MemoTable | None = None
             self._unread = False
-            self._new: dict[tuple[str, bytes], bytes] = {}
+            self._new: dict[tuple[str, bytes], Any] = {}
             self._read_upto: dict[str, int] = {}  # table name -> the last row id read
-            #: rows read from a table, not yet used: (kind, digest) -> (table, MAC, pickle), each
-            #: checked and unpickled only when its value is looked up; at most half the bound
-            self._rows: dict[tuple[str, bytes], tuple[MemoTable, bytes, bytes]] = {}
+            #: values read from a table (their rows' MACs checked), not yet used: (kind, digest) ->
+            #: (value, bytes); at most half the bound
+            self._rows: dict[tuple[str, bytes], tuple[Any, int]] = {}
             self._rows_bytes = 0
 
     def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True) -> Any:
@@ -124,55 +127,51 @@ class Memo:
         with self._lock:
             self._table, self._unread, self._new = table, True, {}
 
-    def close(self) -> dict[tuple[str, bytes], bytes]:
-        """The build is over: the pickles of the entries it made (by key), for its transaction."""
+    def close(self) -> dict[tuple[str, bytes], Any]:
+        """The build is over: the entries it made to be written (by key), for its transaction
+        (:meth:`MemoTable.write`)."""
         with self._lock:
             new, self._table, self._unread, self._new = self._new, None, False, {}
         return new
 
     def _read_table(self) -> None:
-        """Take in the rows of the open table this process has not read (one query; each row is
-        checked and unpickled when it is used, :meth:`_stored`)."""
+        """Take in the rows of the open table this process has not read (one query; a row holds
+        the values of one kind one build made, checked by its MAC before it is unpickled)."""
         with self._lock:
             table, self._unread = self._table, False
             if table is None:
                 return
             after = self._read_upto.get(table.name, 0)
             rows, last = table.rows_after(after)
-            for kind, digest, tag, payload in rows:
-                if self._rows_bytes + len(payload) > self.max_bytes // 2:
-                    break  # the rest made again when needed
-                if (kind, digest) not in self._rows:
-                    self._rows[kind, digest] = (table, tag, payload)
-                    self._rows_bytes += len(payload)
             self._read_upto[table.name] = max(after, last)
+            for kind, values, size in rows:
+                if self._rows_bytes + size > self.max_bytes // 2:
+                    break  # the rest made again when needed
+                each = _SCALAR_BYTES + size // max(1, len(values))
+                for digest, value in values.items():
+                    self._rows.setdefault((kind, digest), (value, each))
+                self._rows_bytes += size
 
     def _stored(self, row_key: tuple[str, bytes], key: tuple[str, bytes | str]) -> Any:
-        """The value of a row read from the table (kept from now on), or _MISSING: none, its MAC
-        fails (never unpickled; the row deleted, one warning) or it no longer unpickles."""
+        """The value read from the table under ``row_key`` (kept from now on), or _MISSING."""
         with self._lock:
             row = self._rows.pop(row_key, None)
             if row is None:
                 return _MISSING
-            table, tag, payload = row
-            self._rows_bytes -= len(payload)
-        if not table.authentic(row_key[0], row_key[1], tag, payload):
-            return _MISSING
-        try:
-            value = pickle.loads(payload)  # noqa: S301 - its MAC under the user's key checked above
-        except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
-            return _MISSING
-        with self._lock:
-            self._store(key, value, len(payload) + _key_bytes(key))
+            value, size = row
+            self._rows_bytes -= size - _SCALAR_BYTES
+            self._store(key, value, size + _key_bytes(key) - _SCALAR_BYTES)
         return value
 
     def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool) -> None:
-        size, payload = _size_and_pickle(value, persist and self._table is not None)
+        size = _plain_size(value)
+        if size is None:
+            size = _pickled_size(value)
         with self._lock:
             self.made[key[0]] += 1
             self._store(key, value, size + _key_bytes(key) - _SCALAR_BYTES)
-            if payload is not None and self._table is not None:
-                self._new[row_key] = payload
+            if persist and self._table is not None:
+                self._new[row_key] = value
 
     def _store(self, key: tuple[str, bytes], value: Any, size: int) -> None:
         if size <= self.max_bytes // _LARGEST:
@@ -210,19 +209,12 @@ def _pickles_as_no_memo(self: Memo):
 Memo.__reduce__ = _pickles_as_no_memo  # type: ignore[method-assign]
 
 
-def _size_and_pickle(value: Any, persist: bool) -> tuple[int, bytes | None]:
-    """(the bytes an entry costs, its pickle when it is to be written; None when it does not
-    pickle). A value that is not written is sized without pickling when its size is plain (a
-    scalar, a text, a tuple of scalars)."""
-    if not persist:
-        size = _plain_size(value)
-        if size is not None:
-            return size, None
+def _pickled_size(value: Any) -> int:
+    """The bytes an entry costs: its pickle's (a value that does not pickle: a few)."""
     try:
-        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - a value that does not pickle is kept in this process only
-        return _SCALAR_BYTES + len(str(type(value))), None
-    return len(payload) + _SCALAR_BYTES, payload if persist else None
+        return _SCALAR_BYTES + len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # noqa: BLE001 - kept in this process only (MemoTable.write leaves it out)
+        return _SCALAR_BYTES + len(str(type(value)))
 
 
 _SCALAR_TYPES = (int, float, bool, type(None))
@@ -275,16 +267,26 @@ class MemoTable:
     def sign(self, kind: str, digest: bytes, payload: bytes) -> bytes:
         return usercache.mac(self.key, kind.encode(), digest, payload)
 
-    def rows_after(self, row_id: int) -> tuple[list[tuple[str, bytes, bytes, bytes]], int]:
-        """((kind, digest, MAC, pickle) of the rows after ``row_id``, the last row id): unchecked,
-        each MAC is checked (:meth:`authentic`) before its pickle is read."""
+    def rows_after(self, row_id: int) -> tuple[list[tuple[str, dict[bytes, Any], int]], int]:
+        """((kind, its values by digest, the row's bytes) of the rows after ``row_id`` whose MAC
+        checks, the last row id): a row whose MAC fails is never unpickled (:meth:`authentic`)."""
         try:
             rows = self.connection().execute(
-                "SELECT kind, digest, mac, payload FROM memo WHERE id > ?", (row_id,)).fetchall()
-            last = self.connection().execute("SELECT COALESCE(MAX(id), 0) FROM memo").fetchone()[0]
+                "SELECT id, kind, digest, mac, payload FROM memo WHERE id > ?", (row_id,)).fetchall()
         except sqlite3.Error:
             return [], row_id
-        return rows, last
+        out, last = [], row_id
+        for row_id, kind, digest, tag, payload in rows:
+            last = max(last, row_id)
+            if not self.authentic(kind, digest, tag, payload):
+                continue
+            try:
+                values = pickle.loads(payload)  # noqa: S301 - its MAC under the user's key checked above
+            except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
+                continue
+            if isinstance(values, dict):
+                out.append((kind, values, len(payload)))
+        return out, last
 
     def authentic(self, kind: str, digest: bytes, tag: bytes, payload: bytes) -> bool:
         """Whether a row's MAC checks; a row whose MAC fails is deleted, never unpickled (one
@@ -302,15 +304,23 @@ class MemoTable:
             pass
         return False
 
-    def write(self, cursor: sqlite3.Cursor, entries: dict[tuple[str, bytes], bytes], max_bytes: int) -> None:
-        """Insert ``entries`` (inside the caller's transaction), then, when the table holds more
-        than ``max_bytes`` (its pickles and :data:`ROW_BYTES` a row), delete the oldest rows
-        down to half of it."""
-        if not entries:
+    def write(self, cursor: sqlite3.Cursor, entries: dict[tuple[str, bytes], Any], max_bytes: int) -> None:
+        """Insert ``entries`` (inside the caller's transaction) as one row a kind (the pickle of
+        its values by digest, one MAC: a build's thousands of entries cost a few rows), then,
+        when the table holds more than ``max_bytes`` (its pickles and :data:`ROW_BYTES` a row),
+        delete the oldest rows down to half of it."""
+        by_kind: dict[str, dict[bytes, Any]] = {}
+        for (kind, digest), value in entries.items():
+            by_kind.setdefault(kind, {})[digest] = value
+        rows = []
+        for kind, values in by_kind.items():
+            payload = _pickled_values(values)
+            if payload is not None:
+                digest = bytes_digest(payload)
+                rows.append((kind, digest, self.sign(kind, digest, payload), payload))
+        if not rows:
             return
-        cursor.executemany("INSERT OR IGNORE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
-                           [(kind, digest, self.sign(kind, digest, payload), payload)
-                            for (kind, digest), payload in entries.items()])
+        cursor.executemany("INSERT OR IGNORE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)", rows)
         total = cursor.execute(f"SELECT COALESCE(SUM(LENGTH(payload) + {ROW_BYTES}), 0) FROM memo").fetchone()[0]
         if total > max_bytes:
             cut, held = 0, total
@@ -319,6 +329,21 @@ class MemoTable:
                     break
                 cut, held = row_id, held - size
             cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
+
+
+def _pickled_values(values: dict[bytes, Any]) -> bytes | None:
+    """The pickle of ``values`` (digest -> value), leaving out a value that does not pickle."""
+    try:
+        return pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - one value that does not pickle: the others are written
+        kept = {}
+        for digest, value in values.items():
+            try:
+                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001
+                continue
+            kept[digest] = value
+        return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL) if kept else None
 
 
 def kinds_made(memo: Memo, kinds: Iterable[str]) -> int:
