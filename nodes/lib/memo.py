@@ -65,9 +65,9 @@ class Memo:
             self._values: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=_entry_size)
             self.made: Counter = Counter()
             self._table: MemoTable | None = None
-            self._unread = False
+            self._kinds: frozenset[str] | None = None  # the kinds the open table holds (read on the first miss)
             self._new: dict[tuple[str, bytes], Any] = {}
-            self._read_upto: dict[str, int] = {}  # table name -> the last row id read
+            self._loaded: set[tuple[str, int]] = set()  # (table name, row id) of the rows read
             #: values read from a table (their rows' MACs checked), not yet used: (kind, digest) ->
             #: (value, bytes); at most half the bound
             self._rows: dict[tuple[str, bytes], tuple[Any, int]] = {}
@@ -88,9 +88,7 @@ class Memo:
         if found is not _MISSING:
             return found[0]
         row_key = key if type(digest) is bytes else (kind, text_digest(digest))
-        if self._unread:
-            self._read_table()
-        if self._rows:
+        if self._rows or self._table is not None:
             found = self._stored(row_key, key)
             if found is not _MISSING:
                 return found
@@ -125,43 +123,50 @@ class Memo:
         """A cached build starts: the rows of ``table`` this process has not read yet are read
         on the first miss; the entries made from now on are recorded for :meth:`close`."""
         with self._lock:
-            self._table, self._unread, self._new = table, True, {}
+            self._table, self._kinds, self._new = table, None, {}
 
     def close(self) -> dict[tuple[str, bytes], Any]:
         """The build is over: the entries it made to be written (by key), for its transaction
         (:meth:`MemoTable.write`)."""
         with self._lock:
-            new, self._table, self._unread, self._new = self._new, None, False, {}
+            new, self._table, self._kinds, self._new = self._new, None, None, {}
         return new
 
-    def _read_table(self) -> None:
-        """Take in the rows of the open table this process has not read (one query; a row holds
-        the values of one kind one build made, checked by its MAC before it is unpickled)."""
-        with self._lock:
-            table, self._unread = self._table, False
-            if table is None:
-                return
-            after = self._read_upto.get(table.name, 0)
-            rows, last = table.rows_after(after)
-            self._read_upto[table.name] = max(after, last)
-            for kind, values, size in rows:
-                if self._rows_bytes + size > self.max_bytes // 2:
-                    break  # the rest made again when needed
-                each = _SCALAR_BYTES + size // max(1, len(values))
-                for digest, value in values.items():
-                    self._rows.setdefault((kind, digest), (value, each))
-                self._rows_bytes += size
-
     def _stored(self, row_key: tuple[str, bytes], key: tuple[str, bytes | str]) -> Any:
-        """The value read from the table under ``row_key`` (kept from now on), or _MISSING."""
+        """The value under ``row_key`` in a row of the open table (kept from now on), or
+        _MISSING. The table's row holding it is found by its key (one indexed query, only for a
+        kind the table holds), then read whole: its MAC checked, then unpickled."""
         with self._lock:
             row = self._rows.pop(row_key, None)
+            table = self._table
+            if row is None and table is not None:
+                if self._kinds is None:
+                    self._kinds = table.kinds()
+                if row_key[0] in self._kinds:
+                    row_id = table.row_of(*row_key)
+                    if row_id is not None and (table.name, row_id) not in self._loaded:
+                        self._loaded.add((table.name, row_id))
+                        self._take(table.values_in(row_id), row_key[0])
+                        row = self._rows.pop(row_key, None)
             if row is None:
                 return _MISSING
             value, size = row
             self._rows_bytes -= size - _SCALAR_BYTES
             self._store(key, value, size + _key_bytes(key) - _SCALAR_BYTES)
         return value
+
+    def _take(self, read: tuple[dict[bytes, Any], int] | None, kind: str) -> None:
+        """Hold the values of a row read (``(values by digest, the row's bytes)``) until used."""
+        if read is None:
+            return
+        values, size = read
+        if self._rows_bytes + size > self.max_bytes // 2:
+            self._rows.clear()  # the values of older rows, not used since: made again when needed
+            self._rows_bytes = 0
+        each = _SCALAR_BYTES + size // max(1, len(values))
+        for digest, value in values.items():
+            self._rows.setdefault((kind, digest), (value, each))
+        self._rows_bytes += size
 
     def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool) -> None:
         size = _plain_size(value)
@@ -241,13 +246,17 @@ def _plain_size(value: Any) -> int | None:
 # ----------------------------------------------------------------------------- the table
 
 SCHEMA = ("CREATE TABLE IF NOT EXISTS memo (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, digest BLOB NOT NULL, "
-          "mac BLOB NOT NULL, payload BLOB NOT NULL, UNIQUE (kind, digest))")
+          "mac BLOB NOT NULL, payload BLOB NOT NULL, UNIQUE (kind, digest));"
+          "CREATE TABLE IF NOT EXISTS memo_keys (kind TEXT NOT NULL, digest BLOB NOT NULL, row INTEGER NOT NULL, "
+          "PRIMARY KEY (kind, digest)) WITHOUT ROWID")
 
 
 #: What a row costs in the database beyond its pickle (its id, kind, digest, MAC, its entry in
 #: the (kind, digest) index, the pages' slack): measured 142 bytes a row over a table of 5,000
 #: rows of 5-150 byte pickles (sqlite's dbstat), more in a small one.
 ROW_BYTES = 160
+#: What a value's entry in the ``memo_keys`` index costs (its kind, digest and row id).
+KEY_BYTES = 80
 
 
 class MemoTable:
@@ -259,7 +268,7 @@ class MemoTable:
         self.connection, self.key, self.name = connection, key, name
         self.warned = False
         try:
-            connection().execute(SCHEMA)
+            connection().executescript(SCHEMA)
             connection().commit()
         except sqlite3.Error as exc:
             _LOGGER.debug("memo table of %s not made: %s", name, exc)
@@ -267,26 +276,37 @@ class MemoTable:
     def sign(self, kind: str, digest: bytes, payload: bytes) -> bytes:
         return usercache.mac(self.key, kind.encode(), digest, payload)
 
-    def rows_after(self, row_id: int) -> tuple[list[tuple[str, dict[bytes, Any], int]], int]:
-        """((kind, its values by digest, the row's bytes) of the rows after ``row_id`` whose MAC
-        checks, the last row id): a row whose MAC fails is never unpickled (:meth:`authentic`)."""
+    def kinds(self) -> frozenset[str]:
+        """The kinds of the values the table holds."""
         try:
-            rows = self.connection().execute(
-                "SELECT id, kind, digest, mac, payload FROM memo WHERE id > ?", (row_id,)).fetchall()
+            return frozenset(kind for (kind,) in self.connection().execute("SELECT DISTINCT kind FROM memo"))
         except sqlite3.Error:
-            return [], row_id
-        out, last = [], row_id
-        for row_id, kind, digest, tag, payload in rows:
-            last = max(last, row_id)
-            if not self.authentic(kind, digest, tag, payload):
-                continue
-            try:
-                values = pickle.loads(payload)  # noqa: S301 - its MAC under the user's key checked above
-            except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
-                continue
-            if isinstance(values, dict):
-                out.append((kind, values, len(payload)))
-        return out, last
+            return frozenset()
+
+    def row_of(self, kind: str, digest: bytes) -> int | None:
+        """The id of the row holding the value of (kind, digest), or None."""
+        try:
+            found = self.connection().execute(
+                "SELECT row FROM memo_keys WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()
+        except sqlite3.Error:
+            return None
+        return None if found is None else found[0]
+
+    def values_in(self, row_id: int) -> tuple[dict[bytes, Any], int] | None:
+        """(the values of a row by digest, its bytes), or None: no such row, its MAC fails (never
+        unpickled: :meth:`authentic`) or it no longer unpickles."""
+        try:
+            row = self.connection().execute(
+                "SELECT kind, digest, mac, payload FROM memo WHERE id = ?", (row_id,)).fetchone()
+        except sqlite3.Error:
+            return None
+        if row is None or not self.authentic(*row):
+            return None
+        try:
+            values = pickle.loads(row[3])  # noqa: S301 - its MAC under the user's key checked above
+        except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
+            return None
+        return (values, len(row[3])) if isinstance(values, dict) else None
 
     def authentic(self, kind: str, digest: bytes, tag: bytes, payload: bytes) -> bool:
         """Whether a row's MAC checks; a row whose MAC fails is deleted, never unpickled (one
@@ -312,23 +332,33 @@ class MemoTable:
         by_kind: dict[str, dict[bytes, Any]] = {}
         for (kind, digest), value in entries.items():
             by_kind.setdefault(kind, {})[digest] = value
-        rows = []
+        written = False
         for kind, values in by_kind.items():
             payload = _pickled_values(values)
-            if payload is not None:
-                digest = bytes_digest(payload)
-                rows.append((kind, digest, self.sign(kind, digest, payload), payload))
-        if not rows:
+            if payload is None:
+                continue
+            digest = bytes_digest(payload)
+            cursor.execute("INSERT OR IGNORE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
+                           (kind, digest, self.sign(kind, digest, payload), payload))
+            row_id = cursor.lastrowid if cursor.rowcount else cursor.execute(
+                "SELECT id FROM memo WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()[0]
+            cursor.executemany("INSERT OR REPLACE INTO memo_keys VALUES (?, ?, ?)",
+                               [(kind, key, row_id) for key in values])
+            written = True
+        if not written:
             return
-        cursor.executemany("INSERT OR IGNORE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)", rows)
-        total = cursor.execute(f"SELECT COALESCE(SUM(LENGTH(payload) + {ROW_BYTES}), 0) FROM memo").fetchone()[0]
+        keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
+        sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0))
+                 for row_id, size in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
+        total = sum(size for _, size in sizes)
         if total > max_bytes:
             cut, held = 0, total
-            for row_id, size in cursor.execute(f"SELECT id, LENGTH(payload) + {ROW_BYTES} FROM memo ORDER BY id"):
+            for row_id, size in sizes:
                 if held <= max_bytes // 2:
                     break
                 cut, held = row_id, held - size
             cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
+            cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (cut,))
 
 
 def _pickled_values(values: dict[bytes, Any]) -> bytes | None:
