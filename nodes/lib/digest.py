@@ -65,8 +65,14 @@ def value_digest(value: object) -> bytes:
 def digested(round_: Round, *parts: bytes) -> Round:
     """``round_`` with its content digest set: of ``parts`` (what it was made from, the index
     included) when given, else of its pickle."""
-    digest = digest16(b"round", *parts) if parts else digest16(b"round", value_digest(round_))
+    digest = round_digest_of(*parts) if parts else round_digest_of(value_digest(round_))
     return replace(round_, digest=digest)
+
+
+def round_digest_of(*parts: bytes) -> bytes:
+    """The content digest of a round made from ``parts`` (the index included): what
+    :func:`digested` sets, for a caller that makes the round with it."""
+    return digest16(b"round", *parts)
 
 
 def round_digest(round_: Round) -> bytes:

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pickle
 
-from .digest import digest16, digested, round_digest, text_digest
+from .digest import digest16, digested, round_digest, round_digest_of, text_digest
 from .memo import NO_MEMO, Memo
 from .quote import capped_warnings, quoted
 from .regex import lazy_regex
@@ -561,7 +561,7 @@ def _aider_round_of(key: bytes, group, last: int, index: int, memo: Memo) -> Rou
 def _round_from(group, last: int, index: int, digest: bytes) -> Round:
     messages = tuple([_message(role, body, index, first) for role, body, first in group])
     begin = next((line for role, _, line in group if role == "user"), group[0][2])
-    return digested(Round(index=index, messages=messages, lines=(begin, last)), digest)
+    return Round(index=index, messages=messages, lines=(begin, last), digest=round_digest_of(digest))
 
 
 _MESSAGE_FIELDS = tuple(f.name for f in fields(Message))
