@@ -68,8 +68,8 @@ class Memo:
             self._kinds: frozenset[str] | None = None  # the kinds the open table holds (read on the first miss)
             self._new: dict[tuple[str, bytes], Any] = {}
             self._loaded: set[tuple[str, int]] = set()  # (table name, row id) of the rows read
-            #: values read from a table (their rows' MACs checked), not yet used: (kind, digest) ->
-            #: (value, bytes); at most half the bound
+            #: values read from a table (their rows' MACs checked): (kind, digest) -> (value,
+            #: bytes); at most half the bound
             self._rows: dict[tuple[str, bytes], tuple[Any, int]] = {}
             self._rows_bytes = 0
 
@@ -91,6 +91,9 @@ class Memo:
         if self._rows or self._table is not None:
             found = self._stored(row_key, key)
             if found is not _MISSING:
+                if key is not row_key:  # kept by its text from now on: no hashing next time
+                    with self._lock:
+                        self._store(key, found, (_plain_size(found) or _SCALAR_BYTES) + _key_bytes(key) - _SCALAR_BYTES)
                 return found
         value = make()
         self._keep(key, row_key, value, persist)
@@ -133,11 +136,12 @@ class Memo:
         return new
 
     def _stored(self, row_key: tuple[str, bytes], key: tuple[str, bytes | str]) -> Any:
-        """The value under ``row_key`` in a row of the open table (kept from now on), or
-        _MISSING. The table's row holding it is found by its key (one indexed query, only for a
-        kind the table holds), then read whole: its MAC checked, then unpickled."""
+        """The value under ``row_key`` in a row read from a table, or _MISSING. On a miss, the
+        open table's row holding it is found by its key (one indexed query, only for a kind the
+        table holds) and read whole: its MAC checked, then unpickled; its values are held beside
+        the LRU entries (at most half the bound) and served from there."""
         with self._lock:
-            row = self._rows.pop(row_key, None)
+            row = self._rows.get(row_key)
             table = self._table
             if row is None and table is not None:
                 if self._kinds is None:
@@ -147,13 +151,8 @@ class Memo:
                     if row_id is not None and (table.name, row_id) not in self._loaded:
                         self._loaded.add((table.name, row_id))
                         self._take(table.values_in(row_id), row_key[0])
-                        row = self._rows.pop(row_key, None)
-            if row is None:
-                return _MISSING
-            value, size = row
-            self._rows_bytes -= size - _SCALAR_BYTES
-            self._store(key, value, size + _key_bytes(key) - _SCALAR_BYTES)
-        return value
+                        row = self._rows.get(row_key)
+        return _MISSING if row is None else row[0]
 
     def _take(self, read: tuple[dict[bytes, Any], int] | None, kind: str) -> None:
         """Hold the values of a row read (``(values by digest, the row's bytes)``) until used."""
@@ -161,8 +160,9 @@ class Memo:
             return
         values, size = read
         if self._rows_bytes + size > self.max_bytes // 2:
-            self._rows.clear()  # the values of older rows, not used since: made again when needed
+            self._rows.clear()  # the values of older rows: made again when needed
             self._rows_bytes = 0
+            self._loaded.clear()
         each = _SCALAR_BYTES + size // max(1, len(values))
         for digest, value in values.items():
             self._rows.setdefault((kind, digest), (value, each))
