@@ -252,10 +252,10 @@ SCHEMA = ("CREATE TABLE IF NOT EXISTS memo (id INTEGER PRIMARY KEY, kind TEXT NO
 
 
 #: What a row costs in the database beyond its pickle (its id, kind, digest, MAC, its entry in
-#: the (kind, digest) index, the pages' slack): measured 142 bytes a row over a table of 5,000
-#: rows of 5-150 byte pickles (sqlite's dbstat), more in a small one.
+#: the (kind, digest) index, the pages' slack; sqlite's dbstat gave 142 bytes a row of that shape).
 ROW_BYTES = 160
-#: What a value's entry in the ``memo_keys`` index costs (its kind, digest and row id).
+#: What a value's entry in the ``memo_keys`` index costs (its kind, digest and row id, the slack
+#: of a WITHOUT ROWID table's pages).
 KEY_BYTES = 80
 
 
