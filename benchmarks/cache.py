@@ -235,8 +235,12 @@ def _trim_messages(history: Path) -> dict | None:
     from ctxengine.nodes.lib.session import parse_session
     from ctxengine.nodes.lib.tokens import token_counter_for
 
+    from ctxengine.driver import MEMO
+
+    # parsed into the process's memo, as every parse went into the process's round memo before
+    # the memo was a driver input: the warm process's builds find the transcript's rounds made
     messages = langchain_messages(parse_session(history.read_text(encoding="utf-8", errors="replace"),
-                                                str(history)).rounds)
+                                                str(history), memo=MEMO).rounds)
 
     def timed(counter):
         def count(msgs) -> int:

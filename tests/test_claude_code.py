@@ -411,18 +411,17 @@ def test_the_whole_build_shows_the_transcript(tmp_path: Path, claude_home: Path)
 
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
 def test_a_grown_transcript_decodes_only_its_new_lines_and_reads_as_a_fresh_parse(name):
-    from ctxengine.nodes.lib.session import ROUND_MEMO
+    from ctxengine.nodes.lib.memo import Memo
 
     text = (DATA / name).read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     head = "".join(lines[: len(lines) // 2])
     path = f"/p/{name}"
-    ROUND_MEMO.clear()
-    cc.parse_claude_code(head, path)
-    before = ROUND_MEMO.lines_read
-    grown = cc.parse_claude_code(text, path)
-    assert ROUND_MEMO.lines_read - before == sum(1 for line in lines[len(lines) // 2:] if line.strip())
-    ROUND_MEMO.clear()
+    memo = Memo()
+    cc.parse_claude_code(head, path, memo=memo)
+    before = memo.made["line"]
+    grown = cc.parse_claude_code(text, path, memo=memo)
+    assert memo.made["line"] - before == sum(1 for line in lines[len(lines) // 2:] if line.strip())
     assert grown == cc.parse_claude_code(text, path)
 
 

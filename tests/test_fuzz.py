@@ -248,12 +248,11 @@ def test_an_aider_transcript_parsed_as_it_grows_equals_its_parse_from_nothing(he
     RUN["session-aider-grown"] += 1
     path = "/p/grown.aider.chat.history.md"
     texts = [head + "\n", head + "\n" + tail, head + "\n" + tail + "\n" + more]
-    session.ROUND_MEMO.clear()
-    grown = [session.parse_session(text, path) for text in texts]  # each parse goes on from the one before
-    fresh = []
-    for text in texts:
-        session.ROUND_MEMO.clear()
-        fresh.append(session.parse_session(text, path))
+    from ctxengine.nodes.lib.memo import Memo
+
+    memo = Memo()
+    grown = [session.parse_session(text, path, memo=memo) for text in texts]  # each parse goes on from the one before
+    fresh = [session.parse_session(text, path) for text in texts]
     assert grown == fresh
 
 

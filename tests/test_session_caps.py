@@ -1,6 +1,6 @@
 """The caps that keep a build linear in its input (issue 23, item 4): only the newest rounds of a
 transcript and the newest lines of a JSON Lines log are read, each cap with one warning; line
-warnings are counted past the first few; the round memo's bookkeeping stays amortized once full.
+warnings are counted past the first few; the memo is bounded by bytes (tests/test_round_store.py).
 Timings are in benchmarks/scale.py, not here."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from ctxengine.api import build_context
 from ctxengine.nodes.lib import claude_code as CC
-from ctxengine.nodes.lib import round_memo as M
+from ctxengine.nodes.lib.memo import Memo
 from ctxengine.nodes.lib import session as S
 
 
@@ -26,43 +26,46 @@ def _aider(rounds: int, header_before: int | None = None) -> str:
     return "".join(parts)
 
 
+MEMO = Memo()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_memo():
-    S.ROUND_MEMO.clear()
+    MEMO.clear()
     yield
-    S.ROUND_MEMO.clear()
+    MEMO.clear()
 
 
 def test_an_aider_transcript_over_the_cap_keeps_its_newest_rounds_as_a_full_parse_has_them(monkeypatch):
     text = _aider(9, header_before=6)
-    full = S.parse_aider(text, "h.md")
+    full = S.parse_aider(text, "h.md", memo=MEMO)
     assert full.warnings == () and len(full.rounds) == 9 and full.sessions == 2
     monkeypatch.setattr(S, "MAX_ROUNDS", 4)
-    capped = S.parse_aider(text, "h.md")  # the last parse is resumed from, then left for a fresh, capped one
+    capped = S.parse_aider(text, "h.md", memo=MEMO)  # the last parse is resumed from, then left for a fresh, capped one
     assert capped.rounds == full.rounds[-4:]  # numbers, lines and the second session's header as before
     assert capped.rounds[0].index == 6 and capped.rounds[0].messages[0].role == "system"
     assert (capped.sessions, capped.total_lines) == (full.sessions, full.total_lines)
     assert len(capped.warnings) == 1
     assert "9 rounds; only the newest 4 are read" in capped.warnings[0] and "h.md" in capped.warnings[0]
-    S.ROUND_MEMO.clear()
-    assert S.parse_aider(text, "h.md").rounds == capped.rounds  # the same without a last parse to resume from
+    MEMO.clear()
+    assert S.parse_aider(text, "h.md", memo=MEMO).rounds == capped.rounds  # the same without a last parse to resume from
 
 
 def test_a_capped_transcript_that_grows_keeps_the_newest_rounds_and_one_warning(monkeypatch):
     monkeypatch.setattr(S, "MAX_ROUNDS", 3)
     text = _aider(5)
-    S.parse_aider(text, "g.md")
+    S.parse_aider(text, "g.md", memo=MEMO)
     grown = text + "#### request 6\n\nanswer 6\n"
-    again = S.parse_aider(grown, "g.md")
+    again = S.parse_aider(grown, "g.md", memo=MEMO)
     assert [r.index for r in again.rounds] == [4, 5, 6] and len(again.warnings) == 1
     monkeypatch.setattr(S, "MAX_ROUNDS", 100)
-    S.ROUND_MEMO.clear()
-    assert again.rounds == S.parse_aider(grown, "g.md").rounds[-3:]
+    MEMO.clear()
+    assert again.rounds == S.parse_aider(grown, "g.md", memo=MEMO).rounds[-3:]
 
 
 def test_an_aider_transcript_at_the_cap_has_no_warning(monkeypatch):
     monkeypatch.setattr(S, "MAX_ROUNDS", 5)
-    history = S.parse_aider(_aider(5), "h.md")
+    history = S.parse_aider(_aider(5), "h.md", memo=MEMO)
     assert history.warnings == () and [r.index for r in history.rounds] == [1, 2, 3, 4, 5]
 
 
@@ -106,26 +109,6 @@ def test_a_build_of_a_transcript_over_the_cap_says_so_once_and_shows_its_newest_
     capped = [w for w in result.warnings if "only the newest 3 are read" in w]
     assert len(capped) == 1
     assert "request 6" in result.context and "request 4" in result.context and "request 3" not in result.context
-
-
-def test_the_memo_prunes_its_records_a_bounded_number_of_times_once_full(monkeypatch):
-    memo = M.RoundMemo(max_entries=10)
-    prunes = []
-    real = memo._forget_untracked
-    monkeypatch.setattr(memo, "_forget_untracked", lambda: prunes.append(1) or real())
-    for i in range(1000):
-        memo.token_count(b"%d" % i, "cl100k_base", lambda: 1)
-    assert len(memo._derived) == 10
-    assert len(prunes) <= 1000 // 20 + 1  # once per 2 * max_entries new entries, not once per entry
-
-
-def test_the_line_memo_keeps_the_newest_lines(monkeypatch):
-    monkeypatch.setattr(M, "MAX_LINES", 5)
-    memo = M.RoundMemo()
-    for i in range(12):
-        memo.line(("k", i), lambda: i)
-    assert list(memo._lines) == [("k", i) for i in range(7, 12)] and memo.lines_read == 12
-    assert memo.line(("k", 11), lambda: "again") == 11 and memo.line(("k", 0), lambda: "read again") == "read again"
 
 
 def _claude_code(rounds: int, bad_every: int = 0) -> str:

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS_SESSIONS
+from ctxengine.driver import MEMO
 from ctxengine.nodes.lib import session as S
+from ctxengine.nodes.lib.memo import Memo
 from ctxengine.nodes.types import Message, Round
 
 
@@ -312,27 +314,27 @@ def test_a_grown_transcript_parses_and_summarizes_only_its_new_round(tmp_path):
     (tmp_path / ".aider.chat.history.md").write_text(text, encoding="utf-8")
     first = _history_run(tmp_path)
     assert len(first["session_history"].rounds) == 12
-    parsed, summarized = S.ROUND_MEMO.parsed, S.ROUND_MEMO.summarized
+    parsed, summarized = MEMO.made["aider-stretch"], MEMO.made["summary"]
     grown = text + f"\n#### Step 13 of {tmp_path.name}: add docs\n\nDone: docs/x.md written.\n"
     (tmp_path / ".aider.chat.history.md").write_text(grown, encoding="utf-8")
     second = _history_run(tmp_path)
-    assert S.ROUND_MEMO.parsed - parsed == 1  # the new round's stretch, nothing else
-    assert S.ROUND_MEMO.summarized - summarized == 1
+    assert MEMO.made["aider-stretch"] - parsed == 1  # the new round's stretch, nothing else
+    assert MEMO.made["summary"] - summarized == 1
     rounds = second["session_history"].rounds
     assert len(rounds) == 13 and rounds[-1].messages[-1].content == "Done: docs/x.md written."
     assert rounds[:12] == first["session_history"].rounds  # the re-used rounds are the same rounds
     assert second["round_summaries"][:12] == first["round_summaries"]
-    S.ROUND_MEMO.clear()  # and a parse from nothing gives the same history
-    fresh = S.parse_session(grown, str(tmp_path / ".aider.chat.history.md"))
+    MEMO.clear()  # and a parse from nothing gives the same history
+    fresh = S.parse_session(grown, str(tmp_path / ".aider.chat.history.md"), memo=MEMO)
     assert fresh == second["session_history"]
-    assert S.ROUND_MEMO.parsed == 13
+    assert MEMO.made["aider-stretch"] == 13
 
 
 def test_each_round_is_summarized_once_per_build_and_both_consumers_share_the_lines(tmp_path):
     (tmp_path / ".aider.chat.history.md").write_text(_aider_transcript(tmp_path.name, 9), encoding="utf-8")
-    summarized = S.ROUND_MEMO.summarized
+    summarized = MEMO.made["summary"]
     out = _history_run(tmp_path)
-    assert S.ROUND_MEMO.summarized - summarized == 9  # not twice for the 7 summarised rounds
+    assert MEMO.made["summary"] - summarized == 9  # not twice for the 7 summarised rounds
     lines = out["round_summaries"]
     assert isinstance(lines, tuple) and all(isinstance(x, str) for x in lines)
     assert pickle.loads(pickle.dumps(lines)) == lines  # a value Hamilton's cache can store
@@ -341,41 +343,14 @@ def test_each_round_is_summarized_once_per_build_and_both_consumers_share_the_li
     assert lines[0].startswith("- Round 1 (lines")
 
 
-def test_the_memo_is_bounded_and_a_changed_round_is_parsed_again():
-    memo = S.RoundMemo(max_entries=3)
-    for i in range(5):
-        memo.parsed_round(("k", i), lambda: ("v", i))
-    assert memo.parsed == 5 and len(memo._parses) == 3
-    memo.parsed_round(("k", 4), lambda: ("never",))
-    assert memo.parsed == 5  # still there
-    memo.parsed_round(("k", 0), lambda: ("again",))
-    assert memo.parsed == 6  # evicted, parsed again
+def test_a_changed_round_is_parsed_again():
+    memo = Memo()
     text = "#### one\n\nreply one\n\n#### two\n\nreply two\n"
-    S.parse_aider(text, "h.md")
-    before = S.ROUND_MEMO.parsed
-    changed = S.parse_aider(text.replace("reply one", "reply ONE"), "h.md")
-    assert S.ROUND_MEMO.parsed - before == 1  # the edited round only
+    S.parse_aider(text, "h.md", memo)
+    before = memo.made["aider-stretch"]
+    changed = S.parse_aider(text.replace("reply one", "reply ONE"), "h.md", memo)
+    assert memo.made["aider-stretch"] - before == 1  # the edited round only
     assert changed.rounds[0].messages[1].content == "reply ONE"
-
-
-def test_derived_values_of_a_grown_transcript_look_up_only_its_new_rounds(monkeypatch):
-    memo = S.RoundMemo()
-    text = "".join(f"#### step {i}\n\nreply {i}: edited src/m{i}.py\n\n" for i in range(40))
-    rounds = S.parse_aider(text, "grown.md").rounds
-    first = memo.derived_all(rounds, "summary", S._summarize_round)
-    assert first == [S._summarize_round(r) for r in rounds]
-    digests = []
-    real = memo.digest
-    monkeypatch.setattr(memo, "digest", lambda r: digests.append(r.index) or real(r))
-    grown = rounds + S.parse_aider(text + "#### step 40\n\nreply 40\n", "grown.md").rounds[40:]
-    assert memo.derived_all(grown, "summary", S._summarize_round) == [S._summarize_round(r) for r in grown]
-    assert set(digests) == {41}  # the 40 rounds it began with (the same objects) were not looked up again
-    digests.clear()
-    changed = grown[:5] + tuple(dataclasses.replace(r) for r in grown[5:])  # equal rounds, other objects
-    assert memo.derived_all(changed, "summary", S._summarize_round) == [S._summarize_round(r) for r in grown]
-    assert digests == list(range(6, 42)) and memo.derived_made == 41  # looked up from the first other object; none made again
-    memo.clear()
-    assert memo.derived_all(changed[:3], "summary", S._summarize_round) == first[:3] and memo.derived_made == 3
 
 
 def test_round_stretches_parse_like_the_whole_corpus_transcript():
@@ -384,10 +359,10 @@ def test_round_stretches_parse_like_the_whole_corpus_transcript():
         pytest.skip("corpus transcript missing")
     text = path.read_text(encoding="utf-8", errors="replace")
     whole = S.parse_aider(text, str(path))
-    S.ROUND_MEMO.clear()
     cut = text.index("\n#### ", len(text) // 2)  # the first half alone, then the whole: re-used
-    half = S.parse_aider(text[:cut + 1], str(path))
-    again = S.parse_aider(text, str(path))
+    memo = Memo()
+    half = S.parse_aider(text[:cut + 1], str(path), memo)
+    again = S.parse_aider(text, str(path), memo)
     assert again == whole and again.rounds[:len(half.rounds) - 1] == half.rounds[:-1]
     assert whole.sessions == 9 and len(whole.rounds) == 40  # 49 runs of "#### " lines, 9 of them confirmation answers
 
@@ -395,12 +370,11 @@ def test_round_stretches_parse_like_the_whole_corpus_transcript():
 def test_a_grown_session_log_reads_only_its_new_lines():
     lines = [json.dumps({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"}) for i in range(40)]
     head, whole = "\n".join(lines[:30]) + "\n", "\n".join(lines) + "\n"
-    S.ROUND_MEMO.clear()
-    S.parse_jsonl(head, "/p/session.log")
-    before = S.ROUND_MEMO.lines_read
-    grown = S.parse_jsonl(whole, "/p/session.log")
-    assert S.ROUND_MEMO.lines_read - before == 10
-    S.ROUND_MEMO.clear()
+    memo = Memo()
+    S.parse_jsonl(head, "/p/session.log", memo)
+    before = memo.made["line"]
+    grown = S.parse_jsonl(whole, "/p/session.log", memo)
+    assert memo.made["line"] - before == 10
     assert grown == S.parse_jsonl(whole, "/p/session.log") and len(grown.rounds) == 20
     moved = S.parse_jsonl("\n" + whole, "/p/session.log")  # every line one further down: read again, numbered right
     assert [m.line for m in moved.rounds[0].messages] == [2, 3]
@@ -419,7 +393,6 @@ def test_a_real_transcript_parses_summarizes_and_renders_as_before_the_fast_path
     path = CORPUS_SESSIONS / name
     if not path.is_file():
         pytest.skip(f"{path} is not there (../shared/corpus)")
-    S.ROUND_MEMO.clear()
     history = S.parse_aider(path.read_text(encoding="utf-8"), "/p/.aider.chat.history.md")
     parts = [repr((history.sessions, history.total_lines, history.warnings))]
     parts += [repr((r.index, r.lines, [(m.role, m.content, m.round, m.line) for m in r.messages])) for r in history.rounds]

@@ -354,13 +354,15 @@ def test_o200k_is_not_split_where_a_newline_joins_a_slash():
 
 
 def test_count_cache_on_real_text_and_reuse():
+    from ctxengine.nodes.lib.memo import Memo
+
     text = session.render_rounds(_history(40, n_tools=2)) * 2
-    t.clear_count_cache()
-    cached = t.CachedCounter(COUNTER)
+    memo = Memo()
+    cached = t.CachedCounter(COUNTER, memo)
     assert cached.count(text) == COUNTER.count(text)
-    before = t.cache_size()
-    assert t.CachedCounter(COUNTER).count("intro\n\n" + text) == COUNTER.count("intro\n\n" + text)
-    assert t.cache_size() <= before + 2  # another counter value: the known paragraphs were not counted again
+    before = len(memo)
+    assert t.CachedCounter(COUNTER, memo).count("intro\n\n" + text) == COUNTER.count("intro\n\n" + text)
+    assert len(memo) <= before + 2  # another counter value: the known paragraphs were not counted again
 
 
 def test_cached_counter_is_a_frozen_picklable_value_unchanged_by_counting():
@@ -370,18 +372,6 @@ def test_cached_counter_is_a_frozen_picklable_value_unchanged_by_counting():
     before = pickle.dumps(cached)
     cached.count("a paragraph never counted before " * 40 + "\n\nand another one")
     assert pickle.dumps(cached) == before and pickle.loads(before) == cached and hash(cached) == hash(t.CachedCounter(COUNTER))
-
-
-def test_count_cache_is_bounded(monkeypatch):
-    from ctxengine.nodes.lib.truncate import measure
-
-    t.clear_count_cache()
-    monkeypatch.setattr(measure, "MAX_CACHED_CHARS", 1000)
-    cached = t.CachedCounter(COUNTER)
-    for i in range(200):
-        assert cached.count(f"line {i} " * 5) == COUNTER.count(f"line {i} " * 5)
-    assert 0 < t.cache_size() < 200 and measure._HELD[0] <= 1000
-    t.clear_count_cache()
 
 
 @dataclass(frozen=True)
@@ -405,26 +395,16 @@ class _SpyCounter:
 
 
 def test_a_long_paragraph_that_gains_lines_counts_only_its_new_lines():
-    t.clear_count_cache()
-    session.ROUND_MEMO.clear()  # no count kept from an earlier test (the round memo keeps them too)
+    from ctxengine.nodes.lib.memo import Memo
+
     asked = []
-    cached = t.CachedCounter(_SpyCounter(asked))
+    cached = t.CachedCounter(_SpyCounter(asked), Memo())
     summaries = "\n".join(f"- Round {i} (lines {3 * i}-{3 * i + 2}): did thing {i}" for i in range(300))
     assert cached.count(summaries) == COUNTER.count(summaries)
     asked.clear()
     grown = summaries + "\n- Round 300 (lines 900-902): one more"
     assert cached.count(grown) == COUNTER.count(grown)
     assert asked == ["- Round 299 (lines 897-899): did thing 299\n", "- Round 300 (lines 900-902): one more"]
-
-
-def test_the_count_cache_tally_counts_each_kept_text_once():
-    from ctxengine.nodes.lib.truncate import measure
-
-    t.clear_count_cache()
-    cached = t.CachedCounter(COUNTER)
-    for text in ("one long line " * 100, "def f():\n    return 1\n" * 40, "a\n\nb\nc\n" * 200):
-        cached.count(text)  # a paragraph of one line is kept as its line and as itself: one entry
-    assert measure._HELD[0] == sum(len(text) + measure.ENTRY_CHARS for _, text in measure._COUNTS)
 
 
 def test_cached_counter_other_encodings_count_whole():

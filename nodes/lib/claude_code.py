@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import stat
 from collections import Counter
@@ -60,11 +61,11 @@ from dataclasses import astuple, dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
 from ..types import Message
-from .digest import text_digest
-from .round_memo import ROUND_MEMO
+from .digest import digest16, text_digest
+from .memo import NO_MEMO, Memo
 from . import session as _session  # its caps read where they are used: one value for both formats
 from .quote import capped_warnings
-from .session import SessionHistory, newest_lines_start, number_rounds, rounds_cap_warning
+from .session import LINE, SessionHistory, newest_lines_start, number_rounds, rounds_cap_warning
 
 CLAUDE_CODE = "claude-code"
 #: Tool names whose calls start a subagent (sidechain).
@@ -244,17 +245,18 @@ def _lines(text: str, start: int = 0, number: int = 0) -> Iterator[tuple[int, st
         start = end + 1
 
 
-def _read(text: str, path: str, options: Options) -> _Read:
-    """The newest :data:`~.session.MAX_LOG_LINES` lines read (:func:`_read_line`), each once per
-    process while it stays the same line at the same place (the round memo: a transcript that
-    grew decodes its new lines only); ``skipped`` counts the older lines left out."""
+def _read(text: str, path: str, options: Options, memo: Memo = NO_MEMO) -> _Read:
+    """The newest :data:`~.session.MAX_LOG_LINES` lines read (:func:`_read_line`), each once
+    while it stays the same line at the same place (kept by the ``memo``: a transcript that grew
+    decodes its new lines only); ``skipped`` counts the older lines left out."""
     offset, skipped = newest_lines_start(text, _session.MAX_LOG_LINES)
     read = _Read(skipped=skipped, total_lines=skipped)
-    where = (CLAUDE_CODE, path, astuple(options))  # hashed once, not per line
+    where = pickle.dumps((CLAUDE_CODE, path, astuple(options)))  # once, not per line
     for number, raw in _lines(text, offset, skipped):
         read.total_lines = number
-        uuid, parent, session, event, warnings, foreign = ROUND_MEMO.line(
-            (where, number, raw), lambda: _read_line(raw, number, path, options))
+        key = digest16(where, number.to_bytes(8, "little"), raw.encode("utf-8", "surrogatepass"))
+        uuid, parent, session, event, warnings, foreign = memo.get(
+            LINE, key, lambda: _read_line(raw, number, path, options), persist=False)
         read.warnings.extend(warnings)
         read.foreign += foreign
         if uuid is not None:
@@ -689,17 +691,17 @@ def _leaf_group(leaf: str | None, read: _Read, builder: _Builder) -> int | None:
     return None
 
 
-def parse_claude_code(text: str, path: str, options: Options | None = None) -> SessionHistory:
+def parse_claude_code(text: str, path: str, options: Options | None = None, memo: Memo = NO_MEMO) -> SessionHistory:
     """The rounds of a Claude Code transcript (see the module docstring), with a warning per
     malformed line and per tool result whose call is not in the thread, and one note of the
-    lines recorded in another folder (``options.cwds``).
+    lines recorded in another folder (``options.cwds``); ``memo`` keeps the reading of each line.
 
     Like a JSON Lines log, only the newest :data:`~.session.MAX_LOG_LINES` lines are read and
     the newest :data:`~.session.MAX_ROUNDS` rounds kept (numbered as in the whole file past the
     round cap), each cap with one warning, and warnings about single lines capped per kind
     (:func:`~ctxengine.nodes.lib.quote.capped_warnings`)."""
     options = options or Options()
-    read = _read(text, path, options)
+    read = _read(text, path, options, memo)
     off = _thread(read)
     builder = _Builder(options)
     for event in read.events:

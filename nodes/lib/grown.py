@@ -4,7 +4,8 @@ An agent's transcript is read at every turn and has only grown since the last on
 keeps, per file, the bytes it read, the text it made of them and the SHA-256 state of that
 text; when the file's bytes start with the bytes kept (one memory comparison), only the new
 bytes are cleaned and decoded, the text is the old one plus theirs, and its digest extends the
-kept state (so the cache's fingerprint of the 4 MB text costs nothing either). A prefix is
+kept state: the text is a :class:`~.digest.DigestedText` (its content digest set as it is
+made), so the cache's fingerprint of a 4 MB transcript costs nothing either. A prefix is
 re-used only where splitting cannot change the result: it ends with a newline and no escape
 sequence runs to its end (``safe``, given by the caller who knows its cleaning).
 """
@@ -17,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .digest import remember_text_digest
+from .digest import DigestedText, digested_text
 
 MIN_BYTES = 256 << 10  # smaller files are read whole: the re-use would not pay for the bytes kept
 MAX_FILES = 8
@@ -26,26 +27,23 @@ MAX_FILES = 8
 @dataclass(frozen=True)
 class _Kept:
     raw: bytes
-    text: str
+    text: DigestedText
     removed: int
-    state: Any  # hashlib sha256 object over text's UTF-8 bytes
+    state: Any  # the hashlib sha256 object over the text's UTF-8 bytes
     safe: bool  # whether ``raw`` may be re-used as a prefix
 
 
 class GrownTexts:
-    """The last :data:`MAX_FILES` large files read, by key (their real path); ``reused`` counts
-    the reads served from a kept prefix."""
+    """The last :data:`MAX_FILES` large files read, by key (their real path)."""
 
     def __init__(self, max_files: int = MAX_FILES, min_bytes: int = MIN_BYTES) -> None:
         self.max_files, self.min_bytes = max_files, min_bytes
         self._lock = threading.Lock()
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
-        self.reused = 0
 
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
-            self.reused = 0
 
     def text(self, key: str, data: bytes, make: Callable[[bytes], tuple[str, int, bytes | None]],
              safe: Callable[[bytes], bool]) -> tuple[str, int]:
@@ -56,15 +54,18 @@ class GrownTexts:
             return make(data)[:2]
         with self._lock:
             kept = self._kept.get(key)
-        if kept is not None and kept.safe and len(data) >= len(kept.raw) and data.startswith(kept.raw):
+            if kept is not None and len(data) == len(kept.raw) and data == kept.raw:
+                self._kept.move_to_end(key)
+                return kept.text, kept.removed  # unchanged: the same text, its digest known
+        if kept is not None and kept.safe and len(data) > len(kept.raw) and data.startswith(kept.raw):
             tail, removed, utf8 = make(data[len(kept.raw):])
-            text, removed, state = kept.text + tail, kept.removed + removed, kept.state.copy()
+            state = kept.state.copy()
             state.update(_utf8(tail, utf8))
-            self.reused += 1
+            text, removed = digested_text(kept.text + tail, state.digest()[:16]), kept.removed + removed
         else:
-            text, removed, utf8 = make(data)
-            state = hashlib.sha256(_utf8(text, utf8))
-        remember_text_digest(text, state.digest()[:16])
+            plain, removed, utf8 = make(data)
+            state = hashlib.sha256(_utf8(plain, utf8))
+            text = digested_text(plain, state.digest()[:16])
         with self._lock:
             self._kept[key] = _Kept(data, text, removed, state, safe(data))
             self._kept.move_to_end(key)

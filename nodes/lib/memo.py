@@ -1,0 +1,382 @@
+"""The memo: values made from content, kept by the content's digest, reused by every build.
+
+One interface, :meth:`Memo.get` ``(kind, digest, make)``: the value of ``kind`` made from the
+content whose digest (:mod:`.digest`, 16 bytes) is ``digest``, remembered, else ``make()``.
+What it keeps: the parse of a transcript's stretch, a round's summary line and token use, the
+exact token count of a text piece, the reading of a transcript line. Keys are content
+digests only (never the identity of an object, never a file stamp), so an entry can never be
+stale: changed content has another digest; a short text may be its own key in the process
+(a counted piece: no hashing of its bytes), its digest used only for the table.
+
+It enters the Hamilton graph as the driver input ``memo`` that the cache ignores: the nodes
+that reuse work take ``memo`` as a parameter (the DAG drawing shows them); library functions
+take ``memo=NO_MEMO`` (keeps nothing). One bound: the least recently used entries go past
+:data:`MAX_BYTES` (sizes: a text's length, a few bytes for a number, else the pickle's;
+cachetools' LRU cache). One persistence: the table ``memo`` of the project's cache database
+(:class:`MemoTable`), whose rows the memo reads on its first miss of a cached build and to
+which the entries the build made are written in the build's transaction, one row a kind (the
+pickle of its values by digest: a build's thousands of entries are a few rows); each row
+carries the HMAC of its pickle under the user's key (:func:`usercache.mac`), and a row whose MAC
+fails is never unpickled.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import sqlite3
+import threading
+from collections import Counter
+from typing import Any, Callable, Iterable
+
+from cachetools import LRUCache
+
+from . import usercache
+from .digest import bytes_digest, text_digest
+
+#: Bytes of entries the memo of a process holds (least recently used out).
+MAX_BYTES = 96 << 20
+#: A value pickled to more than this share of :data:`MAX_BYTES` is made, never kept.
+_LARGEST = 4
+_SCALAR_BYTES = 64  # what an int, a float or None costs as an entry (key and slot included)
+_WARN = logging.getLogger("ctxengine.cache")
+_LOGGER = logging.getLogger(__name__)
+
+
+def _entry_size(entry: tuple[Any, int]) -> int:
+    return entry[1]
+
+
+class Memo:
+    """Values made from content, by (kind, content digest); see the module docstring.
+
+    ``made`` counts the values made (misses) by kind; :meth:`open` / :meth:`close` bracket a
+    cached build (the table read on the first miss, the entries made handed back for the
+    build's transaction)."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.RLock()
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every entry and every table read (and reset the counters)."""
+        with self._lock:
+            self._values: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=_entry_size)
+            self.made: Counter = Counter()
+            self._table: MemoTable | None = None
+            self._kinds: frozenset[str] | None = None  # the kinds the open table holds (read on the first miss)
+            self._new: dict[tuple[str, bytes], Any] = {}
+            self._loaded: set[tuple[str, int]] = set()  # (table name, row id) of the rows read
+            #: values read from a table (their rows' MACs checked): (kind, digest) -> (value,
+            #: bytes); at most half the bound
+            self._rows: dict[tuple[str, bytes], tuple[Any, int]] = {}
+            self._rows_bytes = 0
+
+    def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True) -> Any:
+        """The value of ``kind`` made from the content of ``digest``: remembered (in this process,
+        else in the open table), else ``make()`` (counted in ``made[kind]``; kept, and written
+        with the build when ``persist``). ``make`` must return the same value for the same
+        content, and a value nobody mutates.
+
+        ``digest`` may be a short text itself (a piece whose tokens are counted): this process
+        keeps it by the text (a dict lookup, no hashing of its bytes), and its digest
+        (:func:`.digest.text_digest`) is computed only when the table is looked up or written."""
+        key = (kind, digest)
+        with self._lock:
+            found = self._values.get(key, _MISSING)
+        if found is not _MISSING:
+            return found[0]
+        row_key = key if type(digest) is bytes else (kind, text_digest(digest))
+        if self._rows or self._table is not None:
+            found = self._stored(row_key, key)
+            if found is not _MISSING:
+                if key is not row_key:  # kept by its text from now on: no hashing next time
+                    with self._lock:
+                        self._store(key, found, (_plain_size(found) or _SCALAR_BYTES) + _key_bytes(key) - _SCALAR_BYTES)
+                return found
+        value = make()
+        self._keep(key, row_key, value, persist)
+        return value
+
+    def peek(self, kind: str, digest: bytes) -> Any:
+        """The value kept under (kind, digest), or None (nothing is made or read)."""
+        with self._lock:
+            found = self._values.get((kind, digest))
+        return None if found is None else found[0]
+
+    def put(self, kind: str, digest: bytes, value: Any, size: int) -> None:
+        """Keep ``value`` (about ``size`` bytes) under (kind, digest) in this process only, in
+        place of what was there (a parser's record of its last parse of a source, to go on from
+        when the source only grew)."""
+        with self._lock:
+            self._store((kind, digest), value, size)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the kept entries cost (their pickles)."""
+        return self._values.currsize
+
+    # ------------------------------------------------------------------ a cached build
+
+    def open(self, table: "MemoTable") -> None:
+        """A cached build starts: the rows of ``table`` this process has not read yet are read
+        on the first miss; the entries made from now on are recorded for :meth:`close`."""
+        with self._lock:
+            self._table, self._kinds, self._new = table, None, {}
+
+    def close(self) -> dict[tuple[str, bytes], Any]:
+        """The build is over: the entries it made to be written (by key), for its transaction
+        (:meth:`MemoTable.write`)."""
+        with self._lock:
+            new, self._table, self._kinds, self._new = self._new, None, None, {}
+        return new
+
+    def _stored(self, row_key: tuple[str, bytes], key: tuple[str, bytes | str]) -> Any:
+        """The value under ``row_key`` in a row read from a table, or _MISSING. On a miss, the
+        open table's row holding it is found by its key (one indexed query, only for a kind the
+        table holds) and read whole: its MAC checked, then unpickled; its values are held beside
+        the LRU entries (at most half the bound) and served from there."""
+        with self._lock:
+            row = self._rows.get(row_key)
+            table = self._table
+            if row is None and table is not None:
+                if self._kinds is None:
+                    self._kinds = table.kinds()
+                if row_key[0] in self._kinds:
+                    row_id = table.row_of(*row_key)
+                    if row_id is not None and (table.name, row_id) not in self._loaded:
+                        self._loaded.add((table.name, row_id))
+                        self._take(table.values_in(row_id), row_key[0])
+                        row = self._rows.get(row_key)
+        return _MISSING if row is None else row[0]
+
+    def _take(self, read: tuple[dict[bytes, Any], int] | None, kind: str) -> None:
+        """Hold the values of a row read (``(values by digest, the row's bytes)``) until used."""
+        if read is None:
+            return
+        values, size = read
+        if self._rows_bytes + size > self.max_bytes // 2:
+            self._rows.clear()  # the values of older rows: made again when needed
+            self._rows_bytes = 0
+            self._loaded.clear()
+        each = _SCALAR_BYTES + size // max(1, len(values))
+        for digest, value in values.items():
+            self._rows.setdefault((kind, digest), (value, each))
+        self._rows_bytes += size
+
+    def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool) -> None:
+        size = _plain_size(value)
+        if size is None:
+            size = _pickled_size(value)
+        with self._lock:
+            self.made[key[0]] += 1
+            self._store(key, value, size + _key_bytes(key) - _SCALAR_BYTES)
+            if persist and self._table is not None:
+                self._new[row_key] = value
+
+    def _store(self, key: tuple[str, bytes], value: Any, size: int) -> None:
+        if size <= self.max_bytes // _LARGEST:
+            self._values[key] = (value, size)
+
+
+class _NoMemo(Memo):
+    """A memo that keeps nothing: every value is made (library functions called on their own)."""
+
+    def get(self, kind: str, digest: bytes, make: Callable[[], Any], *, persist: bool = True) -> Any:
+        return make()
+
+    def put(self, kind: str, digest: bytes, value: Any, size: int) -> None:
+        return None
+
+    def open(self, table: "MemoTable") -> None:
+        return None
+
+
+#: The memo that keeps nothing (the default of every library function taking ``memo``).
+NO_MEMO: Memo = _NoMemo(max_bytes=0)
+_MISSING = object()
+
+
+def _no_memo() -> Memo:
+    return NO_MEMO
+
+
+def _pickles_as_no_memo(self: Memo):
+    """A memo in a stored value (a counter holding one) pickles as :data:`NO_MEMO`: what is kept
+    never carries a process's memo, and its fingerprint never depends on what the memo holds."""
+    return (_no_memo, ())
+
+
+Memo.__reduce__ = _pickles_as_no_memo  # type: ignore[method-assign]
+
+
+def _pickled_size(value: Any) -> int:
+    """The bytes an entry costs: its pickle's (a value that does not pickle: a few)."""
+    try:
+        return _SCALAR_BYTES + len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # noqa: BLE001 - kept in this process only (MemoTable.write leaves it out)
+        return _SCALAR_BYTES + len(str(type(value)))
+
+
+_SCALAR_TYPES = (int, float, bool, type(None))
+
+
+def _key_bytes(key: tuple[str, bytes | str]) -> int:
+    """What an entry's key and slot cost: a text kept by itself costs its length."""
+    return _SCALAR_BYTES + (len(key[1]) if type(key[1]) is str else 0)
+
+
+def _plain_size(value: Any) -> int | None:
+    """The bytes an entry of a scalar, a text or a tuple of scalars costs (about its pickle's
+    size, the key's slot included), counted without pickling it; None for any other value."""
+    kind = type(value)
+    if kind in _SCALAR_TYPES:
+        return _SCALAR_BYTES
+    if kind is str or kind is bytes:
+        return _SCALAR_BYTES + len(value)
+    if kind is tuple and all(type(item) in _SCALAR_TYPES for item in value):
+        return _SCALAR_BYTES + 9 * len(value)
+    return None
+
+
+# ----------------------------------------------------------------------------- the table
+
+SCHEMA = ("CREATE TABLE IF NOT EXISTS memo (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, digest BLOB NOT NULL, "
+          "mac BLOB NOT NULL, payload BLOB NOT NULL, UNIQUE (kind, digest));"
+          "CREATE TABLE IF NOT EXISTS memo_keys (kind TEXT NOT NULL, digest BLOB NOT NULL, row INTEGER NOT NULL, "
+          "PRIMARY KEY (kind, digest)) WITHOUT ROWID")
+
+
+#: What a row costs in the database beyond its pickle (its id, kind, digest, MAC, its entry in
+#: the (kind, digest) index, the pages' slack; sqlite's dbstat gave 142 bytes a row of that shape).
+ROW_BYTES = 160
+#: What a value's entry in the ``memo_keys`` index costs (its kind, digest and row id, the slack
+#: of a WITHOUT ROWID table's pages).
+KEY_BYTES = 80
+
+
+class MemoTable:
+    """The ``memo`` table of one cache database: rows (kind, digest, MAC, pickle), the MAC
+    under the user's ``key`` over the kind, the digest and the pickle. ``name`` tells the
+    tables apart (the memo reads each one's new rows once)."""
+
+    def __init__(self, connection: Callable[[], sqlite3.Connection], key: bytes, name: str) -> None:
+        self.connection, self.key, self.name = connection, key, name
+        self.warned = False
+        try:
+            connection().executescript(SCHEMA)
+            connection().commit()
+        except sqlite3.Error as exc:
+            _LOGGER.debug("memo table of %s not made: %s", name, exc)
+
+    def sign(self, kind: str, digest: bytes, payload: bytes) -> bytes:
+        return usercache.mac(self.key, kind.encode(), digest, payload)
+
+    def kinds(self) -> frozenset[str]:
+        """The kinds of the values the table holds."""
+        try:
+            return frozenset(kind for (kind,) in self.connection().execute("SELECT DISTINCT kind FROM memo"))
+        except sqlite3.Error:
+            return frozenset()
+
+    def row_of(self, kind: str, digest: bytes) -> int | None:
+        """The id of the row holding the value of (kind, digest), or None."""
+        try:
+            found = self.connection().execute(
+                "SELECT row FROM memo_keys WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()
+        except sqlite3.Error:
+            return None
+        return None if found is None else found[0]
+
+    def values_in(self, row_id: int) -> tuple[dict[bytes, Any], int] | None:
+        """(the values of a row by digest, its bytes), or None: no such row, its MAC fails (never
+        unpickled: :meth:`authentic`) or it no longer unpickles."""
+        try:
+            row = self.connection().execute(
+                "SELECT kind, digest, mac, payload FROM memo WHERE id = ?", (row_id,)).fetchone()
+        except sqlite3.Error:
+            return None
+        if row is None or not self.authentic(*row):
+            return None
+        try:
+            values = pickle.loads(row[3])  # noqa: S301 - its MAC under the user's key checked above
+        except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
+            return None
+        return (values, len(row[3])) if isinstance(values, dict) else None
+
+    def authentic(self, kind: str, digest: bytes, tag: bytes, payload: bytes) -> bool:
+        """Whether a row's MAC checks; a row whose MAC fails is deleted, never unpickled (one
+        warning a table)."""
+        if usercache.mac_ok(self.key, tag, kind.encode(), digest, payload):
+            return True
+        if not self.warned:
+            self.warned = True
+            _WARN.warning("warning: cache: memo entries in %s do not carry this user's MAC (written by someone "
+                          "else); they are discarded and made again", self.name)
+        try:
+            self.connection().execute("DELETE FROM memo WHERE kind = ? AND digest = ?", (kind, digest))
+            self.connection().commit()
+        except sqlite3.Error:
+            pass
+        return False
+
+    def write(self, cursor: sqlite3.Cursor, entries: dict[tuple[str, bytes], Any], max_bytes: int) -> None:
+        """Insert ``entries`` (inside the caller's transaction) as one row a kind (the pickle of
+        its values by digest, one MAC: a build's thousands of entries cost a few rows), then,
+        when the table holds more than ``max_bytes`` (its pickles and :data:`ROW_BYTES` a row),
+        delete the oldest rows down to half of it."""
+        by_kind: dict[str, dict[bytes, Any]] = {}
+        for (kind, digest), value in entries.items():
+            by_kind.setdefault(kind, {})[digest] = value
+        written = False
+        for kind, values in by_kind.items():
+            payload = _pickled_values(values)
+            if payload is None:
+                continue
+            digest = bytes_digest(payload)
+            cursor.execute("INSERT OR IGNORE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
+                           (kind, digest, self.sign(kind, digest, payload), payload))
+            row_id = cursor.lastrowid if cursor.rowcount else cursor.execute(
+                "SELECT id FROM memo WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()[0]
+            cursor.executemany("INSERT OR REPLACE INTO memo_keys VALUES (?, ?, ?)",
+                               [(kind, key, row_id) for key in values])
+            written = True
+        if not written:
+            return
+        keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
+        sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0))
+                 for row_id, size in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
+        total = sum(size for _, size in sizes)
+        if total > max_bytes:
+            cut, held = 0, total
+            for row_id, size in sizes:
+                if held <= max_bytes // 2:
+                    break
+                cut, held = row_id, held - size
+            cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
+            cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (cut,))
+
+
+def _pickled_values(values: dict[bytes, Any]) -> bytes | None:
+    """The pickle of ``values`` (digest -> value), leaving out a value that does not pickle."""
+    try:
+        return pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - one value that does not pickle: the others are written
+        kept = {}
+        for digest, value in values.items():
+            try:
+                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001
+                continue
+            kept[digest] = value
+        return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL) if kept else None
+
+
+def kinds_made(memo: Memo, kinds: Iterable[str]) -> int:
+    """How many values of ``kinds`` the memo made (kinds given by their names or name prefixes)."""
+    prefixes = tuple(kinds)
+    return sum(n for kind, n in memo.made.items() if kind.startswith(prefixes))
