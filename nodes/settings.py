@@ -36,10 +36,16 @@ def budget_settings(context_config: dict) -> _s.BudgetSettings:
 
 @tag(stage=STAGE)
 def truncation_settings(context_config: dict) -> _s.TruncationSettings:
-    """``truncation.*`` with the soft limit, exact band and pools the truncation stage reads."""
-    pools = context_config["budget"]["pools"]
-    return _s.from_config(_s.TruncationSettings, context_config,
-                          pools=_s.FrozenMap((name, float(share)) for name, share in pools.items()))
+    """``truncation.*`` with the soft limit, exact band and pools the truncation stage reads. With
+    the code stage on (``code.enabled``), the ``code`` pool takes ``code.share`` of the available
+    tokens and the budget.pools shares split the rest in their proportions."""
+    pools = {name: float(share) for name, share in context_config["budget"]["pools"].items()}
+    code = context_config["code"]
+    share = float(code["share"]) if code["enabled"] else 0.0
+    if share > 0:
+        pools = {name: weight * (1.0 - share) for name, weight in pools.items()}
+        pools["code"] = share
+    return _s.from_config(_s.TruncationSettings, context_config, pools=_s.FrozenMap(pools))
 
 
 @tag(stage=STAGE)
