@@ -36,7 +36,7 @@ from .lib.code import tags as _tags
 from .lib.code.settings import CodeParts, CodeSettings, code_parts_for
 from .lib.layout import POOL_OF_KIND
 from .lib.settings import RenderSettings, StateSettings, from_config
-from .lib.textio import TextUnavailable, Trust, read_local_text
+from .lib.textio import TextUnavailable, Trust, read_local_text, without_widening_hints
 from .types import Section, Source
 
 STAGE = "code"
@@ -132,7 +132,7 @@ def code_files(project_dir: str, code_listing: _filetree.FileListing, code_names
             loaded = read_local_text(os.path.join(project_dir, path), trust, code_settings.max_file_bytes,
                                      "code.maxFileBytes", path, crlf=True)
         except TextUnavailable as exc:  # Refused (outside, not regular) included
-            reason = str(exc)
+            reason = without_widening_hints(str(exc))  # code is read from the project alone
             skipped.append((path, reason))
             if path in named:
                 warnings.append(f"code: {reason}; left out of the named files")

@@ -57,14 +57,15 @@ def sections(
     reference_sections: list,
     disclosed_sections: list,
     state_sections: list,
-    code_sections: list,
     request_section: Section,
     instructions_section: Section,
+    code_sections: list = (),
 ) -> list:
     """Every section in render order, stable first and volatile last (lib/layout.py
     ``layout_order``): rules, instructions, references (configured, then disclosed), plan,
     roadmap, environment, tree, repo map; then documents disclosed for this request, the named
-    code files, git, history, request."""
+    code files, git, history, request. ``code_sections``: the code stage's (none in a graph
+    without it)."""
     loaded = list(reference_sections) + list(disclosed_sections)
     assembled = loaded + list(state_sections) + list(code_sections)
     rules = [s for s in assembled if s.kind in _REFERENCE_ORDER]

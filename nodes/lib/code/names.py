@@ -121,13 +121,13 @@ def named_code(texts: Iterable[tuple[str, str]], listed_paths: Sequence[str], pr
     for path in listed_paths:
         by_name.setdefault(posixpath.basename(path), []).append(path)
     files: dict[str, NamedFile] = {}
-    warnings: list[str] = []
+    warnings: dict[str, str] = {}  # mention -> warning: each named once, by its first origin
     for origin, text in texts:
         mentions = [line.strip() for line in text.split("\n") if line.strip()] if origin == "diff" else path_mentions(text)
         for mention in mentions:
             paths, warning = resolve_mention(mention, listed, by_name, project_root)
-            if warning and f"{origin} {warning}" not in warnings:
-                warnings.append(f"the {origin} {warning}")
+            if warning:
+                warnings.setdefault(mention, f"code: the {origin} {warning}")
             for path in paths:
                 files.setdefault(path, NamedFile(path, origin, mention))
     identifiers: list[str] = []
@@ -136,4 +136,4 @@ def named_code(texts: Iterable[tuple[str, str]], listed_paths: Sequence[str], pr
             if word not in identifiers and "." not in word:
                 identifiers.append(word)
     ordered = sorted(files.values(), key=lambda f: ORIGINS.index(f.origin))
-    return CodeNames(tuple(ordered), tuple(identifiers), tuple(warnings))
+    return CodeNames(tuple(ordered), tuple(identifiers), tuple(warnings.values()))
