@@ -35,7 +35,7 @@ from .lib.code import rank as _rank
 from .lib.code import tags as _tags
 from .lib.code.settings import CodeParts, CodeSettings, code_parts_for
 from .lib.layout import POOL_OF_KIND
-from .lib.settings import RenderSettings, StateSettings, from_config
+from .lib.settings import RenderSettings, StateSettings
 from .lib.textio import TextUnavailable, Trust, read_local_text, without_widening_hints
 from .types import Section, Source
 
@@ -50,12 +50,6 @@ class CodeFiles:
     texts: dict = field(default_factory=dict)
     skipped: tuple[tuple[str, str], ...] = ()
     warnings: tuple[str, ...] = ()
-
-
-@tag(stage=STAGE)
-def code_settings(context_config: dict) -> CodeSettings:
-    """``code.*`` and the priorities of the two code sections."""
-    return from_config(CodeSettings, context_config)
 
 
 @tag(stage=STAGE)

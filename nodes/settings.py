@@ -14,6 +14,7 @@ from dataclasses import replace
 from hamilton.function_modifiers import tag
 
 from .lib import settings as _s
+from .lib.code.settings import CodeSettings
 from .lib.references import GROUPS, group_priorities
 from .lib.reserve import is_auto
 from .lib.textio import Trust, allowed_paths, trust_from
@@ -36,16 +37,19 @@ def budget_settings(context_config: dict) -> _s.BudgetSettings:
 
 @tag(stage=STAGE)
 def truncation_settings(context_config: dict) -> _s.TruncationSettings:
-    """``truncation.*`` with the soft limit, exact band and pools the truncation stage reads. With
-    the code stage on (``code.enabled``), the ``code`` pool takes ``code.share`` of the available
-    tokens and the budget.pools shares split the rest in their proportions."""
-    pools = {name: float(share) for name, share in context_config["budget"]["pools"].items()}
+    """``truncation.*`` with the soft limit, exact band and pools the truncation stage reads, and
+    the code pool's share (``code.share``; 0 when ``code.enabled`` is false)."""
+    pools = context_config["budget"]["pools"]
     code = context_config["code"]
-    share = float(code["share"]) if code["enabled"] else 0.0
-    if share > 0:
-        pools = {name: weight * (1.0 - share) for name, weight in pools.items()}
-        pools["code"] = share
-    return _s.from_config(_s.TruncationSettings, context_config, pools=_s.FrozenMap(pools))
+    return _s.from_config(_s.TruncationSettings, context_config,
+                          pools=_s.FrozenMap((name, float(share)) for name, share in pools.items()),
+                          code_share=float(code["share"]) if code["enabled"] else 0.0)
+
+
+@tag(stage=STAGE)
+def code_settings(context_config: dict) -> CodeSettings:
+    """``code.*`` and the priorities of the two code sections (named files, repo map)."""
+    return _s.from_config(CodeSettings, context_config)
 
 
 @tag(stage=STAGE)
