@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from hamilton.function_modifiers import tag
+from hamilton.function_modifiers import cache, tag
 
+from .lib.memo import NO_MEMO, Memo
 from .lib.quote import quoted
 from .lib.settings import BudgetSettings
 from .lib.truncate import CachedCounter, near_threshold
@@ -28,12 +29,14 @@ def token_counter(model_preset: dict) -> TokenCounter:
     return token_counter_for(model_preset["encoding"])
 
 
+@cache(behavior="recompute")  # holds the memo, which a stored value would not keep
 @tag(stage="budget")
-def exact_counter(token_counter: TokenCounter) -> CachedCounter:
-    """The exact counter the later stages use: the token counter going through the
-    process-wide count cache (a frozen value: counting changes no node's inputs), so text that
-    stays (from the assembled context to the final one) is counted once."""
-    return CachedCounter(token_counter)
+def exact_counter(token_counter: TokenCounter, memo: Memo = NO_MEMO) -> CachedCounter:
+    """The exact counter the later stages use: the token counter keeping its counts in the
+    ``memo`` (by the digest of each piece of text; the memo is not part of the counter's value:
+    counting changes no node's inputs), so text that stays (from the assembled context to the
+    final one, from one build to the next) is counted once."""
+    return CachedCounter(token_counter, memo)
 
 
 @tag(stage="budget")

@@ -16,6 +16,7 @@ from hamilton.function_modifiers import tag
 
 from .lib import monitor as _mon
 from .lib import session as _session
+from .lib.memo import NO_MEMO, Memo
 from .lib.monitor import BudgetMonitor
 from .lib.settings import MonitorSettings
 from .lib.truncate import CachedCounter
@@ -25,14 +26,14 @@ STEP = "preventive_compaction"
 
 
 @tag(stage="monitor")
-def round_token_use(session_history: Any, exact_counter: CachedCounter) -> tuple:
+def round_token_use(session_history: Any, exact_counter: CachedCounter, memo: Memo = NO_MEMO) -> tuple:
     """Tokens each round of the session added (RoundUse, oldest first): the usage field where
     a log line has one, else the count of the round as the history renders it: exact for the
     rounds the growth is read from, estimated (chars / 4) for older ones; each made once per
-    round content in this process (the round memo)."""
+    round content (kept by the ``memo``)."""
     return _mon.round_uses(_session.rounds_of(session_history), exact_counter.count, _session.render_round,
                            estimate=exact_counter.estimate, exact_last=2 * _mon.GROWTH_WINDOW,
-                           memo=_session.ROUND_MEMO, counted_as=exact_counter.encoding_name)
+                           memo=memo, counted_as=exact_counter.encoding_name)
 
 
 @tag(stage="monitor")

@@ -27,6 +27,7 @@ from .lib import gsd as _gsd
 from .lib import plan as _plan
 from .lib import session as _session
 from .lib.layout import POOL_OF_KIND
+from .lib.memo import NO_MEMO, Memo
 from .lib.settings import StateSettings, trust_at
 from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path
 from .lib.programs import executable_path, safe_search_path
@@ -357,27 +358,28 @@ def _claude_read(path: str, trust: Trust, read: _Reader) -> dict:
 
 @tag(stage=STAGE)
 def session_history(session_files: dict[str, str], state_settings: StateSettings,
-                    session_cwds: tuple) -> _session.SessionHistory:
+                    session_cwds: tuple, memo: Memo = NO_MEMO) -> _session.SessionHistory:
     """The session's rounds (a user request and everything up to the next), with a warning
     per malformed line; an empty history when there is no session file. A Claude Code
     transcript is read by its own parser (``state.claudeCode.*``; only the lines recorded in
-    ``session_cwds`` when those are given)."""
+    ``session_cwds`` when those are given). The ``memo`` keeps each line's reading and each
+    round's parse, so a transcript that grew reads only its new part."""
     for path, text in session_files.items():
         if _claude.is_claude_code(text):
             return _claude.parse_claude_code(text, path, _claude.Options(
                 sidechains=state_settings.claude_sidechains, compacted=state_settings.claude_compacted,
                 result_max_lines=state_settings.claude_result_max_lines,
-                result_max_chars=state_settings.claude_result_max_chars, cwds=tuple(session_cwds)))
-        return _session.parse_session(text, path)
+                result_max_chars=state_settings.claude_result_max_chars, cwds=tuple(session_cwds)), memo)
+        return _session.parse_session(text, path, memo=memo)
     return _session.SessionHistory()
 
 
 @tag(stage=STAGE)
-def round_summaries(session_history: _session.SessionHistory) -> tuple:
+def round_summaries(session_history: _session.SessionHistory, memo: Memo = NO_MEMO) -> tuple:
     """Every round's one-line summary, oldest first (str each): made once per round and shared
-    by the history section and the budget monitor; a round seen before in this process (a
+    by the history section and the budget monitor; a round the ``memo`` summarized before (a
     transcript that only grew) is not summarized again."""
-    return _session.round_summaries(_session.rounds_of(session_history))
+    return _session.round_summaries(_session.rounds_of(session_history), memo)
 
 
 @tag(stage=STAGE)

@@ -33,13 +33,14 @@ from dataclasses import replace
 
 from typing import Any
 
-from hamilton.function_modifiers import parameterize, source, tag, value
+from hamilton.function_modifiers import cache, parameterize, source, tag, value
 
 from .lib import crossref as _crossref
 from .lib import session as _session
 from .lib import truncate as _t
 from .lib.layout import POOLS as _POOLS
 from .lib.layout import render_context
+from .lib.memo import NO_MEMO, Memo
 from .lib.settings import BudgetSettings, TruncationSettings
 from .lib import summarize as _summarize  # loaded when something is summarized
 from .lib.tokens import model_presets
@@ -208,29 +209,37 @@ def section_strategies(truncation_sections: list, strategy_by_kind: dict) -> dic
     return {s.key: pick(s) for s in truncation_sections}
 
 
+@cache(behavior="recompute")  # holds the memo, which a stored value would not keep
 @tag(stage=STAGE)
-def tail_strategy(truncation_settings: TruncationSettings) -> _t.Strategy:
+def tail_strategy(truncation_settings: TruncationSettings, memo: Memo = NO_MEMO) -> _t.Strategy:
     """Tail: keep the end. A session history keeps its recent rounds verbatim; older rounds
     keep their first and last message with a summary between, then become summary lines (with
     the sentences that carry ids, few files), then are dropped oldest first. Other text is cut
-    from its beginning."""
+    from its beginning. Summary lines are kept in the ``memo``."""
     return _t.BuiltinStrategy("tail", None, truncation_settings.keep_recent_rounds, truncation_settings.recent_share,
-                       _session.render_round, _t.round_summary_with_ids(_session.round_summary))
+                              _session.render_round, _t.round_summary_with_ids(_summaries_in(memo), memo))
 
 
+@cache(behavior="recompute")
 @tag(stage=STAGE)
-def head_strategy() -> _t.Strategy:
+def head_strategy(memo: Memo = NO_MEMO) -> _t.Strategy:
     """Head: keep the beginning (documents marked deprecated); a history keeps its oldest rounds."""
-    return _t.BuiltinStrategy("head", None, render_round=_session.render_round, round_summary=_session.round_summary)
+    return _t.BuiltinStrategy("head", None, render_round=_session.render_round, round_summary=_summaries_in(memo))
 
 
+def _summaries_in(memo: Memo) -> _t.SummaryInMemo:
+    """:func:`session.round_summary` keeping its lines in ``memo``."""
+    return _t.SummaryInMemo(_session.round_summary, memo)
+
+
+@cache(behavior="recompute")
 @tag(stage=STAGE)
-def middle_strategy(summarizer: Any) -> _t.Strategy:
+def middle_strategy(summarizer: Any, memo: Memo = NO_MEMO) -> _t.Strategy:
     """Middle: for mixed content. Summarized by priority (lowest first) with the summarizer,
     then cut keeping both ends; a history keeps its first and newest rounds."""
     if summarizer is None or isinstance(summarizer, str):  # a method name (driver config) instead of the node
         summarizer = _summarize.as_summarizer(summarizer)
-    return _t.BuiltinStrategy("middle", summarizer, render_round=_session.render_round, round_summary=_session.round_summary)
+    return _t.BuiltinStrategy("middle", summarizer, render_round=_session.render_round, round_summary=_summaries_in(memo))
 
 
 @tag(stage=STAGE)

@@ -106,6 +106,9 @@ class Round:
     index: int
     messages: tuple[Message, ...]
     lines: tuple[int, int] | None = None
+    #: A digest of its content, set when it is made (nodes/lib/digest.py: :func:`digested`):
+    #: memo keys and Hamilton's fingerprint of a round use it, so a round is hashed once.
+    digest: bytes = field(default=b"", compare=False, repr=False)
 
 
 @dataclass(frozen=True)

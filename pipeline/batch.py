@@ -115,7 +115,6 @@ def run_jobs(
 def run_job(job: Job, contexts_dir: str | None = None) -> dict:
     """The row of one job; a failure is a row with ``status`` "error" and the message."""
     started = time.perf_counter()
-    _forget_other_projects(job.project)
     row = {"project": os.path.abspath(os.fspath(job.project)), "status": "ok", "error": None}
     try:
         row["fingerprint"] = job_fingerprint(job)
@@ -177,20 +176,6 @@ class _Settings:
 
     contexts_dir: str | None
     cache: Mapping[str, Any]
-
-
-_LAST_PROJECT: list = [None]
-
-
-def _forget_other_projects(project: str) -> None:
-    """When this process moves on to another project, empty the process-wide token-count memo
-    (it keeps up to 64M characters for a session's rebuilds): a long batch stays flat in memory
-    (benchmarks/batch.py: +10 MB over 1000 projects without this, +0 with it)."""
-    from .nodes.lib.truncate.measure import clear_count_cache
-
-    if _LAST_PROJECT[0] is not None and _LAST_PROJECT[0] != project:
-        clear_count_cache()
-    _LAST_PROJECT[0] = project
 
 
 def _result_columns(result, facts: tuple[str, ...]) -> dict:

@@ -49,11 +49,13 @@ from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from . import __version__
-from .nodes.lib.digest import digest16, text_digest
+from hamilton.caching import fingerprinting as _hamilton_fingerprints
+
+from .nodes.lib.digest import digest16, round_digest, text_digest
 from .nodes.lib.monitor import RoundUse
 from .nodes.lib import usercache
-from .nodes.lib.round_memo import ROUND_MEMO
-from .nodes.types import Message, Round
+from .nodes.lib.memo import Memo, MemoTable
+from .nodes.types import Round
 
 #: The cap of one project's cache folder when the config has no ``cache.maxBytes``.
 DEFAULT_MAX_BYTES = 256 << 20
@@ -307,6 +309,8 @@ class SQLiteResultStore(ResultStore):
         self._memo: dict = {}
         self._chunked: dict[int, tuple] = {}  # long tuple (by identity) -> its chunk keys, this run
         self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
+        #: the memo's table (nodes/lib/memo.py), written with the results
+        self.memo_table = MemoTable(lambda: metadata.connection, key, str(metadata._directory / DATABASE))
         with _suppress(sqlite3.Error):
             metadata.connection.execute(
                 "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
@@ -399,7 +403,7 @@ class SQLiteResultStore(ResultStore):
 
     def text_key(self, text: str) -> str:
         """The key of a long text stored once in this folder (kept as recent as what refers to it)."""
-        key = _SHARED + "t" + text_digest(text).hex()
+        key = _SHARED + "t" + _long_text_digest(text, self.memo).hex()
         self._keep_shared(key, text)
         return key
 
@@ -453,14 +457,15 @@ class SQLiteResultStore(ResultStore):
             self.metadata.connection.execute("DELETE FROM results")
             self.metadata.connection.commit()
 
-    def flush(self) -> None:
-        """Write the results kept since the last flush, with their metadata, in one transaction
+    def flush(self, memo_entries: dict | None = None, memo_max_bytes: int = DEFAULT_MAX_BYTES // 4) -> None:
+        """Write the results kept since the last flush, with their metadata and the memo's new
+        entries (``memo_entries``, the table kept within ``memo_max_bytes``), in one transaction
         (a failure, such as a full disk or a lock held past the timeout, forgets them)."""
         pending, touched = self._pending, self._touched
         self._pending, self._touched, self.warned = {}, set(), False
         self._shared_here = set()  # within one build only: another process may prune the folder
         rows = self.metadata.take_pending()
-        if not (pending or touched or rows):
+        if not (pending or touched or rows or memo_entries):
             return
         if self.metadata.busy:  # another process held the write lock past the timeout at the start
             _WARN.warning("warning: cache: %s is being written by another process; this build waited %.0f s, "
@@ -473,6 +478,8 @@ class SQLiteResultStore(ResultStore):
                             [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
             cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
             self.metadata.write_rows(cur, rows)
+            if memo_entries:
+                self.memo_table.write(cur, memo_entries, memo_max_bytes)
             self.metadata.connection.commit()
             self.written += sum(map(len, pending.values()))
         except sqlite3.Error as exc:  # a full disk, a file size limit: the next build tries again
@@ -603,18 +610,13 @@ def _fp(value: Any, memo: dict) -> str:
     kind = type(value)
     if kind in _SCALARS:
         return _digest(_part(value, memo))
+    by_content = _BY_CONTENT.get(kind)
+    if by_content is not None:  # a digest computed when the value was made
+        return by_content(value)
     known = memo.get(id(value))
     if known is not None and known[0] is value:
         return known[1]
-    if kind in _LASTING_TYPES:  # the same Round object serves every build of a growing transcript
-        known = _LASTING.get(id(value))
-        if known is not None and known[0] is value:
-            memo[id(value)] = known
-            return known[1]
-        digest = ROUND_MEMO.known_digest(value) if kind is Round else None
-        # a round the memo built is known by its content digest; other plain data by its pickle (C speed)
-        result = "r" + digest.hex() if digest is not None else _pickled(value)
-    elif isinstance(value, types.FunctionType):
+    if isinstance(value, types.FunctionType):
         cells = tuple(cell.cell_contents for cell in (value.__closure__ or ()))
         result = _digest(b"fn", value.__module__.encode(), value.__qualname__.encode(),
                          _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
@@ -638,27 +640,24 @@ def _fp(value: Any, memo: dict) -> str:
     else:
         result = _pickled(value)
     memo[id(value)] = (value, result)
-    if kind in _LASTING_TYPES:
-        _LASTING[id(value)] = (value, result)
-        if len(_LASTING) > 200_000:
-            _LASTING.popitem(last=False)  # dict.pop(next(iter(...))) scans every freed slot: quadratic
     return result
 
 
-#: Frozen values of these types are fingerprinted once per process (remembered by identity,
-#: holding them): a session's rounds, their messages and token uses, made once per round by
-#: the round memo and never changed afterwards.
-_LASTING_TYPES = frozenset({Round, Message, RoundUse})
-_LASTING: OrderedDict[int, tuple[Any, str]] = OrderedDict()  # oldest out in O(1)
+def _round_fingerprint(value: Round, *args: Any, **kwargs: Any) -> str:
+    """A round's fingerprint: its content digest, set when it was made (``Round.digest``)."""
+    return "r" + round_digest(value).hex()
 
-#: Values of these types never change: a chunk of them is known by the identity of its items.
-_UNCHANGING = frozenset({*_SCALARS, *_LASTING_TYPES})
-#: Chunks of long tuples fingerprinted in this process: the ids of their items -> (the chunk,
-#: held so that those ids keep naming the same objects, its fingerprint). A transcript that
-#: grew by a round brings the same round summaries and token uses in every build: all its
-#: chunks but the last are known without being walked or pickled again.
-_CHUNKS: OrderedDict[tuple[int, ...], tuple[tuple, str]] = OrderedDict()
-_MAX_CHUNKS = 1024  # least recently used out: 128K items at most, mostly held by the round memo anyway
+
+def _memo_fingerprint(value: Memo, *args: Any, **kwargs: Any) -> str:
+    """The memo's fingerprint: always the same (what it holds never changes a node's value)."""
+    return "memo"
+
+
+#: Types fingerprinted by a digest of their content computed when the value was made, here and
+#: through Hamilton's public hook (``fingerprinting.hash_value``) for Hamilton's own hashing.
+_BY_CONTENT = {Round: _round_fingerprint, Memo: _memo_fingerprint}
+for _type, _function in _BY_CONTENT.items():
+    _hamilton_fingerprints.hash_value.register(_type)(_function)
 
 
 def chunks_of(items: tuple) -> list[tuple]:
@@ -668,21 +667,9 @@ def chunks_of(items: tuple) -> list[tuple]:
 
 
 def chunk_fingerprint(part: tuple, memo: dict) -> str:
-    """The fingerprint of one chunk of a long tuple (:data:`SHARED_MIN_ITEMS` items): remembered
-    by the identity of its items when none of them can change (:data:`_UNCHANGING`), else made
-    (raises _Unhashable as :func:`_fp` does)."""
-    if not all(type(item) in _UNCHANGING for item in part):
-        return _fp(part, memo)
-    ids = tuple(map(id, part))
-    known = _CHUNKS.get(ids)
-    if known is not None:  # the ids name the objects the held chunk holds: the same items
-        _CHUNKS.move_to_end(ids)
-        return known[1]
-    result = _fp(part, memo)
-    _CHUNKS[ids] = (part, result)
-    if len(_CHUNKS) > _MAX_CHUNKS:
-        _CHUNKS.popitem(last=False)
-    return result
+    """The fingerprint of one chunk of a long tuple (:data:`SHARED_MIN_ITEMS` items) (raises
+    _Unhashable as :func:`_fp` does)."""
+    return _fp(part, memo)
 
 
 #: Texts longer than this (characters) enter a hash by their own digest (nodes/lib/digest.py).
@@ -700,12 +687,23 @@ def _part(value: Any, memo: dict) -> bytes:
     type, so "1" and 1 differ), anything else by its own fingerprint."""
     kind = type(value)
     if kind is str:
-        if len(value) > _LONG_TEXT:  # by its digest: known already for a transcript read as it grew
-            return b"S" + text_digest(value)
+        if len(value) > _LONG_TEXT:  # by its digest, computed once a run
+            return b"S" + _long_text_digest(value, memo)
         return b"s" + value.encode("utf-8", "surrogatepass")
     if kind in _SCALARS:
         return kind.__name__.encode() + b":" + repr(value).encode()
     return b"#" + _fp(value, memo).encode()
+
+
+def _long_text_digest(text: str, memo: dict) -> bytes:
+    """The digest of a long text, computed once a run (``memo``: the run's fingerprints; the
+    fitted context and the transcript sit in several values of a build)."""
+    known = memo.get(id(text))
+    if known is not None and known[0] is text:
+        return known[1]
+    digest = text_digest(text)
+    memo[id(text)] = (text, digest)
+    return digest
 
 
 def _pickled(value: Any) -> str:
@@ -733,6 +731,10 @@ _DEFAULT, _RECOMPUTE = CachingBehavior.DEFAULT, CachingBehavior.RECOMPUTE
 
 
 _NO_STORE = object()
+#: Driver inputs no cache key depends on: the memo (nodes/lib/memo.py) keeps values by the
+#: digest of their content, so what it holds never changes what a node returns.
+IGNORED_INPUTS = ("memo",)
+_IGNORE = CachingBehavior.IGNORE
 
 
 class CacheAdapter(HamiltonCacheAdapter):
@@ -768,6 +770,9 @@ class CacheAdapter(HamiltonCacheAdapter):
         versions = self.data_versions[run_id]
         parts = [name.encode(), self.code_versions[run_id][name].encode()]
         for dep in sorted(kwargs):
+            if behaviors.get(dep) is _IGNORE:
+                parts.append(f"{dep}=<ignore>".encode())
+                continue
             if behaviors.get(dep, _DEFAULT) not in (_DEFAULT, _RECOMPUTE):
                 return super().pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id,
                                                 **future_kwargs)
@@ -873,7 +878,8 @@ class CacheAdapter(HamiltonCacheAdapter):
         known = self.__dict__.get("_versioned_memo")
         if known is None or known[0] is not graph:
             cached = [n for n in graph.nodes.values() if behaviors.get(n.name) == CachingBehavior.DEFAULT]
-            names = {n.name for n in cached} | {d.name for n in cached for d in n.dependencies}
+            names = {n.name for n in cached} | {d.name for n in cached for d in n.dependencies
+                                                 if behaviors.get(d.name) is not _IGNORE}
             self._versioned_memo = known = (graph, frozenset(names))
         return known[1]
 
@@ -914,6 +920,7 @@ class Stores:
         self.key = usercache.cache_key()
         self.metadata = open_metadata(root)
         self.results = SQLiteResultStore(self.metadata, self.key)
+        self.memo_table = self.results.memo_table
         self.written_files: dict[str, str] = {}  # project.txt and last_run.json as last written
         self.runs_since_prune: int | None = None
 
@@ -985,7 +992,7 @@ def new_adapter(cache_dir: str | os.PathLike | None = None, uncached: Iterable[s
     if cache_dir is not None:
         stores_for(cache_dir)  # fails now when the folder is unusable
     adapter = CacheAdapter(path=os.fspath(cache_dir or "."), metadata_store=_NO_STORE, result_store=_NO_STORE,
-                           recompute=sorted(uncached), default_behavior="default")
+                           recompute=sorted(uncached), ignore=list(IGNORED_INPUTS), default_behavior="default")
     adapter.home = cache_dir
     return adapter
 

@@ -47,9 +47,9 @@ from .nodes import (  # noqa: E402
     summarize,
     truncation,
 )
+from .nodes.lib.memo import Memo
 from .nodes.types import CtxEngineError  # noqa: E402
 from . import cache as _cache  # noqa: E402
-from . import round_store as _round_store  # noqa: E402
 
 #: The stage modules, in dataflow order.
 NODE_MODULES: tuple[ModuleType, ...] = (
@@ -162,6 +162,10 @@ driver_for.cache_clear = _shared_driver.cache_clear  # type: ignore[attr-defined
 driver_for.cache_info = _shared_driver.cache_info  # type: ignore[attr-defined]
 
 
+#: The memo of this process (nodes/lib/memo.py): the driver input ``memo`` of every build, so a
+#: transcript that grew makes only its new rounds; a cached build reads and writes its table in
+#: the project's cache database. ``MEMO.clear()`` empties it (tests, benchmarks: a fresh process).
+MEMO = Memo()
 _LAST_CACHE_RUN: list = [None]
 #: Hamilton's cache adapter keeps the state of its runs (and prunes all but the last); runs from
 #: threads of one process (a threaded Dask worker, a server) take turns on the cached driver.
@@ -225,6 +229,7 @@ def execute(
         "project_dir": os.path.abspath(os.fspath(project_dir)),
         "overrides": absolute_trust_paths(overrides or {}, os.getcwd(), os.path.expanduser("~")),  # nodes read neither
         "user_request": user_request,
+        "memo": MEMO,  # ignored by Hamilton's cache: what it keeps is keyed by content
     }
     wanted = list(dict.fromkeys([*outputs, "context_config", "resolved_config"]))
     if cache is None:  # a folder given asks for the cache
@@ -261,19 +266,18 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
         _LAST_CACHE_RUN[0] = None
         return _execute_materialized(dr, wanted, inputs, overrides)
     with _CACHED_RUN_LOCK, _cache.using(folder):  # one cached run at a time: the adapter keeps per-run state
-        _round_store.offer(folder)  # the rounds an earlier process made (a transcript that grew)
-        work = _round_store.ROUND_MEMO.work
-        _round_store.ROUND_MEMO.start_tracking()
+        stores = _cache.stores_for(folder)
+        MEMO.open(stores.memo_table)  # what earlier processes made (a transcript that grew), read on the first miss
+        out = None
         try:
             out = _execute_materialized(dr, wanted, inputs, overrides)
         except _cache.StaleResult:  # a stored pickle that no longer loads: the folder's results go
             _cache.stores_for(folder).forget_results()
             out = _execute_materialized(dr, wanted, inputs, overrides)
         finally:
-            dr.cache.result_store.flush()
+            limit = int(out["context_config"]["cache"]["maxBytes"]) if out else _cache.DEFAULT_MAX_BYTES
+            dr.cache.result_store.flush(MEMO.close(), limit // 8)  # the memo's new entries in the build's transaction
             dr.cache.forget_runs(keep=1)
-        limit = int(out["context_config"]["cache"]["maxBytes"])
-        _round_store.keep(folder, work, limit)
         _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], limit,
                                               total_cap(out["resolved_config"], inputs["project_dir"]))
     return out
@@ -311,7 +315,7 @@ def _default_variants() -> tuple[tuple[str, str], ...]:
 #: What replaces nodes: a module (its public functions), a function, or a path to a .py file.
 NodeSwap = Union[ModuleType, Callable, str, os.PathLike]
 #: The driver inputs (no node may replace one).
-DRIVER_INPUTS = ("project_dir", "overrides", "user_request")
+DRIVER_INPUTS = ("project_dir", "overrides", "user_request", "memo")
 _LOADED: dict[tuple, ModuleType] = {}  # (real path, mtime, size) -> the module loaded from that file
 
 

@@ -27,10 +27,9 @@ import pytest
 
 import ctxengine
 from conftest import DEMO
-from ctxengine import cache, driver, round_store
+from ctxengine import cache, driver
 from ctxengine.cli import main
 from ctxengine.nodes.lib import usercache
-from ctxengine.nodes.lib.round_memo import ROUND_MEMO
 from ctxengine.nodes.types import CtxEngineError
 
 from test_state_session import _aider_transcript
@@ -141,17 +140,14 @@ class _Boom:
 
 
 def _poison(given: Path, project: Path, marker: Path) -> None:
-    """Every result row and the rounds.pickle frames of ``project``'s folder in ``given`` replaced
-    by a pickle that runs a command: signed as an attacker can (the old unkeyed digest, their own key)."""
+    """Every result row and memo row of ``project``'s folder in ``given`` replaced by a pickle
+    that runs a command: signed as an attacker can (the old unkeyed digest, their own key)."""
     folder = Path(driver.cache_dir_for(project, given))
     bad = pickle.dumps(_Boom(marker))
     with contextlib.closing(sqlite3.connect(cache.store_dir(folder) / cache.DATABASE)) as db:
         db.execute("UPDATE results SET payload = ?, digest = ?", (bad, hashlib.sha256(bad).digest()[:16]))
+        assert db.execute("UPDATE memo SET payload = ?, mac = ?", (bad, usercache.mac(b"k" * 32, bad))).rowcount > 0
         db.commit()
-    path = round_store.rounds_file(folder)
-    forged = usercache.mac(b"k" * 32, bad)
-    path.write_bytes(round_store._MAGIC + len(bad).to_bytes(4, "big") + forged + bad)
-    path.chmod(0o600)
 
 
 @pytest.fixture
@@ -168,8 +164,7 @@ def clone(tmp_path: Path) -> tuple[Path, Path]:
 
 def _fresh_process() -> None:
     cache.MEMORY.clear()
-    ROUND_MEMO.clear()
-    round_store._SEEN.clear()
+    driver.MEMO.clear()
 
 
 def test_a_poisoned_cache_shipped_in_the_project_is_refused(clone, tmp_path, monkeypatch, capsys):
@@ -202,7 +197,7 @@ def test_poisoned_entries_outside_the_project_are_discarded_and_rebuilt(clone, t
     assert out["build_result"].context == expected and not (tmp_path / "marker").exists()
     messages = [r.getMessage() for r in caplog.records]
     assert sum("stored result" in m and "MAC" in m for m in messages) == 1  # one warning a build
-    assert sum("rounds.pickle" in m and "MAC" in m for m in messages) == 1
+    assert sum("memo entries" in m and "MAC" in m for m in messages) == 1
     _fresh_process()
     caplog.clear()
     driver.execute(["build_result"], project, {}, REQUEST, cache_dir=made)  # rebuilt: all hits now

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pickle
 
+from ctxengine.nodes.lib.memo import NO_MEMO
+
 import pytest
 
 import ctxengine
@@ -65,23 +67,28 @@ def test_strategies_are_frozen_values_without_closures():
 def test_a_nodes_inputs_hash_the_same_before_and_after_another_node_counts():
     from hamilton.caching import fingerprinting
 
+    from ctxengine import driver
+
     counter = ctxengine.run_nodes(["exact_counter"])["exact_counter"]
     state = ctxengine.run_nodes(["truncation_start"], overrides={"budget.maxTokens": 2500})["truncation_start"]
     before = (fingerprinting.hash_value(counter), fingerprinting.hash_value(state), pickle.dumps(counter))
-    T.clear_count_cache()
+    driver.MEMO.clear()
     ctxengine.run_nodes(["final_context"], overrides={"budget.maxTokens": 2500}, cache=False)  # every stage counts
-    assert T.cache_size() > 0
+    assert driver.MEMO.made["count:" + counter.encoding_name] > 0
     after = (fingerprinting.hash_value(counter), fingerprinting.hash_value(state), pickle.dumps(counter))
     assert before == after
 
 
-def test_the_count_cache_is_shared_by_every_counter_of_an_encoding():
+def test_the_counts_are_kept_in_the_memo_shared_by_every_counter_of_an_encoding():
+    from ctxengine.nodes.lib.memo import Memo
+
     base = token_counter_for("cl100k_base")
     text = "A paragraph only this test counts.\n\n" * 3 + "x" * 600
-    T.clear_count_cache()
-    assert T.CachedCounter(base).count(text) == base.count(text)
-    size = T.cache_size()
-    assert T.CachedCounter(base).count(text) == base.count(text) and T.cache_size() == size  # a hit, not a new count
+    memo = Memo()
+    assert T.CachedCounter(base, memo).count(text) == base.count(text)
+    made = sum(memo.made.values())
+    assert T.CachedCounter(base, memo).count(text) == base.count(text) and sum(memo.made.values()) == made  # a hit
+    assert T.CachedCounter(base, memo) == T.CachedCounter(base) and pickle.loads(pickle.dumps(T.CachedCounter(base, memo))).memo is NO_MEMO
 
 
 # ----------------------------------------------------------------------------- the table of steps

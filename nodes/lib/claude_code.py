@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import stat
 from collections import Counter
@@ -55,8 +56,9 @@ from dataclasses import astuple, dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
 from ..types import Message, Round
-from .round_memo import ROUND_MEMO
-from .session import SessionHistory
+from .digest import digest16, digested
+from .memo import NO_MEMO, Memo
+from .session import LINE, SessionHistory
 
 CLAUDE_CODE = "claude-code"
 #: Tool names whose calls start a subagent (sidechain).
@@ -233,15 +235,16 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
         start = end + 1
 
 
-def _read(text: str, path: str, options: Options) -> _Read:
-    """Every line read (:func:`_read_line`), each once per process while it stays the same
-    line at the same place (the round memo: a transcript that grew decodes its new lines only)."""
+def _read(text: str, path: str, options: Options, memo: Memo = NO_MEMO) -> _Read:
+    """Every line read (:func:`_read_line`), each once while it stays the same line at the same
+    place (kept by the ``memo``: a transcript that grew decodes its new lines only)."""
     read = _Read()
-    where = (CLAUDE_CODE, path, astuple(options))  # hashed once, not per line
+    where = pickle.dumps((CLAUDE_CODE, path, astuple(options)))  # once, not per line
     for number, raw in _lines(text):
         read.total_lines = number
-        uuid, parent, session, event, warnings, foreign = ROUND_MEMO.line(
-            (where, number, raw), lambda: _read_line(raw, number, path, options))
+        key = digest16(where, number.to_bytes(8, "little"), raw.encode("utf-8", "surrogatepass"))
+        uuid, parent, session, event, warnings, foreign = memo.get(
+            LINE, key, lambda: _read_line(raw, number, path, options), persist=False)
         read.warnings.extend(warnings)
         read.foreign += foreign
         if uuid is not None:
@@ -619,12 +622,12 @@ def _add_summaries(read: _Read, builder: _Builder, own_leaves_only: bool) -> Non
             builder.groups[0].insert(0, note)
 
 
-def parse_claude_code(text: str, path: str, options: Options | None = None) -> SessionHistory:
+def parse_claude_code(text: str, path: str, options: Options | None = None, memo: Memo = NO_MEMO) -> SessionHistory:
     """The rounds of a Claude Code transcript (see the module docstring), with a warning per
     malformed line and per tool result whose call is not in the thread, and one note of the
-    lines recorded in another folder (``options.cwds``)."""
+    lines recorded in another folder (``options.cwds``); ``memo`` keeps the reading of each line."""
     options = options or Options()
-    read = _read(text, path, options)
+    read = _read(text, path, options, memo)
     off = _thread(read)
     builder = _Builder(options)
     for event in read.events:
@@ -640,7 +643,7 @@ def parse_claude_code(text: str, path: str, options: Options | None = None) -> S
         index = len(rounds) + 1
         messages = tuple([Message(m.role, m.content, index, m.line, m.tool_calls, m.call_id, m.usage) for m in group])
         numbers = [m.line for m in messages if m.line is not None]
-        rounds.append(Round(index, messages, (min(numbers), max(numbers)) if numbers else None))
+        rounds.append(digested(Round(index, messages, (min(numbers), max(numbers)) if numbers else None)))
     warnings = list(read.warnings)
     if read.foreign:
         warnings.append(f"{path}: {read.foreign} line{'s' if read.foreign != 1 else ''} recorded in another folder "

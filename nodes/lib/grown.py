@@ -1,23 +1,18 @@
 """Texts that grow: a file read again after something was appended costs only its new part.
 
 An agent's transcript is read at every turn and has only grown since the last one. The process
-keeps, per file, the bytes it read, the text it made of them and the SHA-256 state of that
-text; when the file's bytes start with the bytes kept (one memory comparison), only the new
-bytes are cleaned and decoded, the text is the old one plus theirs, and its digest extends the
-kept state (so the cache's fingerprint of the 4 MB text costs nothing either). A prefix is
+keeps, per file, the bytes it read and the text it made of them; when the file's bytes start with the bytes kept (one memory comparison), only the new
+bytes are cleaned and decoded, and the text is the old one plus theirs. A prefix is
 re-used only where splitting cannot change the result: it ends with a newline and no escape
 sequence runs to its end (``safe``, given by the caller who knows its cleaning).
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable
-
-from .digest import remember_text_digest
+from typing import Callable
 
 MIN_BYTES = 256 << 10  # smaller files are read whole: the re-use would not pay for the bytes kept
 MAX_FILES = 8
@@ -28,24 +23,20 @@ class _Kept:
     raw: bytes
     text: str
     removed: int
-    state: Any  # hashlib sha256 object over text's UTF-8 bytes
     safe: bool  # whether ``raw`` may be re-used as a prefix
 
 
 class GrownTexts:
-    """The last :data:`MAX_FILES` large files read, by key (their real path); ``reused`` counts
-    the reads served from a kept prefix."""
+    """The last :data:`MAX_FILES` large files read, by key (their real path)."""
 
     def __init__(self, max_files: int = MAX_FILES, min_bytes: int = MIN_BYTES) -> None:
         self.max_files, self.min_bytes = max_files, min_bytes
         self._lock = threading.Lock()
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
-        self.reused = 0
 
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
-            self.reused = 0
 
     def text(self, key: str, data: bytes, make: Callable[[bytes], tuple[str, int, bytes | None]],
              safe: Callable[[bytes], bool]) -> tuple[str, int]:
@@ -57,25 +48,16 @@ class GrownTexts:
         with self._lock:
             kept = self._kept.get(key)
         if kept is not None and kept.safe and len(data) >= len(kept.raw) and data.startswith(kept.raw):
-            tail, removed, utf8 = make(data[len(kept.raw):])
-            text, removed, state = kept.text + tail, kept.removed + removed, kept.state.copy()
-            state.update(_utf8(tail, utf8))
-            self.reused += 1
+            tail, removed, _ = make(data[len(kept.raw):])
+            text, removed = kept.text + tail, kept.removed + removed
         else:
-            text, removed, utf8 = make(data)
-            state = hashlib.sha256(_utf8(text, utf8))
-        remember_text_digest(text, state.digest()[:16])
+            text, removed, _ = make(data)
         with self._lock:
-            self._kept[key] = _Kept(data, text, removed, state, safe(data))
+            self._kept[key] = _Kept(data, text, removed, safe(data))
             self._kept.move_to_end(key)
             while len(self._kept) > self.max_files:
                 self._kept.popitem(last=False)
         return text, removed
-
-
-def _utf8(text: str, known: bytes | None) -> bytes:
-    """The UTF-8 bytes of ``text`` (lone surrogates kept): ``known`` when given."""
-    return known if known is not None else text.encode("utf-8", "surrogatepass")
 
 
 #: The process's kept texts.

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..types import Message, Round
+from .digest import round_digest
+from .memo import NO_MEMO, Memo
 
 #: How many recent rounds the growth rate averages over.
 GROWTH_WINDOW = 3
@@ -120,13 +122,13 @@ def round_uses(
     render: Callable[[Round], str] | None = None,
     estimate: Callable[[str], int] | None = None,
     exact_last: int | None = None,
-    memo: Any = None,
+    memo: Memo = NO_MEMO,
     counted_as: str = "",
 ) -> tuple[RoundUse, ...]:
     """:func:`round_use` of every round, oldest first. With ``estimate`` and ``exact_last``,
     only the last ``exact_last`` rounds (the ones the growth is read from) are counted
     exactly; older rounds are estimated, so a long transcript costs no full tokenizer pass.
-    ``memo`` (a RoundMemo): each round's use is made once per content and way of counting
+    ``memo``: each round's use is made once per content and way of counting
     (``counted_as`` names the exact counter, e.g. its encoding)."""
     rounds = tuple(rounds)
     cut = 0 if estimate is None or exact_last is None else max(0, len(rounds) - exact_last)
@@ -135,9 +137,8 @@ def round_uses(
 
     def uses(part: tuple[Round, ...], exact: bool) -> list[RoundUse]:
         counter, name = ways[exact]
-        if memo is None:
-            return [round_use(r, counter, render) for r in part]
-        return memo.derived_all(part, f"use:{name}:{shape}", lambda r: round_use(r, counter, render))
+        kind = f"use:{name}:{shape}"
+        return [memo.get(kind, round_digest(r), lambda r=r: round_use(r, counter, render)) for r in part]
 
     return tuple(uses(rounds[:cut], False) + uses(rounds[cut:], True))
 

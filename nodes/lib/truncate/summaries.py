@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ...types import Round
+from ..digest import round_digest
+from ..memo import NO_MEMO, Memo
 from ..summarize import fact_ids
 
 
@@ -18,10 +20,6 @@ _ID_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 
 
-_MEMO: dict[int, tuple[Round, Callable, str]] = {}  # id(round) -> (round, base, line): rounds alive while here
-_MEMO_MAX = 200_000
-
-
 @dataclass(frozen=True)
 class IdNotedSummary:
     """A summary line for truncation built on ``base`` (a module-level round summary): its
@@ -29,24 +27,41 @@ class IdNotedSummary:
     sentences of the round's messages (the lines of its tool output) that carry ids the line
     lacks (tickets, branches, versions: hyphenated ids with digits, what cannot be looked up
     again) added as ``noted:``, so a round reduced to one line keeps what it decided and found.
-    A frozen value (picklable); lines are remembered per round, process-wide."""
+    A frozen value (picklable); each round's line is kept in ``memo`` (no part of its value)."""
 
     base: Callable[[Round], str]
+    memo: Memo = field(default=NO_MEMO, compare=False, repr=False)
 
     def __call__(self, round_: Round) -> str:
-        hit = _MEMO.get(id(round_))
-        if hit is not None and hit[0] is round_ and hit[1] is self.base:
-            return hit[2]
-        line = _with_ids(_FILES_PART.sub(_fewer_files, self.base(round_), count=1), round_)
-        if len(_MEMO) >= _MEMO_MAX:
-            _MEMO.clear()
-        _MEMO[id(round_)] = (round_, self.base, line)
-        return line
+        return self.memo.get(NOTED + _name_of(self.base), round_digest(round_),
+                             lambda: _with_ids(_FILES_PART.sub(_fewer_files, self.base(round_), count=1), round_))
 
 
-def round_summary_with_ids(round_summary: Callable[[Round], str]) -> IdNotedSummary:
+#: The memo kind of a round's truncation summary line, before the name of the summary it is built on.
+NOTED = "noted-summary:"
+
+
+@dataclass(frozen=True)
+class SummaryInMemo:
+    """``base(round_, memo)`` (a round summary taking a memo, such as ``session.round_summary``)
+    as a one-argument summary: a frozen value, the memo no part of it."""
+
+    base: Callable[..., str]
+    memo: Memo = field(default=NO_MEMO, compare=False, repr=False)
+
+    def __call__(self, round_: Round) -> str:
+        return self.base(round_, self.memo)
+
+
+def _name_of(function: Callable) -> str:
+    """``module.qualname`` of a summary function (of the one a :class:`SummaryInMemo` calls)."""
+    function = getattr(function, "base", function)
+    return f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', type(function).__name__)}"
+
+
+def round_summary_with_ids(round_summary: Callable[[Round], str], memo: Memo = NO_MEMO) -> IdNotedSummary:
     """The truncation summary line built on ``round_summary`` (see :class:`IdNotedSummary`)."""
-    return IdNotedSummary(round_summary)
+    return IdNotedSummary(round_summary, memo)
 
 
 def _with_ids(line: str, round_: Round) -> str:
