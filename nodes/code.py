@@ -35,6 +35,7 @@ from .lib.code import rank as _rank
 from .lib.code import tags as _tags
 from .lib.code.settings import CodeParts, CodeSettings, code_parts_for
 from .lib.layout import POOL_OF_KIND
+from .lib.memo import NO_MEMO, Memo
 from .lib.settings import RenderSettings, StateSettings
 from .lib.textio import TextUnavailable, Trust, read_local_text, without_widening_hints
 from .types import Section, Source
@@ -136,12 +137,12 @@ def code_files(project_dir: str, code_listing: _filetree.FileListing, code_names
 
 
 @tag(stage=STAGE)
-def code_tags(code_files: CodeFiles) -> dict:
+def code_tags(code_files: CodeFiles, memo: Memo = NO_MEMO) -> dict:
     """Each read file's definitions and references (relative path -> FileTags), tree-sitter tags
-    keyed by the file's content (a file with syntax errors keeps what was recovered; one that
-    fails leaves the others mapped)."""
+    kept in the ``memo`` by the file's content digest, so only changed files are parsed again (a
+    file with syntax errors keeps what was recovered; one that fails leaves the others mapped)."""
     grammars = _tags.Grammars()
-    return {path: _tags.file_tags(path, text, grammars) for path, text in code_files.texts.items()}
+    return {path: _tags.file_tags(path, text, grammars, memo) for path, text in code_files.texts.items()}
 
 
 @tag(stage=STAGE)

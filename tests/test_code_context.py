@@ -222,3 +222,18 @@ def test_research_maps_nothing_unless_asked_and_code_enabled_false_turns_the_sta
     off = json.loads(capsys.readouterr().out)
     assert "class App:" in json.dumps(on) and "class App:" not in json.dumps(off)
     assert "code" in on["pools"] and "code" not in off["pools"]
+
+
+def test_a_warm_build_parses_only_the_changed_file(tmp_path):
+    from ctxengine import driver
+
+    project = make_project(tmp_path / "p", {"src/app.py": APP, "lib/models.py": MODELS, "web/invoice.ts": TS,
+                                            **unrelated(5)})
+    driver.MEMO.clear()
+    code_nodes(project, "Fix src/app.py", outputs=("code_tags",))
+    assert driver.MEMO.made[T.TAGS_VERSION] == 8
+    code_nodes(project, "Fix src/app.py", outputs=("code_tags",))
+    assert driver.MEMO.made[T.TAGS_VERSION] == 8  # nothing changed: nothing parsed
+    (project / "lib" / "models.py").write_text(MODELS + "\n\ndef refund(order):\n    return -order.total()\n")
+    tags = code_nodes(project, "Fix src/app.py", outputs=("code_tags",))["code_tags"]
+    assert driver.MEMO.made[T.TAGS_VERSION] == 9 and "refund" in tags["lib/models.py"].defined_names

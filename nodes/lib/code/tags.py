@@ -17,9 +17,10 @@ import importlib
 import os
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Callable
+from typing import Any
 
 from ..digest import digest16
+from ..memo import NO_MEMO
 
 #: Bumped when a query or the tag format changes: memoised tags of older versions are not used.
 TAGS_VERSION = "code-tags-1"
@@ -78,17 +79,6 @@ class FileTags:
     @property
     def defined_names(self) -> frozenset[str]:
         return frozenset(d.name for d in self.definitions)
-
-
-@dataclass(frozen=True)
-class NoMemo:
-    """A memo that remembers nothing: ``get`` always makes the value (the reuse layer's interface)."""
-
-    def get(self, kind: str, digest: Any, make: Callable[[], Any]) -> Any:
-        return make()
-
-
-NO_MEMO = NoMemo()
 
 
 @dataclass
