@@ -122,10 +122,12 @@ def code_files(project_dir: str, code_listing: _filetree.FileListing, code_names
         warnings.append(f"code map: {len(mapped)} source files, over code.maxFiles ({limit}); the first {limit} are mapped")
         mapped = mapped[:limit]
     wanted = list(dict.fromkeys(named + mapped))
+    real_folders: dict[str, str] = {}  # this build's: each folder's real path, resolved once
     for path in wanted:
         try:
-            loaded = read_local_text(os.path.join(project_dir, path), trust, code_settings.max_file_bytes,
-                                     "code.maxFileBytes", path, crlf=True)
+            full = os.path.join(project_dir, path)
+            loaded = read_local_text(full, trust, code_settings.max_file_bytes, "code.maxFileBytes", path, crlf=True,
+                                     real=_real_path(full, real_folders))
         except TextUnavailable as exc:  # Refused (outside, not regular) included
             reason = without_widening_hints(str(exc))  # code is read from the project alone
             skipped.append((path, reason))
@@ -134,6 +136,20 @@ def code_files(project_dir: str, code_listing: _filetree.FileListing, code_names
             continue
         texts[path] = loaded.text
     return CodeFiles(texts, tuple(skipped), tuple(warnings))
+
+
+def _real_path(path: str, real_folders: dict[str, str]) -> str | None:
+    """The real path of ``path`` from its folder's real path (resolved once per folder), or None
+    when the file itself is a symlink or cannot be looked at (the reader resolves it then)."""
+    try:
+        if os.path.islink(path):
+            return None
+    except OSError:
+        return None
+    folder, name = os.path.split(path)
+    if folder not in real_folders:
+        real_folders[folder] = os.path.realpath(folder)
+    return os.path.join(real_folders[folder], name)
 
 
 @tag(stage=STAGE)

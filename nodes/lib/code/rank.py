@@ -2,7 +2,8 @@
 
 The graph (a networkx DiGraph): one node per file; an edge from a file that uses a name to each
 file that defines it, weighted by ``sqrt(uses)`` shared among the definers, times 10 for a name
-the work mentions, a tenth for a private name (``_x``) or one defined in many files. The walk
+the work mentions, a tenth for a private name (``_x``) or one defined in many files; a name
+defined in more than :data:`MAX_DEFINERS` files (``__init__``, ``run``) draws no edge. The walk
 restarts at the named files (the current task's weigh most) and the files that define the named
 identifiers; with none, uniformly. The iteration is numpy over the edge arrays (networkx's own
 pagerank needs scipy).
@@ -10,9 +11,8 @@ pagerank needs scipy).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .tags import FileTags
 
@@ -21,6 +21,7 @@ ORIGIN_WEIGHT = {"task": 4.0, "request": 3.0, "diff": 2.0, "plan": 2.0}
 IDENTIFIER_WEIGHT = 2.0
 MENTIONED = 10.0
 RARE_DEFINERS = 5  # a name defined in more files than this is common: its edges weigh a tenth
+MAX_DEFINERS = 20  # a name defined in more files than this (run, __init__, get) tells nothing: no edges
 DAMPING = 0.85
 
 
@@ -41,33 +42,78 @@ def definers_of(tags: Mapping[str, FileTags]) -> dict[str, list[str]]:
     return out
 
 
-def reference_edges(tags: Mapping[str, FileTags], mentioned: frozenset[str] = frozenset()) -> dict[tuple[str, str], float]:
-    """(user file, defining file) -> weight, summed over the names one uses and the other defines."""
-    definers = definers_of(tags)
-    edges: dict[tuple[str, str], float] = {}
-    for path, file_tags in tags.items():
-        for name, uses in file_tags.references:
-            targets = definers.get(name)
-            if not targets:
-                continue
-            weight = math.sqrt(uses) / len(targets)
-            if name in mentioned:
-                weight *= MENTIONED
-            if name.startswith("_") or len(targets) > RARE_DEFINERS:
-                weight *= 0.1
-            for target in targets:
-                if target != path:
-                    edges[(path, target)] = edges.get((path, target), 0.0) + weight
-    return edges
+@dataclass(frozen=True)
+class Edges:
+    """The graph's edges over ``paths`` as numpy arrays: user index, definer index, weight (one
+    entry per pair, weights summed over the names one uses and the other defines)."""
+
+    paths: tuple[str, ...]
+    source: Any
+    target: Any
+    weight: Any
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+
+def reference_edges(tags: Mapping[str, FileTags], mentioned: frozenset[str] = frozenset()) -> Edges:
+    """The edges from each file to the files defining the names it uses (see the module
+    docstring for the weights), joined in numpy: one Python pass over the references only."""
+    import numpy as np
+
+    paths = tuple(sorted(tags))
+    index = {p: i for i, p in enumerate(paths)}
+    name_ids: dict[str, int] = {}
+    factors: list[float] = []
+    definer_files: list[int] = []
+    counts: list[int] = []
+    for name, files in definers_of(tags).items():
+        if len(files) > MAX_DEFINERS:
+            continue
+        name_ids[name] = len(factors)
+        factor = (MENTIONED if name in mentioned else 1.0) / len(files)
+        factors.append(factor * 0.1 if name.startswith("_") or len(files) > RARE_DEFINERS else factor)
+        definer_files.extend(index[p] for p in files)
+        counts.append(len(files))
+    ref_file: list[int] = []
+    ref_name: list[int] = []
+    ref_uses: list[int] = []
+    get = name_ids.get
+    for i, path in enumerate(paths):
+        for name, uses in tags[path].references:
+            nid = get(name)
+            if nid is not None:
+                ref_file.append(i)
+                ref_name.append(nid)
+                ref_uses.append(uses)
+    empty = np.zeros(0, dtype=np.int64)
+    if not ref_file:
+        return Edges(paths, empty, empty, np.zeros(0))
+    count = np.asarray(counts, dtype=np.int64)
+    first = np.cumsum(count) - count  # where each name's definers start in definer_files
+    names = np.asarray(ref_name, dtype=np.int64)
+    repeat = count[names]
+    source = np.repeat(np.asarray(ref_file, dtype=np.int64), repeat)
+    offset = np.arange(repeat.sum()) - np.repeat(np.cumsum(repeat) - repeat, repeat)
+    target = np.asarray(definer_files, dtype=np.int64)[np.repeat(first[names], repeat) + offset]
+    weight = np.repeat(np.sqrt(np.asarray(ref_uses, dtype=np.float64)) * np.asarray(factors)[names], repeat)
+    own = source != target
+    pair = source[own] * len(paths) + target[own]
+    unique, inverse = np.unique(pair, return_inverse=True)
+    summed = np.bincount(inverse, weights=weight[own], minlength=len(unique))
+    return Edges(paths, unique // len(paths), unique % len(paths), summed)
 
 
 def file_graph(tags: Mapping[str, FileTags], mentioned: frozenset[str] = frozenset()):
-    """The networkx DiGraph of files, edges from users to definers with their ``weight``."""
+    """The networkx DiGraph of files, edges from users to definers with their ``weight`` (for
+    drawing and inspection; the rank itself runs on the arrays)."""
     import networkx as nx
 
+    edges = reference_edges(tags, mentioned)
     graph = nx.DiGraph()
-    graph.add_nodes_from(sorted(tags))
-    graph.add_weighted_edges_from((a, b, w) for (a, b), w in reference_edges(tags, mentioned).items())
+    graph.add_nodes_from(edges.paths)
+    graph.add_weighted_edges_from((edges.paths[a], edges.paths[b], float(w))
+                                  for a, b, w in zip(edges.source.tolist(), edges.target.tolist(), edges.weight.tolist()))
     return graph
 
 
@@ -89,21 +135,19 @@ def restart_weights(paths: Sequence[str], named: Mapping[str, str], identifiers:
     return weights
 
 
-def personalised_pagerank(paths: Sequence[str], edges: Mapping[tuple[str, str], float],
-                          restart: Mapping[str, float], tolerance: float = 1e-8, max_iterations: int = 100) -> list[float]:
-    """PageRank of each of ``paths`` over the weighted ``edges``, restarting at ``restart`` (uniform
-    when empty); a file without out-edges gives its rank back to the restart distribution."""
+def personalised_pagerank(edges: Edges, restart: Mapping[str, float], tolerance: float = 1e-8,
+                          max_iterations: int = 100) -> list[float]:
+    """PageRank of each of ``edges.paths`` over the weighted edges, restarting at ``restart``
+    (uniform when empty); a file without out-edges gives its rank back to the restart distribution."""
     import numpy as np
 
-    n = len(paths)
+    n = len(edges.paths)
     if n == 0:
         return []
-    index = {p: i for i, p in enumerate(paths)}
-    source = np.fromiter((index[a] for a, _ in edges), dtype=np.int64, count=len(edges))
-    target = np.fromiter((index[b] for _, b in edges), dtype=np.int64, count=len(edges))
-    weight = np.fromiter(edges.values(), dtype=np.float64, count=len(edges))
+    index = {p: i for i, p in enumerate(edges.paths)}
+    source, target, weight = edges.source, edges.target, edges.weight
     out_sum = np.bincount(source, weights=weight, minlength=n)
-    share = weight / out_sum[source] if len(edges) else weight
+    share = weight / out_sum[source] if len(weight) else weight
     dangling = out_sum == 0
     p = np.zeros(n)
     for path, w in restart.items():
@@ -113,18 +157,17 @@ def personalised_pagerank(paths: Sequence[str], edges: Mapping[tuple[str, str], 
     for _ in range(max_iterations):
         flow = np.bincount(target, weights=rank[source] * share, minlength=n)
         new = DAMPING * (flow + rank[dangling].sum() * p) + (1 - DAMPING) * p
-        if np.abs(new - rank).sum() < n * tolerance:
-            rank = new
-            break
+        done = np.abs(new - rank).sum() < n * tolerance
         rank = new
+        if done:
+            break
     return rank.tolist()
 
 
 def ranked_files(tags: Mapping[str, FileTags], named: Mapping[str, str], identifiers: Sequence[str]) -> Ranking:
     """Every file of ``tags`` by personalised PageRank, best first (ties by path)."""
-    paths = sorted(tags)
-    mentioned = frozenset(identifiers)
-    edges = reference_edges(tags, mentioned)
-    scores = personalised_pagerank(paths, edges, restart_weights(paths, named, identifiers, tags))
+    edges = reference_edges(tags, frozenset(identifiers))
+    paths = edges.paths
+    scores = personalised_pagerank(edges, restart_weights(paths, named, identifiers, tags))
     order = sorted(range(len(paths)), key=lambda i: (-scores[i], paths[i]))
     return Ranking(tuple((paths[i], scores[i]) for i in order), len(edges))
