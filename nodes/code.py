@@ -23,13 +23,13 @@ are keyed by each file's content (tags.py ``file_tags``), so a warm build parses
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from hamilton.function_modifiers import cache, tag
 
 from .lib import filetree as _filetree
 from .lib.code import fit as _fit
+from .lib.code.files import CodeFiles, code_files_of, real_path
 from .lib.code import names as _names
 from .lib.code import rank as _rank
 from .lib.code import tags as _tags
@@ -41,16 +41,6 @@ from .lib.textio import TextUnavailable, Trust, read_local_text, without_widenin
 from .types import Section, Source
 
 STAGE = "code"
-
-
-@dataclass(frozen=True)
-class CodeFiles:
-    """The texts of the project files the stage reads (relative path -> text), the files left
-    out with the reason (path, reason), and the warnings owed (named files refused or skipped)."""
-
-    texts: dict = field(default_factory=dict)
-    skipped: tuple[tuple[str, str], ...] = ()
-    warnings: tuple[str, ...] = ()
 
 
 @tag(stage=STAGE)
@@ -115,6 +105,7 @@ def code_files(project_dir: str, code_listing: _filetree.FileListing, code_names
     named = [f.path for f in code_names.files] if code_parts.files else []
     mapped = [p for p in code_listing.paths if _tags.language_of(p)] if code_parts.map else []
     texts: dict[str, str] = {}
+    digests: dict[str, bytes] = {}
     skipped: list[tuple[str, str]] = []
     warnings: list[str] = list(code_names.warnings)
     limit = code_settings.max_files
@@ -127,7 +118,7 @@ def code_files(project_dir: str, code_listing: _filetree.FileListing, code_names
         try:
             full = os.path.join(project_dir, path)
             loaded = read_local_text(full, trust, code_settings.max_file_bytes, "code.maxFileBytes", path, crlf=True,
-                                     real=_real_path(full, real_folders))
+                                     real=real_path(full, real_folders))
         except TextUnavailable as exc:  # Refused (outside, not regular) included
             reason = without_widening_hints(str(exc))  # code is read from the project alone
             skipped.append((path, reason))
@@ -135,34 +126,24 @@ def code_files(project_dir: str, code_listing: _filetree.FileListing, code_names
                 warnings.append(f"code: {reason}; left out of the named files")
             continue
         texts[path] = loaded.text
-    return CodeFiles(texts, tuple(skipped), tuple(warnings))
-
-
-def _real_path(path: str, real_folders: dict[str, str]) -> str | None:
-    """The real path of ``path`` from its folder's real path (resolved once per folder), or None
-    when the file itself is a symlink or cannot be looked at (the reader resolves it then)."""
-    try:
-        if os.path.islink(path):
-            return None
-    except OSError:
-        return None
-    folder, name = os.path.split(path)
-    if folder not in real_folders:
-        real_folders[folder] = os.path.realpath(folder)
-    return os.path.join(real_folders[folder], name)
+        digests[path] = _tags.tags_digest(_tags.language_of(path), loaded.text)
+    return code_files_of(texts, digests, tuple(skipped), tuple(warnings))
 
 
 @tag(stage=STAGE)
-def code_tags(code_files: CodeFiles, memo: Memo = NO_MEMO) -> dict:
+@cache(behavior="recompute")  # the memo holds each file's tags: a pickle of them all would cost more than the lookups
+def code_tags(code_files: CodeFiles, memo: Memo = NO_MEMO) -> _tags.CodeTags:
     """Each read file's definitions and references (relative path -> FileTags), tree-sitter tags
     kept in the ``memo`` by the file's content digest, so only changed files are parsed again (a
     file with syntax errors keeps what was recovered; one that fails leaves the others mapped)."""
     grammars = _tags.Grammars()
-    return {path: _tags.file_tags(path, text, grammars, memo) for path, text in code_files.texts.items()}
+    tags = {path: _tags.file_tags(path, text, grammars, memo, code_files.digests.get(path))
+            for path, text in code_files.texts.items()}
+    return _tags.CodeTags(tags, code_files.digest)
 
 
 @tag(stage=STAGE)
-def code_ranking(code_tags: dict, code_names: _names.CodeNames, code_parts: CodeParts) -> _rank.Ranking:
+def code_ranking(code_tags: _tags.CodeTags, code_names: _names.CodeNames, code_parts: CodeParts) -> _rank.Ranking:
     """The mapped files by personalised PageRank from the named files and identifiers."""
     if not code_parts.map:
         return _rank.Ranking()
@@ -177,7 +158,7 @@ def code_pool_tokens(pool_share_tokens: dict) -> int:
 
 
 @tag(stage=STAGE)
-def code_sections(code_files: CodeFiles, code_tags: dict, code_names: _names.CodeNames, code_ranking: _rank.Ranking,
+def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: _names.CodeNames, code_ranking: _rank.Ranking,
                   code_pool_tokens: int, token_counter: Any, code_settings: CodeSettings, code_parts: CodeParts) -> list:
     """The "Code: Named Files" section (kind code) and the "Repo Map" section (kind codemap),
     fitted to the code pool together: the named files first, the map in what is left. Each file
@@ -217,7 +198,7 @@ def _section(kind: str, title: str, shown: tuple, priority: int, data: dict) -> 
 
 
 @tag(stage=STAGE)
-def code_warnings(code_files: CodeFiles, code_tags: dict, code_listing: _filetree.FileListing) -> tuple:
+def code_warnings(code_files: CodeFiles, code_tags: _tags.CodeTags, code_listing: _filetree.FileListing) -> tuple:
     """The code stage's warnings: named files outside the project or left out (with why), the
     file list's problems, and named or mapped files tree-sitter could only partly read."""
     partial = [f"code: {path}: {t.error}" for path, t in sorted(code_tags.items()) if t.error]

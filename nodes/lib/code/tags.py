@@ -17,7 +17,7 @@ import importlib
 import os
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, Mapping
 
 from ..digest import digest16
 from ..memo import NO_MEMO
@@ -81,6 +81,26 @@ class FileTags:
         return frozenset(d.name for d in self.definitions)
 
 
+class CodeTags(Mapping):
+    """The tags of every file read (relative path -> :class:`FileTags`), a read-only mapping;
+    ``digest``: that of the files they were made from (its fingerprint for Hamilton's cache)."""
+
+    def __init__(self, tags: Mapping[str, FileTags], digest: bytes = b""):
+        self._tags, self.digest = dict(tags), digest
+
+    def __getitem__(self, path: str) -> FileTags:
+        return self._tags[path]
+
+    def __iter__(self):
+        return iter(self._tags)
+
+    def __len__(self) -> int:
+        return len(self._tags)
+
+    def __reduce__(self):
+        return CodeTags, (self._tags, self.digest)
+
+
 @dataclass
 class Grammars:
     """Parsers and compiled queries of the languages met in one build, made on first use (a
@@ -117,15 +137,16 @@ def tags_digest(language: str | None, text: str) -> bytes:
     return digest16(TAGS_VERSION.encode(), (language or "").encode(), text.encode("utf-8", "surrogatepass"))
 
 
-def file_tags(path: str, text: str, grammars: Grammars, memo: Any = NO_MEMO) -> FileTags:
+def file_tags(path: str, text: str, grammars: Grammars, memo: Any = NO_MEMO, digest: bytes | None = None) -> FileTags:
     """The definitions and references of ``text`` (the file at ``path``, whose extension picks the
-    language), memoised by content through ``memo``. A file with syntax errors keeps the tags
+    language), memoised by content through ``memo`` (``digest``: its :func:`tags_digest`, when
+    already computed). A file with syntax errors keeps the tags
     tree-sitter recovered and says so in ``error``; a parse that fails leaves no tags."""
     language = language_of(path)
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if language is None:
         return FileTags(None, lines=lines)
-    return memo.get(TAGS_VERSION, tags_digest(language, text), lambda: parsed_tags(language, text, grammars))
+    return memo.get(TAGS_VERSION, digest or tags_digest(language, text), lambda: parsed_tags(language, text, grammars))
 
 
 def parsed_tags(language: str, text: str, grammars: Grammars) -> FileTags:
