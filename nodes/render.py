@@ -59,15 +59,18 @@ def sections(
     state_sections: list,
     request_section: Section,
     instructions_section: Section,
+    code_sections: list = (),
 ) -> list:
     """Every section in render order, stable first and volatile last (lib/layout.py
     ``layout_order``): rules, instructions, references (configured, then disclosed), plan,
-    roadmap, environment, tree; then documents disclosed for this request, git, history, request."""
+    roadmap, environment, tree, repo map; then documents disclosed for this request, the named
+    code files, git, history, request. ``code_sections``: the code stage's (none in a graph
+    without it)."""
     loaded = list(reference_sections) + list(disclosed_sections)
-    assembled = loaded + list(state_sections)
+    assembled = loaded + list(state_sections) + list(code_sections)
     rules = [s for s in assembled if s.kind in _REFERENCE_ORDER]
     references = [s for s in loaded if s.kind not in _REFERENCE_ORDER]
-    state = [s for s in state_sections if s.kind not in _REFERENCE_ORDER]
+    state = [s for s in list(state_sections) + list(code_sections) if s.kind not in _REFERENCE_ORDER]
     return layout_order(rules + references + state + [request_section, instructions_section])
 
 

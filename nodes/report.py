@@ -95,11 +95,12 @@ def run_warnings(
     budget_warnings: tuple,
     truncation_warnings: tuple,
     template_warnings: tuple = (),
+    code_warnings: tuple = (),
 ) -> tuple:
     """Every warning of the run, stage by stage, without repeats, capped per kind
     (:func:`~ctxengine.nodes.lib.quote.capped_warnings`: a few of each, then "... and N more like this")."""
     groups = (config_warnings, reference_warnings, template_warnings, state_warnings, disclosure_warnings,
-              budget_warnings, truncation_warnings)
+              code_warnings, budget_warnings, truncation_warnings)
     return capped_warnings(warning for group in groups for warning in group)
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from hamilton.function_modifiers import tag
 
 from .lib import settings as _s
+from .lib.code.settings import CodeSettings
 from .lib.references import GROUPS, group_priorities
 from .lib.reserve import is_auto
 from .lib.textio import Trust, allowed_paths, trust_from
@@ -41,10 +42,19 @@ def budget_settings(context_config: dict, config_provenance: Optional[dict] = No
 
 @tag(stage=STAGE)
 def truncation_settings(context_config: dict) -> _s.TruncationSettings:
-    """``truncation.*`` with the soft limit, exact band and pools the truncation stage reads."""
+    """``truncation.*`` with the soft limit, exact band and pools the truncation stage reads, and
+    the code pool's share (``code.share``; 0 when ``code.enabled`` is false)."""
     pools = context_config["budget"]["pools"]
+    code = context_config["code"]
     return _s.from_config(_s.TruncationSettings, context_config,
-                          pools=_s.FrozenMap((name, float(share)) for name, share in pools.items()))
+                          pools=_s.FrozenMap((name, float(share)) for name, share in pools.items()),
+                          code_share=float(code["share"]) if code["enabled"] else 0.0)
+
+
+@tag(stage=STAGE)
+def code_settings(context_config: dict) -> CodeSettings:
+    """``code.*`` and the priorities of the two code sections (named files, repo map)."""
+    return _s.from_config(CodeSettings, context_config)
 
 
 @tag(stage=STAGE)

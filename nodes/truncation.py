@@ -163,11 +163,13 @@ def section_tallies(
 @tag(stage=STAGE)
 def pool_share_tokens(truncation_settings: TruncationSettings, available_tokens: int, reserve_tokens: int) -> dict:
     """Each pool's share in tokens: the pools split the available tokens in proportion to their
-    budget.pools weights (the buffer takes the rounding and any weight left under 1); the
+    budget.pools weights (the buffer takes the rounding and any weight left under 1), after the
+    code pool's ``code.share`` when the code stage is on (nodes/lib/truncate/pools.py); the
     reserve is the answer reserve (reserve_tokens, budget.reserveTokens / reserveShare)."""
     weights = dict(truncation_settings.pools)
     weights.pop(_t.RESERVE, None)
     weights.setdefault(_t.BUFFER, max(0.0, 1.0 - sum(float(w) for w in weights.values())))
+    weights = _t.with_code_pool(weights, truncation_settings.code_share)
     shares = _t.pool_shares(available_tokens, weights)
     shares[_t.RESERVE] = reserve_tokens
     return shares

@@ -55,6 +55,8 @@ from .nodes.lib.digest import DigestedText, digest16, round_digest, text_digest
 from .nodes.lib.monitor import RoundUse
 from .nodes.lib import usercache
 from .nodes.lib.memo import Memo, MemoTable
+from .nodes.lib.code.files import CodeFiles
+from .nodes.lib.code.tags import CodeTags
 from .nodes.types import Round
 
 #: The cap of one project's cache folder when the config has no ``cache.maxBytes``.
@@ -660,9 +662,15 @@ def _memo_fingerprint(value: Memo, *args: Any, **kwargs: Any) -> str:
     return "memo"
 
 
+def _code_fingerprint(value: CodeFiles | CodeTags, *args: Any, **kwargs: Any) -> str:
+    """The code stage's files or tags: the digest of the files' contents, computed as they were read."""
+    return ("cf" if isinstance(value, CodeFiles) else "ct") + value.digest.hex()
+
+
 #: Types fingerprinted by a digest of their content computed when the value was made, here and
 #: through Hamilton's public hook (``fingerprinting.hash_value``) for Hamilton's own hashing.
-_BY_CONTENT = {Round: _round_fingerprint, DigestedText: _text_fingerprint, Memo: _memo_fingerprint}
+_BY_CONTENT = {Round: _round_fingerprint, DigestedText: _text_fingerprint, Memo: _memo_fingerprint,
+               CodeFiles: _code_fingerprint, CodeTags: _code_fingerprint}
 for _type, _function in _BY_CONTENT.items():
     _hamilton_fingerprints.hash_value.register(_type)(_function)
 

@@ -34,6 +34,7 @@ from .nodes.lib.quote import quoted
 from .nodes.lib.trust_paths import absolute_trust_paths
 from .nodes import (  # noqa: E402
     budget,
+    code,
     config,
     disclosure,
     monitor,
@@ -57,6 +58,7 @@ NODE_MODULES: tuple[ModuleType, ...] = (
     references,
     state,
     disclosure,
+    code,
     render,
     budget,
     monitor,

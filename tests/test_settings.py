@@ -18,7 +18,7 @@ from ctxengine.nodes.config import defaults
 from ctxengine.nodes.lib.settings import FrozenMap, frozen
 
 SETTINGS = ("trust_settings", "budget_settings", "truncation_settings", "quality_settings", "monitor_settings",
-            "reference_settings", "disclosure_settings", "state_settings", "render_settings")
+            "reference_settings", "disclosure_settings", "state_settings", "render_settings", "code_settings")
 NODES = Path(ctxengine.__file__).resolve().parent / "nodes"
 
 

@@ -22,6 +22,7 @@ STAGE_COLOURS = {
     "references": "#d5f0dd",
     "state": "#fde8c8",
     "disclosure": "#f3dcf5",
+    "code": "#d8ecd0",
     "render": "#e4e0fb",
     "budget": "#fbe0e0",
     "monitor": "#fff3b0",

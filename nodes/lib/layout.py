@@ -6,8 +6,9 @@ The data model of a context template:
 * ``references``: the same for kind ``reference``; split in two by how long they stay:
   ``stableReferences`` (configured, and disclosed for the mode, the phase or the plan) and
   ``requestReferences`` (disclosed for this request or diff: they change with the work)
-* ``plan``, ``roadmap``, ``history``, ``git``, ``tree``, ``environment``: one such dict each, absent when
-  there is no section of that kind (a second one of a kind goes to ``extra``)
+* ``plan``, ``roadmap``, ``history``, ``git``, ``tree``, ``environment``, ``code`` (the named files),
+  ``codemap`` (the repo map): one such dict each, absent when there is no section of that kind (a
+  second one of a kind goes to ``extra``)
 * ``extra``: list of the sections of any other kind
 * ``sections``: every section above, in order
 * ``userRequest``, ``outputInstructions``: strings ("" when absent)
@@ -28,12 +29,12 @@ from typing import Any, Iterable, Sequence
 from ..types import Section
 from .template import compile_template
 
-STATE_KINDS = ("plan", "roadmap", "history", "git", "tree", "environment")
+STATE_KINDS = ("plan", "roadmap", "history", "git", "tree", "environment", "code", "codemap")
 
 # The budget pool each section kind draws from (budget.pools in configs/defaults.yaml holds the
 # shares). Git changes and the file tree are the working environment the article's
 # "environment" pool stands for, so they share it with the environment section; the roadmap
-# is part of the plan.
+# is part of the plan. The named files and the repo map share the code pool (code.share).
 POOL_OF_KIND = {
     "rules": "system",
     "reference": "references",
@@ -45,8 +46,10 @@ POOL_OF_KIND = {
     "environment": "environment",
     "request": "request",
     "instructions": "request",
+    "code": "code",
+    "codemap": "code",
 }
-POOLS = ("system", "references", "plan", "environment", "history", "request")
+POOLS = ("system", "references", "plan", "environment", "history", "request", "code")
 LIST_KINDS = {"rules": "system", "reference": "references"}
 TEXT_KINDS = {"request": "userRequest", "instructions": "outputInstructions"}
 
@@ -54,17 +57,18 @@ TEXT_KINDS = {"request": "userRequest", "instructions": "outputInstructions"}
 # next first, what changes last. After the stable part: the documents this request disclosed
 # and the diff (the same while the work stays on one thing), then the history, which only grows
 # (a new round is appended, the text before it stays), then the request, new every round.
-STABLE_ORDER = ("rules", "instructions", "reference", "plan", "roadmap", "environment", "tree")
-VOLATILE_ORDER = ("reference", "git", "history", "request")
+STABLE_ORDER = ("rules", "instructions", "reference", "plan", "roadmap", "environment", "tree", "codemap")
+VOLATILE_ORDER = ("reference", "code", "git", "history", "request")
 #: Rendered where ``{{{cacheBreak}}}`` stands and cut out of the prompt (a private-use character pair).
 CACHE_BREAK = "\ue000cache-break\ue001"
 _PLAN_TRIGGER = re.compile(r" in the plan\b")
 
 
 def is_volatile(section: Section) -> bool:
-    """Whether ``section`` changes from round to round: history, git, request, and documents
+    """Whether ``section`` changes from round to round: history, git, request, the named code
+    files (edited as the work goes on), and documents
     disclosed by a trigger on the request or the diff (layer 3; a trigger on the plan is stable)."""
-    if section.kind in ("history", "git", "request"):
+    if section.kind in ("history", "git", "request", "code"):
         return True
     data = section.data or {}
     return (section.kind == "reference" and data.get("layer") == 3

@@ -127,6 +127,7 @@ class TruncationSettings:
     soft_limit: float = key("budget.softLimit")
     exact_band: tuple[float, float] = key("budget.exactBand")
     pools: FrozenMap
+    code_share: float  # the code pool's share (code.share; 0 with the code stage off)
     compact: bool = key("truncation.compact")
     strategy: str = key("truncation.strategy")  # auto | tail | head | middle
     strategies: FrozenMap = key("truncation.strategies")  # content kind -> strategy

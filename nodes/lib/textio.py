@@ -422,14 +422,21 @@ def read_local_text(
     keep_tail: bool = False,
     crlf: bool = False,
     grows: bool = False,
+    real: str | None = None,
 ) -> LoadedText:
     """The cleaned text of a local file under the trust rules: symlinks resolved and checked,
     regular files only, read in chunks up to ``max_bytes`` (``cap_key`` names the setting). Over
     the cap: refused, or with ``keep_tail`` its last ``max_bytes`` kept (from a line start).
     ``crlf``: CRLF as LF. ``grows``: a file read again and again as it grows (a transcript):
-    when it only grew since this process last read it, only its new bytes are cleaned."""
+    when it only grew since this process last read it, only its new bytes are cleaned. ``real``:
+    the path's real path when the caller has resolved it (each folder once, for thousands of
+    files); it is checked against the trust rules all the same, and opened without following a
+    symlink."""
     shown = shown or path
-    real = resolved_path(path, trust, shown)
+    if real is None:
+        real = resolved_path(path, trust, shown)
+    elif not (is_under(real, trust.root) or any(is_under(real, folder) for folder in trust.allowed_paths)):
+        raise _outside(shown, real)
     max_bytes = max(0, int(max_bytes))
     try:
         before = os.stat(real)

@@ -22,6 +22,16 @@ def pool_shares(total: int, weights: Mapping[str, float], buffer: str = BUFFER) 
     return shares
 
 
+def with_code_pool(weights: Mapping[str, float], share: float, pool: str = "code") -> dict[str, float]:
+    """``weights`` with the ``pool`` taking ``share`` of the total and the others splitting the
+    rest in their proportions (unchanged when ``share`` is 0)."""
+    if share <= 0:
+        return dict(weights)
+    out = {name: float(w) * (1.0 - share) for name, w in weights.items()}
+    out[pool] = share
+    return out
+
+
 def pool_use(sections: Iterable, tokens: Mapping[str, int], overhead: int = 0) -> dict[str, int]:
     """Tokens each pool uses: its sections' ``tokens``; the template ``overhead`` counts in the
     system pool."""
