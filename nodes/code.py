@@ -23,6 +23,7 @@ are keyed by each file's content (tags.py ``file_tags``), so a warm build parses
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any, Optional
 
 from hamilton.function_modifiers import cache, tag
@@ -41,6 +42,8 @@ from .lib.textio import TextUnavailable, Trust, read_local_text, without_widenin
 from .types import Section, Source
 
 STAGE = "code"
+#: The planning folder is the plan stage's (plan, roadmap, research, summaries): never code.
+PLANNING_FOLDER = ".planning/"
 
 
 @tag(stage=STAGE)
@@ -53,10 +56,12 @@ def code_parts(code_settings: CodeSettings, disclosure_phase: Optional[str], ren
 @cache(behavior="recompute")
 def code_listing(project_dir: str, code_parts: CodeParts, state_settings: StateSettings) -> _filetree.FileListing:
     """The project's files as git lists them (``git ls-files``, .gitignore holds; a walk outside a
-    repository), or nothing when the code stage is off."""
+    repository) but the planning folder's, which the plan sections show; nothing when the code
+    stage is off."""
     if not code_parts.any:
         return _filetree.FileListing(project_dir, "off")
-    return _filetree.list_files(project_dir, timeout=state_settings.git_timeout)
+    listing = _filetree.list_files(project_dir, timeout=state_settings.git_timeout)
+    return replace(listing, paths=tuple(p for p in listing.paths if not p.startswith(PLANNING_FOLDER)))
 
 
 @tag(stage=STAGE)

@@ -237,3 +237,18 @@ def test_a_warm_build_parses_only_the_changed_file(tmp_path):
     (project / "lib" / "models.py").write_text(MODELS + "\n\ndef refund(order):\n    return -order.total()\n")
     tags = code_nodes(project, "Fix src/app.py", outputs=("code_tags",))["code_tags"]
     assert driver.MEMO.made[T.TAGS_VERSION] == 9 and "refund" in tags["lib/models.py"].defined_names
+
+
+def test_the_planning_folder_is_never_code(tmp_path):
+    """A plan that names its own STATE.md and SUMMARY (GSD's ``<context>@.planning/STATE.md``) does
+    not pull them into the code sections: the plan sections show them (found when a 8000-token
+    build summarized research documents to make room for a copy of the plan)."""
+    plan = ("# Plan\n\n<context>\n@.planning/STATE.md\n@.planning/phases/01-x/01-01-SUMMARY.md\n</context>\n\n"
+            "- [ ] Fix src/app.py\n")
+    project = make_project(tmp_path / "p", {"src/app.py": APP, ".planning/STATE.md": "# State\n\nPhase: 1\n",
+                                            ".planning/phases/01-x/01-01-SUMMARY.md": "# Summary\n",
+                                            ".planning/plans/current/plan.md": plan})
+    out = code_nodes(project, "Continue: .planning/STATE.md says where we are; fix src/app.py")
+    shown = [s.location for kind in ("code", "codemap") if section(out["code_sections"], kind)
+             for s in section(out["code_sections"], kind).sources]
+    assert "src/app.py" in shown and not any(p.startswith(".planning/") for p in shown)

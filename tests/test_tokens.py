@@ -363,5 +363,7 @@ def test_no_node_writes_tokenizer_files_the_driver_keeps_them_after_the_run(tmp_
     assert written == []
     monkeypatch.undo()
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "cache"))
+    driver.MEMO.clear()  # as a new process: the counts the first build kept in the memo are not there to reuse
+    tokens._encoding("o200k_base_offline")  # an Encoding this process built (a cut by tokens encodes)
     driver.execute(["build_result"], DEMO, {"model": "gpt-4o", "budget.maxTokens": 1200}, "Fix it", cache=False)
     assert len(list(root.glob("o200k_base-*.sha256"))) == 1 and len(list(root.glob("o200k_base_offline-*.pickle"))) == 1
