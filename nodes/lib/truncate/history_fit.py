@@ -643,6 +643,12 @@ def _messages_within(messages: Sequence[Message], space: int, counter,
     lost = {groups[key[0]] for key in tool if kept[key] is None}
     slack = space + sum(given.values()) - sum(counter.count(text) + 2 for key, text in kept.items()
                                               if text is not None and not (key in tool and groups[key[0]] in lost))
+    for group in sorted(lost, reverse=True):  # a lost call with its results back whole, the newest first, while it fits
+        keys = [key for key in tool if groups[key[0]] == group]
+        whole = sum(sizes[key] for key in keys)  # a lost group's parts are not counted in the slack
+        if whole <= slack:
+            kept.update((key, _part_text(messages[key[0]], key[1])) for key in keys)
+            slack -= whole
     for key in sorted((k for k in own + tool if given[k] < sizes[k]), key=lambda k: (kept[k] is not None, -sizes[k])):
         if slack <= MIN_MESSAGE_TOKENS:
             break  # a cut at line boundaries lands under its share: what it left goes to the next cut part
