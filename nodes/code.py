@@ -166,13 +166,17 @@ def code_pool_tokens(pool_share_tokens: dict) -> int:
 def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: _names.CodeNames, code_ranking: _rank.Ranking,
                   code_pool_tokens: int, token_counter: Any, code_settings: CodeSettings, code_parts: CodeParts) -> list:
     """The "Code: Named Files" section (kind code) and the "Repo Map" section (kind codemap),
-    fitted to the code pool together: the named files first, the map in what is left. Each file
+    fitted to the code pool together: the named files first, in all but the map's floor
+    (``code.mapMinShare``) when the map runs; the map in what is left. Each file
     shown is a source with the line range it shows."""
     out: list[Section] = []
     count = token_counter.count
     budget = code_pool_tokens
     if code_parts.files and code_names.files:
-        named = _fit.fit_named(code_names.files, code_files.texts, code_tags, budget, count)
+        skip = frozenset(f.path for f in code_names.files)
+        mapping = code_parts.map and any(p not in skip for p, _ in code_ranking.files)
+        named_budget = _fit.named_budget(budget, code_settings.map_min_share, mapping)
+        named = _fit.fit_named(code_names.files, code_files.texts, code_tags, named_budget, count)
         if named.shown:
             origin = {f.path: f.origin for f in code_names.files}
             out.append(_section("code", "Code: Named Files", named.shown, code_settings.files_priority,
