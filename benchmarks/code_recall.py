@@ -41,8 +41,9 @@ Measured 2026-12-02 (``AIDER=/tmp/aider-venv/bin/aider python benchmarks/code_re
 aider-chat 0.86.2 offline, 4 repositories, 12 plans, 61 ground-truth files of which 11 unnamed):
 recall 82/85/84% (ctxengine) vs 82/82/85% (aider) at 4k/8k/16k; unnamed 0/18/9% vs 0/0/18%;
 mean seconds 0.48 cold, 0.14-0.15 warm (in-process) vs 8.8-10.2 (aider's whole process).
-ctxengine loses at 16k on memcp 21-02: the named files shown in full leave the map less room than
-at 8k, where they were outlined.
+ctxengine lost at 16k on memcp 21-02: the named files shown in full left the map less room than
+at 8k, where they were outlined. With the map's floor (``code.mapMinShare`` 0.25), run again
+(``python benchmarks/code_recall.py --plans 3``): ctxengine 84/85/85% at 4k/8k/16k, unnamed 9/18/18%.
 """
 
 from __future__ import annotations

@@ -166,22 +166,26 @@ def code_pool_tokens(pool_share_tokens: dict) -> int:
 def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: _names.CodeNames, code_ranking: _rank.Ranking,
                   code_pool_tokens: int, token_counter: Any, code_settings: CodeSettings, code_parts: CodeParts) -> list:
     """The "Code: Named Files" section (kind code) and the "Repo Map" section (kind codemap),
-    fitted to the code pool together: the named files first, the map in what is left. Each file
+    fitted to the code pool together: the named files first, in all but the map's floor
+    (``code.mapMinShare`` of the pool, or what the map would use if less) when the map runs; the map in what is left. Each file
     shown is a source with the line range it shows."""
     out: list[Section] = []
     count = token_counter.count
     budget = code_pool_tokens
+    ranked = [p for p, _ in code_ranking.files] if code_parts.map else []
+    skip = frozenset(f.path for f in code_names.files)
     if code_parts.files and code_names.files:
-        named = _fit.fit_named(code_names.files, code_files.texts, code_tags, budget, count)
+        demand = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip).tokens if ranked else 0
+        floor = _fit.map_floor(budget, code_settings.map_min_share, demand)
+        named = _fit.fit_named(code_names.files, code_files.texts, code_tags, budget - floor, count)
         if named.shown:
             origin = {f.path: f.origin for f in code_names.files}
             out.append(_section("code", "Code: Named Files", named.shown, code_settings.files_priority,
                                 {"files": tuple({"path": s.path, "level": s.level, "origin": origin[s.path]}
                                                 for s in named.shown)}))
             budget -= named.tokens
-    if code_parts.map and code_ranking.files:
-        skip = frozenset(f.path for f in code_names.files)
-        fitted = _fit.fit_map([p for p, _ in code_ranking.files], code_files.texts, code_tags, budget, count, skip)
+    if ranked:
+        fitted = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip)
         if fitted.shown:
             out.append(_section("codemap", "Repo Map", fitted.shown, code_settings.map_priority,
                                 {"files": tuple({"path": s.path, "level": s.level} for s in fitted.shown),

@@ -103,6 +103,7 @@ RANGES: dict[str, Range] = {
     "truncation.maxFitPasses": Range(1, 100, whole=True),
     "disclosure.maxFileBytes": Range(1, _GIB, whole=True),
     "code.share": Range(0, 0.9),
+    "code.mapMinShare": Range(0, 0.9),
     "code.maxFileBytes": Range(1, _GIB, whole=True),
     "code.maxFiles": Range(0, 10 * _COUNT, whole=True),
     "trust.maxRedirects": Range(0, 20, whole=True),

@@ -252,3 +252,32 @@ def test_the_planning_folder_is_never_code(tmp_path):
     shown = [s.location for kind in ("code", "codemap") if section(out["code_sections"], kind)
              for s in section(out["code_sections"], kind).sources]
     assert "src/app.py" in shown and not any(p.startswith(".planning/") for p in shown)
+
+
+def shown_at(project: Path, request: str, budget: int) -> set[str]:
+    """The files the code sections show with the code pool set to ``budget`` tokens."""
+    from ctxengine import driver
+    from ctxengine.api import build_overrides
+
+    out = driver.execute(["code_sections"], str(project), build_overrides(QUIET), request,
+                         {"code_pool_tokens": budget}, cache=False)
+    return {source.location for s in out["code_sections"] for source in s.sources}
+
+
+def test_a_bigger_code_budget_shows_every_file_a_smaller_one_shows(tmp_path):
+    # a named file whose full text costs about 2,300 tokens (its outline a tenth of that) importing
+    # 40 small modules: at 4,000 the named file fits in full; without the map's floor it left the
+    # map less than at 2,000, where it was outlined, and the map showed fewer modules
+    modules = {f"pkg/mod_{i:02d}.py": f"class Model{i}:\n    def load_{i}(self, key):\n        return key\n"
+               for i in range(40)}
+    body = "".join(f"def step_{i}(data):\n" + "".join(f"    data = Model{(i + k) % 40}().load_{(i + k) % 40}(data)  # {k}\n"
+                                                     for k in range(6)) + "    return data\n\n\n" for i in range(24))
+    imports = "".join(f"from pkg.mod_{i:02d} import Model{i}\n" for i in range(40))
+    project = make_project(tmp_path / "p", {"app/main.py": imports + "\n\n" + body, **modules})
+    request = "Change app/main.py"
+    budgets = (1000, 2000, 3000, 4000, 6000, 8000, 16000)
+    shown = [shown_at(project, request, b) for b in budgets]
+    assert "app/main.py" in shown[0] and len(shown[0]) > 1
+    for (small, fewer), (big, more) in zip(zip(budgets, shown), zip(budgets[1:], shown[1:])):
+        assert fewer <= more, f"{big} tokens lost {sorted(fewer - more)} shown at {small}"
+    assert len(shown[-1]) == 41  # and the biggest shows everything

@@ -5,6 +5,11 @@ by origin: plan, then diff, then request, the current task's last of all) gives 
 detail (full -> outline -> top -> name; outline.py); so at a tight budget a named file keeps its
 class and def lines. The map then takes the best-ranked other files as outlines (top-level
 definitions when the whole outline does not fit) while they fit what is left.
+
+When the map runs, it keeps a floor of the pool (``code.mapMinShare``, or what the map would use if
+less; ``map_floor``): the named files fit into the rest, so they grow from outline to full only while the map keeps its floor.
+Without the floor a bigger pool could show fewer files: at 8,000 tokens the named files were
+outlined and the map had the rest; at 16,000 they went to full and left the map less than before.
 """
 
 from __future__ import annotations
@@ -32,6 +37,13 @@ class Fitted:
 
 def _sized(count: Callable[[str], int]) -> Callable[[Shown], int]:
     return lambda shown: count(shown.text) + 1
+
+
+def map_floor(budget: int, map_min_share: float, map_demand: int) -> int:
+    """The tokens of a pool of ``budget`` the named files leave to the map: ``map_min_share`` of
+    the pool, or less when the map would not use that much (``map_demand``: what it takes with
+    the whole pool), so the named files never shrink for room the map cannot use."""
+    return min(int(budget * map_min_share), map_demand)
 
 
 def fit_named(named: Sequence[NamedFile], sources: Mapping[str, str], tags: Mapping[str, FileTags],

@@ -14,6 +14,7 @@ class CodeSettings:
 
     enabled: bool = key("code.enabled")
     share: float = key("code.share")
+    map_min_share: float = key("code.mapMinShare")  # the map's floor of the pool when it runs
     files: FrozenMap = key("code.files")  # phase or mode -> named files on
     map: FrozenMap = key("code.map")  # phase or mode -> repo map on
     max_file_bytes: int = key("code.maxFileBytes")
