@@ -23,7 +23,6 @@ Targets (issue 22): cold within a few seconds, one file changed well under 0.2 s
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -99,15 +98,21 @@ def timed(project: Path, request: str, cache_dir: str | None = None) -> tuple[fl
     return time.perf_counter() - start, out
 
 
-def rows(project: Path, request: str, repeat: int, memo, cache_dir: str | None, edit: int) -> tuple[list, dict]:
-    """(cold, warm, warm with one file changed) seconds, and the cold build's outputs."""
+def module(index: int) -> str:
+    """The path of generated module ``index`` (50 to a package folder)."""
+    return f"pkg{index // 50}/mod{index}.py"
+
+
+def rows(project: Path, request: str, repeat: int, memo, cache_dir: str | None, edit: int,
+         edited: str) -> tuple[list, dict]:
+    """(cold, warm, warm with the module ``edited`` changed) seconds, and the cold build's outputs."""
     if memo is not None:
         memo.clear()
     cold, out = timed(project, request, cache_dir)
     warm = min(timed(project, request, cache_dir)[0] for _ in range(repeat))
     changed = []
     for k in range(repeat):
-        with open(project / "pkg7" / "mod351.py", "a", encoding="utf-8") as handle:
+        with open(project / edited, "a", encoding="utf-8") as handle:
             handle.write(f"\n\ndef added_{edit}_{k}():\n    return {k}\n")
         changed.append(timed(project, request, cache_dir)[0])
     return [cold, warm, min(changed)], out
@@ -128,9 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         project = generated_repo(Path(tmp) / "big", args.files)
         print(f"generated {args.files} files in {time.perf_counter() - start:.1f} s (not timed below)")
-        request = "Fix pkg3/mod150.py: Widget150.combine builds the wrong size"
-        plain, out = rows(project, request, args.repeat, memo, None, 0)
-        cached, _ = rows(project, request, args.repeat, memo, str(Path(tmp) / "cache"), 1)
+        named, edited = args.files // 2, module(args.files - 1)  # any --files: both modules exist
+        request = f"Fix {module(named)}: Widget{named}.combine builds the wrong size"
+        plain, out = rows(project, request, args.repeat, memo, None, 0, edited)
+        cached, _ = rows(project, request, args.repeat, memo, str(Path(tmp) / "cache"), 1, edited)
         print(f"{'build':<22}{'no cache':>10}{'cache':>10}   (seconds)")
         for label, a, b in zip(("cold", "warm", "warm, 1 file changed"), plain, cached):
             print(f"{label:<22}{a:>10.3f}{b:>10.3f}")

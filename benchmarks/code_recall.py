@@ -224,11 +224,13 @@ def main(argv: list[str] | None = None) -> int:
     aider = args.aider if args.aider and shutil.which(args.aider) else None
     if args.aider and not aider:
         print(f"aider: {args.aider} not found; skipped")
+    if not Path(args.repos).is_dir():
+        print(f"{args.repos}: not a folder; clone the repositories there first (see the docstring)")
+        return 1
     repos = sorted(p for p in Path(args.repos).iterdir() if (p / ".git").exists() and (p / ".planning").exists())
     if not repos:
         print(f"no git repositories with .planning under {args.repos}; see the docstring to prepare them")
         return 1
-    totals: dict[tuple[str, str, int], list[int]] = {}
     rows = []
     for repo in repos:
         start_head = git(repo, "rev-parse", "HEAD").strip()
