@@ -337,6 +337,48 @@ def _files(folder: PhaseFolder) -> str:
     return ", ".join(names) + (" ..." if len(folder.plans) > 3 else "")
 
 
+@dataclass
+class _Notes:
+    """The evidence and the warnings a reading of the position gathers, in the order found."""
+
+    evidence: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What one reading of the position works from: STATE.md (None when absent), where it is,
+    the phase folders (the roadmap's plans added to the active ones), the plans and the phase
+    names ROADMAP.md gives, and the active folders (replaced when the reading learns more)."""
+
+    state: GsdState | None
+    where: str  # STATE.md's path, for the warnings
+    folders: tuple[PhaseFolder, ...]
+    active: tuple[PhaseFolder, ...]
+    plans: Mapping[tuple[int, ...], RoadmapPlans]
+    names: Mapping[tuple[int, ...], Sequence[tuple[int, str]]]
+
+    @property
+    def archived(self) -> list[PhaseFolder]:
+        return [f for f in self.folders if f.archived]
+
+    def with_active(self, old: PhaseFolder, new: PhaseFolder) -> "_Reading":
+        """This reading with the active folder at ``old``'s path replaced by ``new``."""
+        return replace(self, active=tuple(new if f.path == old.path else f for f in self.active))
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """The phase STATE.md names: its number, which part of STATE.md said it (FRONTMATTER or
+    BODY), whether STATE.md says it is complete, and ``between``: STATE.md names no phase and
+    says the milestone is over."""
+
+    key: tuple[int, ...] | None = None
+    source: str = NONE
+    said_complete: bool = False
+    between: bool = False
+
+
 def read_position(
     state: GsdState | None,
     folders: Mapping[str, Sequence[str]],
@@ -353,185 +395,286 @@ def read_position(
     counts in "1/2 plans executed", is a plan of the phase even when its PLAN file was never
     committed; so is each plan of STATE.md's "Plan: 2 of 2") and every name the roadmap gives each
     phase number (:func:`phase_names`: which of several folders with one number is meant, and
-    which folders are left over from a renumbered milestone)."""
-    evidence: list[str] = []
-    warnings: list[str] = []
-    roadmap_plans = roadmap_plans or {}
-    names = roadmap_names or {}
-    all_folders = tuple(_with_roadmap_plans(f, roadmap_plans.get(f.key)) if not f.archived else f
-                        for f in phase_folders(folders))
-    by_key = _by_key(all_folders)
-    active = [f for f in all_folders if not f.archived]
-    milestone = state.milestone if state else None
-    milestone_name = state.milestone_name if state else None
-    where = state_path
+    which folders are left over from a renumbered milestone).
 
-    def finish(folder: PhaseFolder | None, key: tuple[int, ...] | None, source: str, *, named_plan: int | None = None,
-               said_complete: bool = False, milestone_complete: bool = False, expects: bool = False,
-               between: bool = False) -> GsdPosition:
-        plan = None
-        if folder is not None:
-            pending = folder.pending
-            named = next((p for p in pending if _plan_number(p) == named_plan), None) if named_plan else None
-            if named:
-                plan = named
-                evidence.append(f"STATE.md names plan {named_plan}: {named} is in progress")
-            elif pending:
-                plan = pending[0]
-                evidence.append(f"next plan {plan}: the first plan without a SUMMARY")
-            if len(folder.parts) > 1:
-                evidence.append(f"phase {_show(folder.key)} is in {len(folder.parts)} lettered folders ("
-                                + ", ".join(p.rsplit("/", 1)[-1] + "/" for p in folder.parts) + "): their plans are its plans")
-            if folder.named:
-                evidence.append(f"{', '.join(folder.named)} without a PLAN or SUMMARY file in {folder.path}/, "
-                                "named by " + "; ".join(folder.named_by) + " (a checked box: done)")
-        complete = folder.complete if folder is not None and (folder.plans or folder.named) else said_complete
-        if folder is None and key is not None and expects:
-            warnings.append(f"{where.rsplit('/', 1)[0]}: no phase folder for phase {_show(key)} (looked in phases/ "
-                            "and milestones/*-phases/); create it or pin another phase with state.gsdPhase")
-        return GsdPosition(
-            milestone=milestone, milestone_name=milestone_name,
-            phase=_show(key) if key is not None else None,
-            folder=folder.path if folder else None, plan=plan,
-            plans_done=len(folder.done) if folder else 0, plans_total=len(folder.all_plans) if folder else 0,
-            phase_complete=complete,
-            milestone_complete=milestone_complete and not _not_started(state), source=source,
-            evidence=tuple(evidence), warnings=tuple(warnings), expects_folder=expects,
-            unfinished=tuple(_show(f.key) for f in active if not f.complete),
-            context=folder.context if folder else (),
-            parts=folder.parts if folder else (),
-            between=between,
-            unverified=between and bool(state and _UNVERIFIED.search(" ".join(
-                filter(None, (state.status, state.field("phase")))))),
-        )
-
-    # 1. A pinned phase.
+    The steps: 1. a pinned phase wins; 2. else the phase STATE.md names (frontmatter over body);
+    none named: the first open phase folder (or between milestones); 3. the files as evidence:
+    the phase's folder, its plans, and a later folder already started when the phase is done."""
+    notes = _Notes()
+    reading = _reading_of(state, folders, state_path, roadmap_plans or {}, roadmap_names or {})
     pin = str(pinned or "").strip()
     if pin:
-        if not _PIN.match(pin):
-            raise ConfigError(f"key 'state.gsdPhase' is {quoted(pinned)}; give a phase number such as 12 or 8.1 "
-                              "(or \"\" to read the phase from STATE.md and the phase folders)")
-        key = phase_key(pin)
-        folder = by_key.get(key)
-        evidence.append(f"state.gsdPhase pins phase {pin}" + (f" ({folder.path}/)" if folder else ""))
-        if folder is None:
-            warnings.append(f"state.gsdPhase: phase {pin} has no folder under .planning/phases/ or "
-                            ".planning/milestones/*-phases/; the plan section shows no plans (create the folder "
-                            "or pin an existing phase)")
-        return finish(folder, key, PINNED)
+        return _pinned_position(reading, pin, pinned, notes)
+    claim = _state_claim(reading, roadmap_phases, notes)
+    if claim.between:
+        return _from_files(reading, notes, milestone_over=True)
+    if claim.key is None:
+        return _from_files(reading, notes, milestone_over=False)
+    folder, reading = _claimed_folder(reading, claim, notes)
+    later = _later_started_folder(reading, claim, folder, notes)
+    if later is not None:
+        return _position(reading, notes, later, later.key, FILES, expects=True)
+    _completion_notes(reading, claim, folder, notes)
+    return _position(reading, notes, folder, claim.key, claim.source, named_plan=_named_plan(state, claim),
+                     said_complete=claim.said_complete, milestone_complete=_milestone_over(state, claim),
+                     expects=_expects_folder(state, claim))
 
-    # 2. STATE.md: frontmatter over body prose.
-    key = None
-    source = NONE
-    said_complete = False
-    if state is not None:
-        body_line = state.line_of("phase") or state.line_of("current phase")
-        body_text = state.field("phase") or state.field("current phase")
-        body_key = phase_key(state.body_phase)
-        fm_key = None
-        fm_where = ""
-        stale = False
-        if state.fm_phase is not None:
-            name, value = state.fm_phase
-            fm_key = phase_key(value)
-            fm_where = f"{where}:{state.key_lines.get(name, 1)} frontmatter {name}: {value}"
-        elif state.fm_progress is not None and not state.fm_complete:
-            done, total = state.fm_progress
-            order = sorted({f.key for f in active} | {k for k in map(phase_key, roadmap_phases) if k})
-            fm_where = (f"{where}:{state.key_lines.get('progress.completed_phases', 1)} frontmatter "
-                        f"progress.completed_phases: {done} of {total}")
-            if body_key is not None and body_key in order[:done]:
-                if done < len(order):
-                    fm_key = order[done]
-                elif not state.body_complete:
-                    stale = True
-        if fm_key is not None:
-            key, source = fm_key, FRONTMATTER
-            evidence.append(fm_where.replace(f"{where}:", "STATE.md:") + f" -> phase {_show(fm_key)}")
-            if body_key is not None and body_key != fm_key:
-                warnings.append(f"{where}:{body_line}: the body says 'Phase: {body_text}' but {fm_where} says phase "
-                                f"{_show(fm_key)}; the frontmatter is used (update the stale line)")
-            said_complete = state.fm_complete or (state.body_complete and body_key == fm_key)
-        elif body_key is not None:
-            key, source = body_key, BODY
-            evidence.append(f"STATE.md:{body_line} 'Phase: {body_text}'")
-            said_complete = state.complete or stale
-            if stale:
-                warnings.append(f"{where}:{body_line}: the body says 'Phase: {body_text}' but {fm_where} counts "
-                                f"phase {_show(body_key)} as complete; update the stale line")
-        if key is None:
-            said = body_text or state.status or ""
-            between = bool(_BETWEEN.search(said)) or state.fm_complete or state.complete
-            if body_text:
-                evidence.append(f"STATE.md:{body_line} 'Phase: {body_text}'")
-            if between:
-                return _from_files(active, evidence, warnings, finish, milestone_over=True, names=names, archived=[f for f in all_folders if f.archived])
-            if state.stopped_at is not None:  # no "Phase:" line: the plan it stopped at names the phase
-                phase, _, text = state.stopped_at
-                key, source = phase_key(phase), FRONTMATTER
-                evidence.append(f"STATE.md:{state.key_lines.get('stopped_at', 1)} frontmatter stopped_at: {text} "
-                                f"-> phase {_show(key)} (no 'Phase:' line)")
 
-    if key is None:
-        return _from_files(active, evidence, warnings, finish, milestone_over=False, names=names)
+def _reading_of(state: GsdState | None, folders: Mapping[str, Sequence[str]], where: str,
+                plans: Mapping[tuple[int, ...], RoadmapPlans],
+                names: Mapping[tuple[int, ...], Sequence[tuple[int, str]]]) -> _Reading:
+    """The reading's start: the phase folders, each active one with the plans ROADMAP.md names for it."""
+    every = tuple(_with_roadmap_plans(f, plans.get(f.key)) if not f.archived else f for f in phase_folders(folders))
+    return _Reading(state, where, every, tuple(f for f in every if not f.archived), plans, names)
 
-    # 3. The files as evidence.
-    folder, chosen = _named_folder(key, (state.field("phase") or state.field("current phase") or "") if state else "",
-                                   active, names)
+
+def _position(reading: _Reading, notes: _Notes, folder: PhaseFolder | None, key: tuple[int, ...] | None,
+              source: str, *, named_plan: int | None = None, said_complete: bool = False,
+              milestone_complete: bool = False, expects: bool = False, between: bool = False) -> GsdPosition:
+    """The position at phase ``key`` (its ``folder``, None when it has none) decided by ``source``:
+    the next plan, the phase's counts, what the folder adds to the evidence, and a warning when a
+    phase is current but has no folder."""
+    state = reading.state
+    plan = _next_plan(folder, named_plan, notes) if folder is not None else None
+    if folder is not None:
+        notes.evidence.extend(_folder_evidence(folder))
+    complete = folder.complete if folder is not None and (folder.plans or folder.named) else said_complete
+    if folder is None and key is not None and expects:
+        notes.warnings.append(f"{reading.where.rsplit('/', 1)[0]}: no phase folder for phase {_show(key)} (looked in "
+                              "phases/ and milestones/*-phases/); create it or pin another phase with state.gsdPhase")
+    return GsdPosition(
+        milestone=state.milestone if state else None, milestone_name=state.milestone_name if state else None,
+        phase=_show(key) if key is not None else None, plan=plan, phase_complete=complete,
+        milestone_complete=milestone_complete and not _not_started(state), source=source,
+        evidence=tuple(notes.evidence), warnings=tuple(notes.warnings), expects_folder=expects,
+        unfinished=tuple(_show(f.key) for f in reading.active if not f.complete),
+        between=between, unverified=between and _says_unverified(state), **_folder_fields(folder),
+    )
+
+
+def _folder_fields(folder: PhaseFolder | None) -> dict:
+    """The position's fields its phase folder gives: path, plan counts, CONTEXT files, lettered parts."""
     if folder is None:
-        folder = by_key.get(key)
+        return {"folder": None, "plans_done": 0, "plans_total": 0, "context": (), "parts": ()}
+    return {"folder": folder.path, "plans_done": len(folder.done), "plans_total": len(folder.all_plans),
+            "context": folder.context, "parts": folder.parts}
+
+
+def _next_plan(folder: PhaseFolder, named_plan: int | None, notes: _Notes) -> str | None:
+    """The next plan of ``folder``: the one STATE.md names (``named_plan``) when it has no SUMMARY,
+    else the first plan without a SUMMARY; None when every plan has one."""
+    pending = folder.pending
+    named = next((p for p in pending if _plan_number(p) == named_plan), None) if named_plan else None
+    if named:
+        notes.evidence.append(f"STATE.md names plan {named_plan}: {named} is in progress")
+        return named
+    if pending:
+        notes.evidence.append(f"next plan {pending[0]}: the first plan without a SUMMARY")
+        return pending[0]
+    return None
+
+
+def _folder_evidence(folder: PhaseFolder) -> list[str]:
+    """What the folder itself tells: a phase in lettered folders, plans named without a file."""
+    out = []
+    if len(folder.parts) > 1:
+        out.append(f"phase {_show(folder.key)} is in {len(folder.parts)} lettered folders ("
+                   + ", ".join(p.rsplit("/", 1)[-1] + "/" for p in folder.parts) + "): their plans are its plans")
+    if folder.named:
+        out.append(f"{', '.join(folder.named)} without a PLAN or SUMMARY file in {folder.path}/, "
+                   "named by " + "; ".join(folder.named_by) + " (a checked box: done)")
+    return out
+
+
+def _says_unverified(state: GsdState | None) -> bool:
+    """STATE.md's status or Phase line says the last phase still awaits verification."""
+    return bool(state and _UNVERIFIED.search(" ".join(filter(None, (state.status, state.field("phase"))))))
+
+
+def _pinned_position(reading: _Reading, pin: str, pinned: str, notes: _Notes) -> GsdPosition:
+    """Step 1: the phase ``state.gsdPhase`` pins (a ConfigError when it is not a phase number),
+    with a warning when it has no folder."""
+    if not _PIN.match(pin):
+        raise ConfigError(f"key 'state.gsdPhase' is {quoted(pinned)}; give a phase number such as 12 or 8.1 "
+                          "(or \"\" to read the phase from STATE.md and the phase folders)")
+    key = phase_key(pin)
+    folder = _by_key(reading.folders).get(key)
+    notes.evidence.append(f"state.gsdPhase pins phase {pin}" + (f" ({folder.path}/)" if folder else ""))
+    if folder is None:
+        notes.warnings.append(f"state.gsdPhase: phase {pin} has no folder under .planning/phases/ or "
+                              ".planning/milestones/*-phases/; the plan section shows no plans (create the folder "
+                              "or pin an existing phase)")
+    return _position(reading, notes, folder, key, PINNED)
+
+
+def _body_phase(state: GsdState) -> tuple[int | None, str | None]:
+    """The line and the text of STATE.md's ``Phase:`` (or ``Current Phase:``) field."""
+    return (state.line_of("phase") or state.line_of("current phase"),
+            state.field("phase") or state.field("current phase"))
+
+
+def _frontmatter_key(state: GsdState, where: str, active: Sequence[PhaseFolder], roadmap_phases: Sequence[str],
+                     body_key: tuple[int, ...] | None) -> tuple[tuple[int, ...] | None, str, bool]:
+    """(phase, where it is said, stale) from STATE.md's frontmatter: its phase key, else the phase
+    after ``progress.completed_phases`` of the ordered phases (folders and roadmap) when the body's
+    phase is among the completed ones; ``stale``: every phase is counted complete but the body
+    does not say so."""
+    if state.fm_phase is not None:
+        name, value = state.fm_phase
+        return phase_key(value), f"{where}:{state.key_lines.get(name, 1)} frontmatter {name}: {value}", False
+    if state.fm_progress is None or state.fm_complete:
+        return None, "", False
+    done, total = state.fm_progress
+    order = sorted({f.key for f in active} | {k for k in map(phase_key, roadmap_phases) if k})
+    said = (f"{where}:{state.key_lines.get('progress.completed_phases', 1)} frontmatter "
+            f"progress.completed_phases: {done} of {total}")
+    if body_key is None or body_key not in order[:done]:
+        return None, said, False
+    if done < len(order):
+        return order[done], said, False
+    return None, said, not state.body_complete
+
+
+def _state_claim(reading: _Reading, roadmap_phases: Sequence[str], notes: _Notes) -> _Claim:
+    """Step 2: the phase STATE.md names, the frontmatter over the body's ``Phase:`` line (a
+    warning when they differ); naming none, whether the milestone is over (``between``), else
+    the phase of the plan ``stopped_at`` names; no STATE.md: no claim."""
+    state, where = reading.state, reading.where
+    if state is None:
+        return _Claim()
+    body_line, body_text = _body_phase(state)
+    body_key = phase_key(state.body_phase)
+    fm_key, fm_where, stale = _frontmatter_key(state, where, reading.active, roadmap_phases, body_key)
+    if fm_key is not None:
+        notes.evidence.append(fm_where.replace(f"{where}:", "STATE.md:") + f" -> phase {_show(fm_key)}")
+        if body_key is not None and body_key != fm_key:
+            notes.warnings.append(f"{where}:{body_line}: the body says 'Phase: {body_text}' but {fm_where} says phase "
+                                  f"{_show(fm_key)}; the frontmatter is used (update the stale line)")
+        return _Claim(fm_key, FRONTMATTER, state.fm_complete or (state.body_complete and body_key == fm_key))
+    if body_key is not None:
+        notes.evidence.append(f"STATE.md:{body_line} 'Phase: {body_text}'")
+        if stale:
+            notes.warnings.append(f"{where}:{body_line}: the body says 'Phase: {body_text}' but {fm_where} counts "
+                                  f"phase {_show(body_key)} as complete; update the stale line")
+        return _Claim(body_key, BODY, state.complete or stale)
+    return _unnamed_claim(state, body_line, body_text, notes)
+
+
+def _unnamed_claim(state: GsdState, body_line: int | None, body_text: str | None, notes: _Notes) -> _Claim:
+    """STATE.md names no phase number: between milestones when its Phase line or status says so
+    (or it says complete), else the phase of the plan frontmatter ``stopped_at`` names."""
+    said = body_text or state.status or ""
+    between = bool(_BETWEEN.search(said)) or state.fm_complete or state.complete
+    if body_text:
+        notes.evidence.append(f"STATE.md:{body_line} 'Phase: {body_text}'")
+    if between:
+        return _Claim(between=True)
+    if state.stopped_at is None:
+        return _Claim()
+    phase, _, text = state.stopped_at  # no "Phase:" line: the plan it stopped at names the phase
+    key = phase_key(phase)
+    notes.evidence.append(f"STATE.md:{state.key_lines.get('stopped_at', 1)} frontmatter stopped_at: {text} "
+                          f"-> phase {_show(key)} (no 'Phase:' line)")
+    return _Claim(key, FRONTMATTER)
+
+
+def _claimed_folder(reading: _Reading, claim: _Claim, notes: _Notes) -> tuple[PhaseFolder | None, _Reading]:
+    """Step 3: the folder of the claimed phase (of several with its number, the one STATE.md or
+    the roadmap names), with the plans of STATE.md's "Plan: N of M" added, and its plans done when
+    STATE.md and ROADMAP.md's checked box say the phase is complete; the reading with it."""
+    state, key = reading.state, claim.key
+    said = (_body_phase(state)[1] or "") if state else ""
+    folder, chosen = _named_folder(key, said, reading.active, reading.names)
+    if folder is None:
+        folder = _by_key(reading.folders).get(key)
     elif chosen:
-        evidence.append(chosen)
-        by_key[key] = folder
-    if (folder is not None and state is not None and state.plan_total and source in (BODY, FRONTMATTER)
-            and phase_key(state.body_phase) == key):
-        counted = folder.with_total(state.plan_total, f"STATE.md:{state.line_of('plan')} 'Plan: {state.field('plan')}'")
-        if counted is not folder:
-            active = [counted if f is folder else f for f in active]
-            folder = by_key[key] = counted
-    checked = roadmap_plans.get(key).done if roadmap_plans.get(key) else None
-    if said_complete and checked and folder is not None and folder.pending:
-        evidence.append(f"{', '.join(folder.pending)} without a SUMMARY in {folder.path}/, done by STATE.md and "
-                        f"ROADMAP.md:{checked[0]} '{_cut(checked[1], 70)}' (SUMMARYs not committed)")
-        folder = by_key[key] = replace(folder, done=folder.all_plans)
-        active = [folder if f.path == folder.path else f for f in active]
+        notes.evidence.append(chosen)
+    if folder is None:
+        return None, reading
+    counted = _with_state_total(folder, state, claim)
+    if counted is not folder:
+        reading = replace(reading, active=tuple(counted if f is folder else f for f in reading.active))
+        folder = counted
+    done = _with_roadmap_done(folder, reading.plans.get(key), claim, notes)
+    if done is not folder:
+        reading, folder = reading.with_active(done, done), done
+    return folder, reading
+
+
+def _with_state_total(folder: PhaseFolder, state: GsdState | None, claim: _Claim) -> PhaseFolder:
+    """The folder with the plans STATE.md's "Plan: N of M" counts for the phase it names."""
+    if (state is None or not state.plan_total or claim.source not in (BODY, FRONTMATTER)
+            or phase_key(state.body_phase) != claim.key):
+        return folder
+    return folder.with_total(state.plan_total, f"STATE.md:{state.line_of('plan')} 'Plan: {state.field('plan')}'")
+
+
+def _with_roadmap_done(folder: PhaseFolder, listed: RoadmapPlans | None, claim: _Claim, notes: _Notes) -> PhaseFolder:
+    """The folder with every plan done when STATE.md says the phase is complete and ROADMAP.md
+    checks its box (the SUMMARYs were not committed), with the evidence."""
+    checked = listed.done if listed else None
+    if not (claim.said_complete and checked and folder.pending):
+        return folder
+    notes.evidence.append(f"{', '.join(folder.pending)} without a SUMMARY in {folder.path}/, done by STATE.md and "
+                          f"ROADMAP.md:{checked[0]} '{_cut(checked[1], 70)}' (SUMMARYs not committed)")
+    return replace(folder, done=folder.all_plans)
+
+
+def _later_started_folder(reading: _Reading, claim: _Claim, folder: PhaseFolder | None,
+                          notes: _Notes) -> PhaseFolder | None:
+    """The claimed phase is complete (STATE.md says so, or all its plans have a SUMMARY) and a
+    LATER folder, not left over from a renumbered milestone, is started: that folder, with a
+    warning; else None."""
     files_complete = bool(folder and folder.complete)
-    if said_complete or files_complete:
-        later = []
-        for f in active:
-            if f.key > key and f.started and not f.complete:
-                why_not = _leftover(f, names)
-                if why_not:
-                    evidence.append(why_not + ", not the next phase")
-                else:
-                    later.append(f)
-        if later:
-            nxt = later[0]
-            why = "STATE.md says it is complete" if said_complete else "all its plans have a SUMMARY"
-            own = (f"; its own {_pending_files(folder)} in {folder.path}/ have no SUMMARY"
-                   if said_complete and folder is not None and folder.pending else "")
-            warnings.append(f"{where}:{(state.line_of('phase') or 1) if state else 1}: names phase {_show(key)} "
-                            f"({why}), but {nxt.path}/ already holds {_files(nxt)}; phase {_show(nxt.key)} is "
-                            f"taken as current (pin another with state.gsdPhase){own}")
-            evidence.append(f"phase {_show(key)} complete ({why}); {nxt.path}/ holds {_files(nxt)}")
-            return finish(nxt, nxt.key, FILES, expects=True)
-    if said_complete and folder is not None and folder.pending:
+    if not (claim.said_complete or files_complete):
+        return None
+    later = _open_folders([f for f in reading.active if f.key > claim.key], reading.names, notes, "not the next phase")
+    if not later:
+        return None
+    nxt = later[0]
+    why = "STATE.md says it is complete" if claim.said_complete else "all its plans have a SUMMARY"
+    own = (f"; its own {_pending_files(folder)} in {folder.path}/ have no SUMMARY"
+           if claim.said_complete and folder is not None and folder.pending else "")
+    state = reading.state
+    notes.warnings.append(f"{reading.where}:{(state.line_of('phase') or 1) if state else 1}: names phase "
+                          f"{_show(claim.key)} ({why}), but {nxt.path}/ already holds {_files(nxt)}; phase "
+                          f"{_show(nxt.key)} is taken as current (pin another with state.gsdPhase){own}")
+    notes.evidence.append(f"phase {_show(claim.key)} complete ({why}); {nxt.path}/ holds {_files(nxt)}")
+    return nxt
+
+
+def _completion_notes(reading: _Reading, claim: _Claim, folder: PhaseFolder | None, notes: _Notes) -> None:
+    """Where STATE.md and the files disagree on whether the phase is complete: a warning when
+    STATE.md says complete but plans lack a SUMMARY; evidence when the files say complete (and a
+    warning when STATE.md's ``Plan:`` says one is under way)."""
+    state, where = reading.state, reading.where
+    if claim.said_complete and folder is not None and folder.pending:
         line = (state.line_of("status") or state.line_of("phase") or 1) if state else 1
-        warnings.append(f"{where}:{line}: says phase {_show(key)} is complete, but "
-                        f"{_pending_files(folder)} in {folder.path}/ have no SUMMARY")
-    elif files_complete and not said_complete:
-        evidence.append(f"every plan of {folder.path}/ has a SUMMARY: the phase is complete")
-        if state is not None and state.plan is not None and source in (BODY, FRONTMATTER):
-            warnings.append(f"{where}:{state.line_of('plan')}: 'Plan: {state.field('plan')}' is under way, but every "
-                            f"plan of {folder.path}/ has a SUMMARY ({', '.join(folder.done[-2:])}); the phase is read "
-                            "as complete (update STATE.md)")
-    milestone_over = bool(state and (state.fm_complete or (said_complete and state.phase_total
-                                                          and phase_key(state.phase_total) == key)))
+        notes.warnings.append(f"{where}:{line}: says phase {_show(claim.key)} is complete, but "
+                              f"{_pending_files(folder)} in {folder.path}/ have no SUMMARY")
+    elif folder is not None and folder.complete and not claim.said_complete:
+        notes.evidence.append(f"every plan of {folder.path}/ has a SUMMARY: the phase is complete")
+        if state is not None and state.plan is not None and claim.source in (BODY, FRONTMATTER):
+            notes.warnings.append(f"{where}:{state.line_of('plan')}: 'Plan: {state.field('plan')}' is under way, but "
+                                  f"every plan of {folder.path}/ has a SUMMARY ({', '.join(folder.done[-2:])}); the "
+                                  "phase is read as complete (update STATE.md)")
+
+
+def _milestone_over(state: GsdState | None, claim: _Claim) -> bool:
+    """STATE.md says the milestone is complete, or that its last phase (``Phase: 12 of 12``) is."""
+    return bool(state and (state.fm_complete or (claim.said_complete and state.phase_total
+                                                 and phase_key(state.phase_total) == claim.key)))
+
+
+def _expects_folder(state: GsdState | None, claim: _Claim) -> bool:
+    """The claimed phase is under way (a plan named, or an executing status): it should have a folder."""
     status = (state.status or "") if state else ""
-    expects = not said_complete and bool((state and state.plan is not None) or _EXECUTING.search(status))
-    named_plan = state.plan if state and source in (BODY, FRONTMATTER) and not said_complete else None
-    return finish(folder, key, source, named_plan=named_plan, said_complete=said_complete,
-                  milestone_complete=milestone_over, expects=expects)
+    return not claim.said_complete and bool((state and state.plan is not None) or _EXECUTING.search(status))
+
+
+def _named_plan(state: GsdState | None, claim: _Claim) -> int | None:
+    """The plan number STATE.md names as in progress (none when it says the phase is complete)."""
+    return state.plan if state and claim.source in (BODY, FRONTMATTER) and not claim.said_complete else None
 
 
 def _not_started(state: GsdState | None) -> bool:
@@ -539,37 +682,51 @@ def _not_started(state: GsdState | None) -> bool:
     return bool(state and _NOT_STARTED.search(state.field("milestone") or ""))
 
 
-def _from_files(active, evidence, warnings, finish, milestone_over: bool, names=None, archived=()) -> GsdPosition:
+def _from_files(reading: _Reading, notes: _Notes, milestone_over: bool) -> GsdPosition:
     """No phase number from STATE.md: the first started phase folder not yet complete and not left
     over from a renumbered milestone (after a milestone: only the latest folder, when it is new
     work), else the latest folder, complete (after a milestone, an archived one when its number is
     higher: the finished milestone's phases moved to milestones/<version>-phases/)."""
+    active = reading.active
+    archived = reading.archived if milestone_over else []
     if not active and not (milestone_over and archived):
         if milestone_over:
-            evidence.append("between milestones: no phase is current")
-        return finish(None, None, NONE if not evidence else FILES, milestone_complete=milestone_over,
-                      between=milestone_over)
-    open_ = []
-    for f in active:
-        if f.started and not f.complete:
-            why_not = _leftover(f, names or {})
-            if why_not:
-                evidence.append(why_not + ", not current")
-            else:
-                open_.append(f)
+            notes.evidence.append("between milestones: no phase is current")
+        return _position(reading, notes, None, None, NONE if not notes.evidence else FILES,
+                         milestone_complete=milestone_over, between=milestone_over)
+    open_ = _open_folders(active, reading.names, notes, "not current")
     if milestone_over:
         open_ = [f for f in open_ if active and f is active[-1]]
     if open_:
-        evidence.append(f"{open_[0].path}/ holds {_files(open_[0])} without a SUMMARY for each plan")
-        return finish(open_[0], open_[0].key, FILES, expects=True)
-    latest = active[-1] if active else archived[-1]
-    if milestone_over and archived and archived[-1].key > latest.key:
-        latest = archived[-1]
-    evidence.append(f"latest phase folder {latest.path}/" + (" (milestone complete)" if milestone_over else ""))
+        notes.evidence.append(f"{open_[0].path}/ holds {_files(open_[0])} without a SUMMARY for each plan")
+        return _position(reading, notes, open_[0], open_[0].key, FILES, expects=True)
+    latest = _latest_folder(active, archived)
+    notes.evidence.append(f"latest phase folder {latest.path}/" + (" (milestone complete)" if milestone_over else ""))
     if milestone_over:
-        evidence.append(f"between milestones: no phase is current; the last finished is {latest.path}/")
-    return finish(latest, latest.key, FILES, said_complete=True, milestone_complete=milestone_over,
-                  between=milestone_over)
+        notes.evidence.append(f"between milestones: no phase is current; the last finished is {latest.path}/")
+    return _position(reading, notes, latest, latest.key, FILES, said_complete=True, milestone_complete=milestone_over,
+                     between=milestone_over)
+
+
+def _open_folders(folders: Sequence[PhaseFolder], names: Mapping[tuple[int, ...], Sequence[tuple[int, str]]],
+                  notes: _Notes, so: str) -> list[PhaseFolder]:
+    """The started folders not complete, in order, without the ones left over from a renumbered
+    milestone (each of those is named in the evidence, ending with ``so``: what it is not)."""
+    out = []
+    for f in folders:
+        if f.started and not f.complete:
+            why_not = _leftover(f, names)
+            if why_not:
+                notes.evidence.append(f"{why_not}, {so}")
+            else:
+                out.append(f)
+    return out
+
+
+def _latest_folder(active: Sequence[PhaseFolder], archived: Sequence[PhaseFolder]) -> PhaseFolder:
+    """The latest phase folder: the last active one, or the last archived one when its number is higher."""
+    latest = active[-1] if active else archived[-1]
+    return archived[-1] if archived and archived[-1].key > latest.key else latest
 
 
 @dataclass(frozen=True)
