@@ -97,155 +97,234 @@ def _stacked_frontmatter(lines: list[str], start: int) -> list[tuple[int, int]]:
 
 
 def parse_state(text: str, path: str = "STATE.md") -> GsdState:
-    """The current position, focus, blockers, todos and session notes of STATE.md."""
-    warnings: list[str] = []
-    frontmatter: dict[str, Any] = {}
-    body_start = 0
-    fm_lines = None
-    try:
-        frontmatter, _, start_line = split_frontmatter(text)
-        if frontmatter:
-            body_start = start_line - 1
-            fm_lines = (1, start_line - 1)
-    except FrontmatterError as exc:
-        warnings.append(f"{path}:{exc.line or 1}: {exc}; frontmatter ignored")
+    """The current position, focus, blockers, todos and session notes of STATE.md.
+
+    The steps: the frontmatter (and a warning for stale blocks stacked after it), the sections,
+    the Current Position block and the other blocks shown, the position's ``Key: value`` fields
+    and the current focus; then what they say: the milestone and its name, the phase, the plan,
+    the status and whether the phase (or the milestone) is complete."""
+    frontmatter, fm_lines, warnings = _frontmatter_of(text, path)
+    body_start = fm_lines[1] if fm_lines else 0
     lines = _lines_of(text)
-    stacked = _stacked_frontmatter(lines, body_start) if fm_lines else []
-    if stacked:
-        warnings.append(f"{path}:{stacked[0][0]}: {len(stacked)} more frontmatter block(s) follow the first (lines "
-                        f"{', '.join(f'{a}-{b}' for a, b in stacked[:3])}{' ...' if len(stacked) > 3 else ''}); only "
-                        f"lines {fm_lines[0]}-{fm_lines[1]} are read (delete the stale blocks)")
+    warnings += _stacked_warnings(lines, fm_lines, path)
     sections = _sections(lines, body_start)
-
-    position = None
-    blocks: list[StateBlock] = []
-    for level, title, first, last in sections:
-        low = title.lower()
-        if position is None and "current position" in low:
-            position = StateBlock("position", title, "\n".join(lines[first + 1 : last + 1]).strip("\n"), (first + 1, last + 1))
-            continue
-        for name, words in _STATE_BLOCKS:
-            if any(w in low for w in words) and not any(b.name == name for b in blocks):
-                body = lines[first + 1 : last + 1]
-                nested = [(t, f) for lv, t, f, _ in sections if first < f <= last and lv > level]
-                if nested:  # sub-sections (e.g. a table of quick tasks) stay out
-                    body = lines[first + 1 : nested[0][1]]
-                    while body and not body[-1].strip():
-                        body.pop()
-                    body.append("(subsections omitted: " + ", ".join(
-                        f"{t} (line {f + 1})" for t, f in nested) + ")")
-                if len(body) > _BLOCK_MAX_LINES:
-                    more = len(body) - _BLOCK_MAX_LINES
-                    body = body[:_BLOCK_MAX_LINES] + [f"... ({more} more lines in {path} lines {first + 2 + _BLOCK_MAX_LINES}-{last + 1})"]
-                blocks.append(StateBlock(name, title, "\n".join(body).strip("\n"), (first + 1, last + 1)))
-                break
-
-    fields: list[tuple[str, str]] = []
-    field_lines: list[tuple[str, int]] = []
-    scan = range(position.lines[0], position.lines[1]) if position else range(body_start, min(len(lines), body_start + 60))
-    for i in scan:
-        match = _FIELD.match(lines[i].strip())
-        if match:
-            key = match.group(1).strip()
-            fields.append((key, match.group(2).strip()))
-            field_lines.append((key, i + 1))
-    focus = None
-    for i in range(body_start, len(lines)):
-        match = _FOCUS.match(lines[i].strip())
-        if match:
-            focus = (match.group(1).strip(), i + 1)
-            break
-
-    def get(name: str) -> str | None:
-        for key, value in fields:
-            if key.lower() == name:
-                return value
-        return None
-
-    milestone = None
-    fm_milestone = frontmatter.get("milestone")
-    candidates = [str(fm_milestone) if fm_milestone is not None else None, get("milestone"),
-                  focus[0] if focus else None, get("status")]
-    for n, candidate in enumerate(candidates):
-        if candidate and n >= 2:  # focus and status: a version after "next" or "plan" is the milestone to come
-            candidate = _NEXT.split(candidate, 1)[0]
-        if candidate:
-            match = _VERSION.search(candidate if candidate.startswith("v") or "v" in candidate else "v" + candidate)
-            if match:
-                milestone = match.group(0)
-                break
-    milestone_name = frontmatter.get("milestone_name")
-    if isinstance(milestone_name, str):
-        milestone_name = _real_name(milestone_name)
-    elif get("milestone"):
-        milestone_name = _real_name(_VERSION.sub("", get("milestone") or "").split("(")[0])
-    else:
-        milestone_name = None
-
-    phase_text = get("phase") or get("current phase")
-    phase = phase_total = None
-    if phase_text:
-        of = _OF.search(phase_text)
-        if of and not re.match(r"\s*\d", phase_text) and "complete" in phase_text.lower():
-            phase, phase_total = of.group(2), of.group(2)  # "All complete (12/12)"
-        elif of:
-            phase, phase_total = of.group(1), of.group(2)
-        else:
-            number = _NUMBER.search(_VERSION.sub(" ", phase_text))  # "All v1.0 phases complete": a version
-            phase = number.group(0) if number else None
-    body_phase = phase
+    position = _position_block(lines, sections)
+    fields = _position_fields(lines, position, body_start)
+    values = tuple((key, value) for key, value, _ in fields)
+    focus = _focus(lines, body_start)
+    phase_text = _get(values, "phase") or _get(values, "current phase")
+    body_phase, phase_total = _phase_of(phase_text)
     fm_phase = _frontmatter_phase(frontmatter)
-    if fm_phase is not None:
-        phase = fm_phase[1]
+    plan_text = _get(values, "plan")
+    plan, plan_total = _plan_of(plan_text)
     fm_progress = _progress(frontmatter)
-    plan = plan_total = None
-    plan_text = get("plan")
-    if plan_text:
-        of = _OF.search(plan_text)
-        if of and re.match(r"\s*total\b", plan_text[of.end():], re.I):
-            pass  # "8 of 12 total plans complete": the project's count, no plan of the phase
-        elif of:
-            plan, plan_total = int(float(of.group(1))), int(float(of.group(2)))
-        else:
-            number = re.match(r"\s*(\d+)", plan_text)
-            plan = int(number.group(1)) if number else None
-    status = get("status") or (str(frontmatter.get("status")) if frontmatter.get("status") else None)
-    plan_said = plan_text if plan is None or plan_total is None or plan >= plan_total else None  # "1 of 3 (completed)": a plan
-    body_said = " ".join(filter(None, [phase_text, plan_said, get("status")])).lower()
-    body_complete = bool(_COMPLETE.search(body_said))
-    fm_status = str(frontmatter.get("status") or "").lower()
-    all_done = bool(fm_progress and fm_progress[1] and fm_progress[0] >= fm_progress[1])
-    # "status: completed" with phases still open in progress: the phase is complete, not the milestone
-    fm_complete = all_done or bool(_COMPLETE.search(fm_status)) and not (fm_progress and fm_progress[1] and not all_done)
-    complete = body_complete or bool(_COMPLETE.search(fm_status))
-
+    body_complete = _body_complete(phase_text, plan_text, plan, plan_total, _get(values, "status"))
     if position is None:
         warnings.append(f"{path}: no 'Current Position' section; position read from the fields found")
     return GsdState(
         frontmatter=frontmatter,
-        fields=tuple(fields),
+        fields=values,
         position=position,
-        blocks=tuple(blocks),
+        blocks=_state_blocks(lines, sections, position, path),
         focus=focus,
-        milestone=milestone,
-        milestone_name=milestone_name if isinstance(milestone_name, str) else None,
-        phase=phase,
+        milestone=_milestone_version(frontmatter, values, focus),
+        milestone_name=_milestone_name(frontmatter, values),
+        phase=fm_phase[1] if fm_phase is not None else body_phase,
         phase_total=phase_total,
         plan=plan,
         plan_total=plan_total,
-        status=status,
-        complete=complete,
+        status=_get(values, "status") or (str(frontmatter.get("status")) if frontmatter.get("status") else None),
+        complete=body_complete or _says_complete(frontmatter),
         frontmatter_lines=fm_lines,
         warnings=tuple(warnings),
-        field_lines=tuple(field_lines),
+        field_lines=tuple((key, line) for key, _, line in fields),
         key_lines=_key_lines(lines, fm_lines),
         body_phase=body_phase,
         body_complete=body_complete,
         fm_phase=fm_phase,
-        fm_complete=fm_complete,
+        fm_complete=_frontmatter_complete(frontmatter, fm_progress),
         fm_progress=fm_progress,
         stopped_at=_stopped_at(frontmatter.get("stopped_at")),
     )
+
+
+def _frontmatter_of(text: str, path: str) -> tuple[dict[str, Any], tuple[int, int] | None, list[str]]:
+    """(frontmatter, its 1-based line range or None, warnings): YAML that does not parse is
+    ignored with a warning naming its line."""
+    try:
+        frontmatter, _, start_line = split_frontmatter(text)
+    except FrontmatterError as exc:
+        return {}, None, [f"{path}:{exc.line or 1}: {exc}; frontmatter ignored"]
+    if not frontmatter:
+        return frontmatter, None, []
+    return frontmatter, (1, start_line - 1), []
+
+
+def _stacked_warnings(lines: list[str], fm_lines: tuple[int, int] | None, path: str) -> list[str]:
+    """A warning when more ``---`` blocks follow the frontmatter (only the first is read)."""
+    stacked = _stacked_frontmatter(lines, fm_lines[1]) if fm_lines else []
+    if not stacked:
+        return []
+    return [f"{path}:{stacked[0][0]}: {len(stacked)} more frontmatter block(s) follow the first (lines "
+            f"{', '.join(f'{a}-{b}' for a, b in stacked[:3])}{' ...' if len(stacked) > 3 else ''}); only "
+            f"lines {fm_lines[0]}-{fm_lines[1]} are read (delete the stale blocks)"]
+
+
+def _position_block(lines: list[str], sections: list[tuple[int, str, int, int]]) -> StateBlock | None:
+    """The first section whose heading says "Current Position", or None."""
+    for _, title, first, last in sections:
+        if "current position" in title.lower():
+            return StateBlock("position", title, "\n".join(lines[first + 1 : last + 1]).strip("\n"),
+                              (first + 1, last + 1))
+    return None
+
+
+def _state_blocks(lines: list[str], sections: list[tuple[int, str, int, int]], position: StateBlock | None,
+                  path: str) -> tuple[StateBlock, ...]:
+    """The blocks shown besides the position (blockers, todos, session, next), the first section
+    of each, by the words of its heading (see :func:`_block_name`)."""
+    blocks: list[StateBlock] = []
+    for level, title, first, last in sections:
+        if position is not None and first + 1 == position.lines[0]:
+            continue
+        name = _block_name(title, {b.name for b in blocks})
+        if name is not None:
+            body = _block_body(lines, sections, level, first, last, path)
+            blocks.append(StateBlock(name, title, "\n".join(body).strip("\n"), (first + 1, last + 1)))
+    return tuple(blocks)
+
+
+def _block_name(title: str, taken: set[str]) -> str | None:
+    """The name of the STATE.md block a heading starts (its words, see ``_STATE_BLOCKS``), or
+    None when it starts none or only blocks already ``taken``."""
+    low = title.lower()
+    for name, words in _STATE_BLOCKS:
+        if any(w in low for w in words) and name not in taken:
+            return name
+    return None
+
+
+def _block_body(lines: list[str], sections: list[tuple[int, str, int, int]], level: int, first: int, last: int,
+                path: str) -> list[str]:
+    """A block's lines under its heading: sub-sections left out with a note naming them, at most
+    ``_BLOCK_MAX_LINES`` lines and a note naming the rest."""
+    body = lines[first + 1 : last + 1]
+    nested = [(t, f) for lv, t, f, _ in sections if first < f <= last and lv > level]
+    if nested:  # sub-sections (e.g. a table of quick tasks) stay out
+        body = lines[first + 1 : nested[0][1]]
+        while body and not body[-1].strip():
+            body.pop()
+        body.append("(subsections omitted: " + ", ".join(f"{t} (line {f + 1})" for t, f in nested) + ")")
+    if len(body) > _BLOCK_MAX_LINES:
+        more = len(body) - _BLOCK_MAX_LINES
+        body = body[:_BLOCK_MAX_LINES] + [f"... ({more} more lines in {path} lines {first + 2 + _BLOCK_MAX_LINES}-{last + 1})"]
+    return body
+
+
+def _position_fields(lines: list[str], position: StateBlock | None, body_start: int) -> list[tuple[str, str, int]]:
+    """(key, value, 1-based line) of each ``Key: value`` line of the position block (no block:
+    of the body's first 60 lines)."""
+    scan = range(position.lines[0], position.lines[1]) if position else range(body_start, min(len(lines), body_start + 60))
+    out = []
+    for i in scan:
+        match = _FIELD.match(lines[i].strip())
+        if match:
+            out.append((match.group(1).strip(), match.group(2).strip(), i + 1))
+    return out
+
+
+def _focus(lines: list[str], body_start: int) -> tuple[str, int] | None:
+    """(text, 1-based line) of the body's first "Current focus" line, or None."""
+    for i in range(body_start, len(lines)):
+        match = _FOCUS.match(lines[i].strip())
+        if match:
+            return match.group(1).strip(), i + 1
+    return None
+
+
+def _get(fields: tuple[tuple[str, str], ...], name: str) -> str | None:
+    """The value of the first field called ``name`` (lower case; the key in any case), or None."""
+    for key, value in fields:
+        if key.lower() == name:
+            return value
+    return None
+
+
+def _milestone_version(frontmatter: Mapping[str, Any], fields: tuple[tuple[str, str], ...],
+                       focus: tuple[str, int] | None) -> str | None:
+    """The milestone's version: from the frontmatter's ``milestone:``, else the ``Milestone:``
+    field, the current focus or the status (in these two, not a version after "next" or "plan":
+    that is the milestone to come); a bare "1.2" reads as "v1.2"."""
+    fm_milestone = frontmatter.get("milestone")
+    candidates = [str(fm_milestone) if fm_milestone is not None else None, _get(fields, "milestone"),
+                  focus[0] if focus else None, _get(fields, "status")]
+    for n, candidate in enumerate(candidates):
+        if candidate and n >= 2:
+            candidate = _NEXT.split(candidate, 1)[0]
+        if candidate:
+            match = _VERSION.search(candidate if candidate.startswith("v") or "v" in candidate else "v" + candidate)
+            if match:
+                return match.group(0)
+    return None
+
+
+def _milestone_name(frontmatter: Mapping[str, Any], fields: tuple[tuple[str, str], ...]) -> str | None:
+    """The milestone's name: the frontmatter's ``milestone_name``, else the ``Milestone:`` field
+    without its version and parenthesis; None for none or GSD's placeholder."""
+    name = frontmatter.get("milestone_name")
+    if isinstance(name, str):
+        return _real_name(name)
+    said = _get(fields, "milestone")
+    return _real_name(_VERSION.sub("", said).split("(")[0]) if said else None
+
+
+def _phase_of(phase_text: str | None) -> tuple[str | None, str | None]:
+    """(phase, total) the ``Phase:`` field says: "8.1 of 8.2 (...)" -> 8.1, 8.2; "All complete
+    (12/12)" -> 12, 12; "All v1.0 phases complete" -> none (a version is not a phase)."""
+    if not phase_text:
+        return None, None
+    of = _OF.search(phase_text)
+    if of and not re.match(r"\s*\d", phase_text) and "complete" in phase_text.lower():
+        return of.group(2), of.group(2)
+    if of:
+        return of.group(1), of.group(2)
+    number = _NUMBER.search(_VERSION.sub(" ", phase_text))
+    return (number.group(0) if number else None), None
+
+
+def _plan_of(plan_text: str | None) -> tuple[int | None, int | None]:
+    """(plan, total) the ``Plan:`` field says: "2 of 5" -> 2, 5; "3" -> 3, None; "8 of 12 total
+    plans complete" -> none (the project's count, no plan of the phase)."""
+    if not plan_text:
+        return None, None
+    of = _OF.search(plan_text)
+    if of and re.match(r"\s*total\b", plan_text[of.end():], re.I):
+        return None, None
+    if of:
+        return int(float(of.group(1))), int(float(of.group(2)))
+    number = re.match(r"\s*(\d+)", plan_text)
+    return (int(number.group(1)) if number else None), None
+
+
+def _body_complete(phase_text: str | None, plan_text: str | None, plan: int | None, plan_total: int | None,
+                   status: str | None) -> bool:
+    """The body's Phase, Plan and Status fields say complete (the Plan field only when it is not
+    a plan under way: "1 of 3 (completed)" is the first plan done, not the phase)."""
+    plan_said = plan_text if plan is None or plan_total is None or plan >= plan_total else None
+    return bool(_COMPLETE.search(" ".join(filter(None, [phase_text, plan_said, status])).lower()))
+
+
+def _says_complete(frontmatter: Mapping[str, Any]) -> bool:
+    """The frontmatter's ``status:`` says complete (or shipped, done)."""
+    return bool(_COMPLETE.search(str(frontmatter.get("status") or "").lower()))
+
+
+def _frontmatter_complete(frontmatter: Mapping[str, Any], progress: tuple[int, int] | None) -> bool:
+    """The frontmatter says the milestone is complete: ``progress`` counts every phase done, or
+    its status says complete while ``progress`` has no phase open ("status: completed" with
+    phases still open is the phase complete, not the milestone)."""
+    all_done = bool(progress and progress[1] and progress[0] >= progress[1])
+    return all_done or _says_complete(frontmatter) and not (progress and progress[1] and not all_done)
 
 
 _COMPLETE = lazy_regex(r"(?<!in)complete|shipped|\bdone\b")
