@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import partial
+from typing import Callable
 
 from ..regex import lazy_regex
 from ..fences import fenced
@@ -105,6 +107,10 @@ def milestone_blocks(lines: list[str]) -> list[tuple[int, int, tuple[str, ...], 
     return blocks
 
 
+_Block = tuple[int, int, tuple[str, ...], str]  # (first index, last index, version tokens, mention)
+_PhaseRange = tuple[tuple[int, ...] | None, tuple[int, ...] | None]
+
+
 def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...] | None = None,
                    unfinished: tuple[str, ...] = ()) -> RoadmapView:
     """ROADMAP.md with every milestone block other than ``milestone`` folded to one line.
@@ -119,114 +125,159 @@ def narrow_roadmap(text: str, milestone: str | None, done_before: tuple[int, ...
     unfinished ones (``unfinished`` phase numbers: a folder with plans without a SUMMARY, or no
     plans; and phases whose roadmap checklist item is unchecked, ``- [ ] **Phase 11``) unless
     every box of their section is checked.
+
+    The steps: the milestone blocks and the milestone's phase range; the other milestones'
+    blocks folded; the phases out of the range dropped; the progress rows of other milestones
+    dropped; the finished phases' details cut; the lines kept joined.
     """
     lines = _lines_of(text)
-    n = len(lines)
-
     blocks = milestone_blocks(lines)
+    phase_range = _phase_range(lines, milestone)
+    matched = any(_names(block[2], milestone) for block in blocks) or phase_range is not None
+    drop, swaps, folded = _folded_blocks(blocks, milestone) if matched else (set(), {}, [])
+    in_range = partial(_in_range, phase_range, done_before)
+    if phase_range is not None:
+        drop = _out_of_range(lines, drop, in_range)
+    if matched:
+        rows, note = _other_rows(lines, drop, milestone, in_range if phase_range is not None else None)
+        drop |= rows
+        swaps.update(note)
+    cut, headings, shortened = _finished_details(lines, drop, done_before, unfinished)
+    drop |= cut
+    swaps.update(headings)
+    content, kept = _kept_text(lines, drop, swaps)
+    return RoadmapView(content, kept, tuple(folded), milestone, matched, _block_versions(blocks), tuple(shortened))
 
-    # The current milestone's phase range, from its block or its mention in a list.
-    phase_range = None
-    for line in lines if milestone else ():
+
+def _phase_range(lines: list[str], milestone: str | None) -> _PhaseRange | None:
+    """The current milestone's phase range ("Phases 32-36"), from the first line naming it that
+    gives one (its block's heading or its mention in a list); None when none does."""
+    if not milestone:
+        return None
+    for line in lines:
         if _names(milestone_tokens(line), milestone):
             found = _RANGE.search(line)
             if found:
-                phase_range = (phase_key(found.group(1)), phase_key(found.group(2)))
-                break
+                return phase_key(found.group(1)), phase_key(found.group(2))
+    return None
+
+
+def _block_versions(blocks: list[_Block]) -> tuple[str, ...]:
+    """The versions of the milestone blocks, once each, in order."""
     versions: list[str] = []
     for block in blocks:
         if not any(_names(block[2], v) for v in versions):
             versions.append(block[2][0])
-    current = [bl for bl in blocks if _names(bl[2], milestone)]
-    matched = bool(current) or phase_range is not None
+    return tuple(versions)
 
+
+def _folded_blocks(blocks: list[_Block], milestone: str | None) -> tuple[set[int], dict[int, str], list[str]]:
+    """(lines dropped, line -> the one-line mention in their place, the mentions): every block of
+    another milestone folded, except one around (or inside) the current milestone's block."""
+    current = {x for a, b, version, _ in blocks if _names(version, milestone) for x in range(a, b + 1)}
     drop: set[int] = set()
-    replace: dict[int, str] = {}
+    swaps: dict[int, str] = {}
     folded: list[str] = []
-    current_lines: set[int] = set()
-    for a, b, version, mention in sorted(blocks) if matched else ():
-        if _names(version, milestone):
-            current_lines.update(range(a, b + 1))
-    for a, b, version, mention in sorted(blocks) if matched else ():
-        if _names(version, milestone) or a in drop:
-            continue
-        if any(x in current_lines for x in range(a, b + 1)) and not all(x in current_lines for x in range(a, b + 1)):
-            continue  # a block around the current one: keep it
-        if a in current_lines:
-            continue
+    for a, b, version, mention in sorted(blocks):
+        if _names(version, milestone) or a in drop or any(x in current for x in range(a, b + 1)):
+            continue  # the current milestone's block, one folded already, one around or inside it: kept
         drop.update(range(a, b + 1))
-        replace[a] = f"- (other milestone, folded: ROADMAP.md lines {a + 1}-{b + 1}) {mention}"
+        swaps[a] = f"- (other milestone, folded: ROADMAP.md lines {a + 1}-{b + 1}) {mention}"
         folded.append(mention)
+    return drop, swaps, folded
 
-    def in_range(key: tuple[int, ...] | None) -> bool:
-        if phase_range is None or key is None or None in phase_range or key == done_before:
-            return True  # the current phase is kept even when added after the range was written
-        low, high = phase_range
-        return low[:1] <= key[:1] <= high[:1]
 
-    if phase_range is not None:
-        for level, title, first, last in _sections(lines):
-            match = _PHASE_HEADING.match(title)
-            if match and first not in drop and not in_range(phase_key(match.group(1))):
-                drop.update(range(first, last + 1))
-        for idx, line in enumerate(lines):
-            match = _PHASE_ITEM.match(line)
-            if match and idx not in drop and not in_range(phase_key(match.group(1))):
-                drop.add(idx)
+def _in_range(phase_range: _PhaseRange | None, done_before: tuple[int, ...] | None,
+              key: tuple[int, ...] | None) -> bool:
+    """Phase ``key`` belongs to the milestone's range (by its major number), or nothing says it
+    does not (no range, no number; the current phase ``done_before`` is kept even when added
+    after the range was written)."""
+    if phase_range is None or key is None or None in phase_range or key == done_before:
+        return True
+    low, high = phase_range
+    return low[:1] <= key[:1] <= high[:1]
 
-    # Progress-table rows that name only other milestones.
-    rows_dropped = 0
-    last_table_row = None
-    for idx, line in enumerate(lines if matched else ()):
-        if idx in drop or not line.lstrip().startswith("|"):
-            continue
-        versions = _VERSION.findall(line)
-        if versions and not any(_same_version(v, milestone) for v in versions) and not _names(
-                milestone_tokens(line), milestone):
+
+def _out_of_range(lines: list[str], drop: set[int], in_range: Callable[[tuple[int, ...] | None], bool]) -> set[int]:
+    """``drop`` with the phase sections (under a heading) and phase checklist items outside the
+    milestone's range added."""
+    drop = set(drop)
+    for _, title, first, last in _sections(lines):
+        match = _PHASE_HEADING.match(title)
+        if match and first not in drop and not in_range(phase_key(match.group(1))):
+            drop.update(range(first, last + 1))
+    for idx, line in enumerate(lines):
+        match = _PHASE_ITEM.match(line)
+        if match and idx not in drop and not in_range(phase_key(match.group(1))):
             drop.add(idx)
-            rows_dropped += 1
-            last_table_row = idx
-        elif phase_range is not None and not versions:
-            cell = re.match(r"\s*\|\s*(\d+(?:\.\d+)*)\.", line)
-            if cell and not in_range(phase_key(cell.group(1))):
-                drop.add(idx)
-                rows_dropped += 1
-                last_table_row = idx
-    if rows_dropped and last_table_row is not None:
-        end = last_table_row
-        while end + 1 < n and lines[end + 1].lstrip().startswith("|"):
-            end += 1
-        note = f"(progress rows of other milestones omitted: {rows_dropped})"
-        replace[end] = note if end in drop else lines[end] + "\n" + note
+    return drop
 
+
+def _other_rows(lines: list[str], drop: set[int], milestone: str | None,
+                in_range: Callable[[tuple[int, ...] | None], bool] | None) -> tuple[set[int], dict[int, str]]:
+    """(rows dropped, the note saying how many): the progress-table rows not yet dropped that name
+    only other milestones' versions, or (``in_range`` given: the phase range is known) name a
+    phase outside the range. The note goes after the last row of the table of the last one."""
+    rows = {idx for idx, line in enumerate(lines)
+            if idx not in drop and line.lstrip().startswith("|") and _other_row(line, milestone, in_range)}
+    if not rows:
+        return rows, {}
+    end = max(rows)
+    while end + 1 < len(lines) and lines[end + 1].lstrip().startswith("|"):
+        end += 1
+    note = f"(progress rows of other milestones omitted: {len(rows)})"
+    return rows, {end: note if end in drop or end in rows else lines[end] + "\n" + note}
+
+
+def _other_row(line: str, milestone: str | None, in_range: Callable[[tuple[int, ...] | None], bool] | None) -> bool:
+    """A table row of another milestone: it names versions, none the milestone's; or it names no
+    version and its first cell is a phase number out of range (``in_range`` given)."""
+    versions = _VERSION.findall(line)
+    if versions:
+        return not any(_same_version(v, milestone) for v in versions) and not _names(milestone_tokens(line), milestone)
+    cell = re.match(r"\s*\|\s*(\d+(?:\.\d+)*)\.", line) if in_range is not None else None
+    return bool(cell) and not in_range(phase_key(cell.group(1)))
+
+
+def _finished_details(lines: list[str], drop: set[int], done_before: tuple[int, ...] | None,
+                      unfinished: tuple[str, ...]) -> tuple[set[int], dict[int, str], list[str]]:
+    """(lines cut, heading line -> the heading with a note, the phases shortened): the detail of
+    each phase section before ``done_before`` not yet dropped, unless the phase is unfinished
+    (``unfinished``, or its checklist item unchecked) and not every box of its section is checked."""
+    cut: set[int] = set()
+    swaps: dict[int, str] = {}
     shortened: list[str] = []
+    if done_before is None:
+        return cut, swaps, shortened
     open_keys = {phase_key(p) for p in unfinished} | _unticked_phases(lines)
-    if done_before is not None:
-        for level, title, first, last in _sections(lines):
-            match = _PHASE_HEADING.match(title)
-            key = phase_key(match.group(1)) if match else None
-            if (key is not None and key < done_before and first not in drop and last > first
-                    and not (key in open_keys and not _all_ticked(lines[first + 1:last + 1]))):
-                drop.update(range(first + 1, last + 1))
-                replace[first] = lines[first] + " (done; details cut, ROADMAP.md lines " f"{first + 1}-{last + 1})"
-                shortened.append(match.group(1))
+    for _, title, first, last in _sections(lines):
+        match = _PHASE_HEADING.match(title)
+        key = phase_key(match.group(1)) if match else None
+        if (key is not None and key < done_before and first not in drop and first not in cut and last > first
+                and not (key in open_keys and not _all_ticked(lines[first + 1:last + 1]))):
+            cut.update(range(first + 1, last + 1))
+            swaps[first] = lines[first] + " (done; details cut, ROADMAP.md lines " f"{first + 1}-{last + 1})"
+            shortened.append(match.group(1))
+    return cut, swaps, shortened
 
+
+def _kept_text(lines: list[str], drop: set[int], swaps: dict[int, str]) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """(the text, the 1-based line ranges kept): the lines not dropped, each replacement in its
+    line's place (a dropped line's too), runs of blank lines squeezed and folded mentions joined."""
     out: list[str] = []
     kept: list[tuple[int, int]] = []
     for idx, line in enumerate(lines):
-        if idx in replace and idx in drop:
-            out.append(replace[idx])
-            continue
         if idx in drop:
+            if idx in swaps:
+                out.append(swaps[idx])
             continue
-        out.append(replace.get(idx, line))
+        out.append(swaps.get(idx, line))
         if kept and kept[-1][1] == idx:
             kept[-1] = (kept[-1][0], idx + 1)
         else:
             kept.append((idx + 1, idx + 1))
     content = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
-    content = _FOLDED_GAP.sub(r"\1\n", content)
-    return RoadmapView(content, tuple(kept), tuple(folded), milestone, matched, tuple(versions), tuple(shortened))
+    return _FOLDED_GAP.sub(r"\1\n", content), tuple(kept)
 
 
 def milestone_phases(text: str, milestone: str | None) -> tuple[str, ...]:
