@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from .. import plan as _plan
@@ -13,7 +13,7 @@ from .code import code_line_order, render_code
 from .document import HEADING
 from .fit import Problem, fits_quickly, solve
 from .frontmatter import compact_frontmatter, frontmatter_within, split_frontmatter
-from ..fences import fences
+from ..fences import Fence, fences
 from .markdown import summarize_text
 
 _COUNT_LINE = re.compile(r"^[ \t]*(?:Tasks|Plans):[ \t]*\d+[ \t]+done\b")
@@ -59,6 +59,9 @@ def _close_line(lines: Sequence[str], start: int, tag: str) -> int | None:
     return None
 
 
+_PROSE_TAGS = _LEAD_TAGS | {"action", "output", "success_criteria", "verification", "notes"}
+
+
 def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
     """The plan's lines as units: task boxes, headings, the count line, whole GSD task
     elements (<name>, <files>, <verify>, <done>) and the <task> wrappers as key units, the
@@ -67,104 +70,191 @@ def _plan_units(lines: Sequence[str], boxes) -> list[_PlanUnit]:
     close tag lines of other elements as pairs, and every other line as prose. Code blocks
     are read by :func:`~ctxengine.nodes.lib.fences.fences` with elements: one left open ends
     at the closing tag of the element it opened in (``</action>``); one left open at the top
-    level runs to the end and its lines are prose."""
+    level runs to the end and its lines are prose.
+
+    Each non-blank line is read by the first reader of :data:`_UNIT_READERS` that takes it
+    (each returns the index after what it read), else as one line (:func:`_line_role`)."""
+    owner_of, box_lines = _task_owners(boxes)
+    reader = _UnitReader(lines, owner_of, box_lines, {block.start: block for block in fences(lines, elements=True)})
+    i = 0
+    while i < len(lines):
+        i = reader.read(i)
+    _pair_wrappers(reader.units)
+    return reader.units
+
+
+def _task_owners(boxes) -> tuple[dict[int, int], set[int]]:
+    """(line index -> the top-level task box whose detail it is, the top-level boxes' lines): a
+    nested task is detail of its parent."""
     owner_of: dict[int, int] = {}
     top = []
     for box in boxes:
         if any(t.index < box.index <= t.end for t in top):
-            continue  # a nested task is detail of its parent
+            continue
         top.append(box)
         for i in range(box.index + 1, box.end + 1):
             owner_of[i] = box.index
-    box_lines = {box.index for box in top}
-    units: list[_PlanUnit] = []
-    stack: list[tuple[str, int]] = []  # open prose elements: (tag, unit id of the open line)
-    lead_wanted = False
-    blocks = {block.start: block for block in fences(lines, elements=True)}
+    return owner_of, {box.index for box in top}
 
-    def in_noise() -> bool:
-        return any(tag_name in _NOISE_TAGS for tag_name, _ in stack)
 
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        owner = owner_of.get(i)
+@dataclass
+class _UnitReader:
+    """Reading a plan's lines into units: the task owner of each line, the top-level task boxes' lines, the code blocks by their
+    first line, the units so far, the elements open (tag, unit id of the open line) and whether
+    the next prose line is an element's lead (the first line of an <objective>)."""
+
+    lines: Sequence[str]
+    owner_of: dict[int, int]
+    box_lines: set[int]
+    blocks: dict[int, Fence]
+    units: list[_PlanUnit] = field(default_factory=list)
+    stack: list[tuple[str, int]] = field(default_factory=list)
+    lead_wanted: bool = False
+
+    def read(self, i: int) -> int:
+        """The index after the unit(s) line ``i`` starts (a blank line: just the next)."""
+        line = self.lines[i]
         if not line.strip():
-            i += 1
-            continue
-        if i in box_lines:
-            units.append(_PlanUnit(i, i, "box", i))
-            i += 1
-            continue
-        block = blocks.get(i)
-        if block is not None and (block.closed or block.end < len(lines) - 1):
-            parent = stack[-1][1] if stack else None
-            units.append(_PlanUnit(i, block.end, "fence", owner, parent, None if block.closed else block.closing))
-            fence = len(units) - 1
-            role = "noise" if in_noise() else "code"  # code in a <context> is noise like its prose
-            units.extend(_PlanUnit(k, k, role, owner, parent, fence=fence)
-                         for k in range(i + 1, block.end if block.closed else block.end + 1) if lines[k].strip())
-            i = block.end + 1
-            continue
+            return i + 1
         tag = _OPEN_TAG.match(line)
         name = tag.group(1).lower() if tag else ""
-        if line.strip().lower() in ("</task>", "</tasks>") and not (stack and stack[-1][0] in _WRAPPER_TAGS):
-            units.append(_PlanUnit(i, i, "key", owner, tag=line.strip().lower()[1:-1]))
-            i += 1
-            continue
-        if stack and line.strip().lower() == f"</{stack[-1][0]}>":
-            tag_name, opened = stack.pop()
-            units.append(_PlanUnit(i, i, "close", owner, opened))
-            units[opened].pair = len(units) - 1
-            i += 1
-            continue
-        if tag and name in _NOISE_TAGS and _close_line(lines, i, name) not in (None, i):
-            stack.append((name, len(units)))  # a <context> block: its lines are noise, kept line by line
-            units.append(_PlanUnit(i, i, "open", owner))
-            i += 1
-            continue
-        if tag and name in _KEY_TAGS | _NOISE_TAGS:
-            j = _close_line(lines, i, name)
-            j = i if j is None else j
-            units.append(_PlanUnit(i, j, "key" if name in _KEY_TAGS else "noise", owner, tag=name))
-            i = j + 1
-            continue
-        if tag and name in _WRAPPER_TAGS:
-            units.append(_PlanUnit(i, i, "key", owner, tag=name))
-            i += 1
-            continue
-        if tag and name in _LEAD_TAGS | {"action", "output", "success_criteria", "verification", "notes"} or (
-                tag and _close_line(lines, i, name) not in (None, i)):
-            if _close_line(lines, i, name) == i:  # a one-line element
-                units.append(_PlanUnit(i, i, "lead" if name in _LEAD_TAGS else "prose", owner))
-            else:
-                stack.append((name, len(units)))
-                units.append(_PlanUnit(i, i, "open", owner))
-                lead_wanted = name in _LEAD_TAGS
-            i += 1
-            continue
-        if _COUNT_LINE.match(line) and owner is None:
-            role = "count"
-        elif _POSITION_LINE.match(line) and owner is None:
-            role = "position"
-        elif HEADING.match(line) and owner is None:
-            role = "heading"  # a "Task N: ..." heading is a task's name as well (see _rank)
-        elif _TASK_HEADING.match(line):
-            role = "key"  # a "Task N: ..." heading in a task box's detail (the next GSD plan, shown in full)
-        elif _AT_LINE.match(line) or in_noise():
-            role = "noise"
-        elif _KEY_LABEL.match(line) or _TASK_BOX.match(line):
-            role = "key"
-        elif lead_wanted and stack:
-            role = "lead"
+        for reader in _UNIT_READERS:
+            after = reader(self, i, name)
+            if after is not None:
+                return after
+        return self.read_line(i)
+
+    @property
+    def in_noise(self) -> bool:
+        """Inside a <context> block: its lines are noise."""
+        return any(tag_name in _NOISE_TAGS for tag_name, _ in self.stack)
+
+    @property
+    def parent(self) -> int | None:
+        """The unit id of the innermost open element's open line."""
+        return self.stack[-1][1] if self.stack else None
+
+    def add(self, first: int, last: int, role: str, **more) -> int:
+        """The id of a new unit of lines ``first``-``last`` (its task owner: ``first``'s)."""
+        self.units.append(_PlanUnit(first, last, role, self.owner_of.get(first), **more))
+        return len(self.units) - 1
+
+    def read_box(self, i: int, name: str) -> int | None:
+        """A top-level task box line: one box unit."""
+        if i not in self.box_lines:
+            return None
+        self.units.append(_PlanUnit(i, i, "box", i))
+        return i + 1
+
+    def read_code(self, i: int, name: str) -> int | None:
+        """A code block (closed, or ended by its element's closing tag): its fence unit and one
+        code unit per non-blank line (noise inside a <context>)."""
+        block = self.blocks.get(i)
+        if block is None or not (block.closed or block.end < len(self.lines) - 1):
+            return None
+        parent = self.parent
+        fence = self.add(i, block.end, "fence", pair=parent, closing=None if block.closed else block.closing)
+        role = "noise" if self.in_noise else "code"  # code in a <context> is noise like its prose
+        owner = self.owner_of.get(i)
+        self.units.extend(_PlanUnit(k, k, role, owner, parent, fence=fence)
+                          for k in range(i + 1, block.end if block.closed else block.end + 1) if self.lines[k].strip())
+        return block.end + 1
+
+    def read_wrapper_close(self, i: int, name: str) -> int | None:
+        """A ``</task>`` or ``</tasks>`` line: a key unit (paired with its open line later)."""
+        closing = self.lines[i].strip().lower()
+        if closing not in ("</task>", "</tasks>"):
+            return None
+        self.add(i, i, "key", tag=closing[1:-1])
+        return i + 1
+
+    def read_element_close(self, i: int, name: str) -> int | None:
+        """The closing tag of the innermost open element: a close unit paired with its open line."""
+        if not self.stack or self.lines[i].strip().lower() != f"</{self.stack[-1][0]}>":
+            return None
+        _, opened = self.stack.pop()
+        self.units[opened].pair = self.add(i, i, "close", pair=opened)
+        return i + 1
+
+    def read_noise_open(self, i: int, name: str) -> int | None:
+        """A <context> block over several lines: its open line; its lines are noise one by one."""
+        if name not in _NOISE_TAGS or _close_line(self.lines, i, name) in (None, i):
+            return None
+        self.open_element(i, name)
+        return i + 1
+
+    def read_whole_element(self, i: int, name: str) -> int | None:
+        """A <name>, <files>, <verify>, <done> (key) or one-line <context> (noise) element: one
+        unit to its closing tag (its line alone when none closes it)."""
+        if name not in _KEY_TAGS | _NOISE_TAGS:
+            return None
+        j = _close_line(self.lines, i, name)
+        j = i if j is None else j
+        self.add(i, j, "key" if name in _KEY_TAGS else "noise", tag=name)
+        return j + 1
+
+    def read_wrapper_open(self, i: int, name: str) -> int | None:
+        """A <task> or <tasks> open line: a key unit (paired with its close line later)."""
+        if name not in _WRAPPER_TAGS:
+            return None
+        self.add(i, i, "key", tag=name)
+        return i + 1
+
+    def read_prose_open(self, i: int, name: str) -> int | None:
+        """Another element (<objective>, <action>, ..., or any closed on a later line): on one
+        line a lead or prose unit; over several its open line (and its first line is the lead
+        of an <objective>)."""
+        if not name:
+            return None
+        close = _close_line(self.lines, i, name)
+        if name not in _PROSE_TAGS and close in (None, i):
+            return None
+        if close == i:  # a one-line element
+            self.add(i, i, "lead" if name in _LEAD_TAGS else "prose")
         else:
-            role = "prose"
-        lead_wanted = False if role == "lead" else lead_wanted
-        units.append(_PlanUnit(i, i, role, owner, stack[-1][1] if stack else None,
-                               tag="name" if role in ("heading", "key") and _TASK_HEADING.match(line) else ""))
-        i += 1
-    _pair_wrappers(units)
-    return units
+            self.open_element(i, name)
+            self.lead_wanted = name in _LEAD_TAGS
+        return i + 1
+
+    def open_element(self, i: int, name: str) -> None:
+        """Line ``i`` opens element ``name``: an open unit, on the stack."""
+        self.stack.append((name, len(self.units)))
+        self.add(i, i, "open")
+
+    def read_line(self, i: int) -> int:
+        """Any other line: one unit of the role :func:`_line_role` gives it."""
+        line = self.lines[i]
+        role = _line_role(line, self.owner_of.get(i) is None, self.in_noise, self.lead_wanted and bool(self.stack))
+        self.lead_wanted = self.lead_wanted and role != "lead"
+        self.add(i, i, role, pair=self.parent,
+                 tag="name" if role in ("heading", "key") and _TASK_HEADING.match(line) else "")
+        return i + 1
+
+
+# The readers of a line that starts a unit of its own, in the order they are tried.
+_UNIT_READERS = (_UnitReader.read_box, _UnitReader.read_code, _UnitReader.read_wrapper_close,
+                 _UnitReader.read_element_close, _UnitReader.read_noise_open, _UnitReader.read_whole_element,
+                 _UnitReader.read_wrapper_open, _UnitReader.read_prose_open)
+
+
+def _line_role(line: str, top: bool, noise: bool, lead: bool) -> str:
+    """The role of a line no element reader took: outside task boxes (``top``) the count line,
+    the GSD position lines and headings; a "Task N:" heading (a task's name) and ``Files:`` /
+    ``Verify:`` / ``Done:`` labels and task boxes are key; @ lines and lines in a <context>
+    (``noise``) noise; the first line of an <objective> (``lead``) its lead; else prose."""
+    if top and _COUNT_LINE.match(line):
+        return "count"
+    if top and _POSITION_LINE.match(line):
+        return "position"
+    if top and HEADING.match(line):
+        return "heading"  # a "Task N: ..." heading is a task's name as well (see _rank)
+    if _TASK_HEADING.match(line):
+        return "key"  # a "Task N: ..." heading in a task box's detail (the next GSD plan, shown in full)
+    if _AT_LINE.match(line) or noise:
+        return "noise"
+    if _KEY_LABEL.match(line) or _TASK_BOX.match(line):
+        return "key"
+    return "lead" if lead else "prose"
 
 
 def _pair_wrappers(units: list[_PlanUnit]) -> None:
