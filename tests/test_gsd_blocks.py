@@ -1,0 +1,214 @@
+"""The small functions the GSD parsers are made of, one table each: input -> expected, with
+real lines of the conformance corpus (tests/data/gsd/<owner__repo>/.planning/; the project is in
+each case's id) and a few made-up ones where no project has the case (id "made-up").
+
+parse_state (STATE.md), read_position (the position) and narrow_roadmap (ROADMAP.md) read as
+their list of steps; these tests pin each step, so a change to one shows which reading moved."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+
+from ctxengine.nodes.lib.gsd import position as P  # noqa: E402
+from ctxengine.nodes.lib.gsd import roadmap as R  # noqa: E402
+from ctxengine.nodes.lib.gsd import state as S  # noqa: E402
+from ctxengine.nodes.lib.gsd.common import _lines_of, _sections  # noqa: E402
+
+
+def case(id_: str, *values):
+    return pytest.param(*values, id=id_)
+
+
+# ---------------------------------------------------------------------------------------------
+# STATE.md (gsd/state.py): the values parse_state reads from the fields of the position block
+
+@pytest.mark.parametrize("phase_text, expected", [
+    case("helix-staking", "8.1 of 8.2 (Game Theory Hardening)", ("8.1", "8.2")),
+    case("wBlock: all complete, the total is the phase", "All complete (12/12)", ("12", "12")),
+    case("Project-Phoenix-MP", "36 of 36 (complete)", ("36", "36")),
+    case("claude-dev-stack: no total", "51 (Planning Relocation) — EXECUTING", ("51", None)),
+    case("post-shit-now: a folder name", "01-fix-instagram-integration-bugs", ("01", None)),
+    case("kubectl-fields: none", "None (between milestones)", (None, None)),
+    case("nixl: a word", "Complete", (None, None)),
+    case("Hackathon-ASW: lettered parts", "2 of 4 (2A Backend, 2B Plugin, 2C Assets all complete)", ("2", "4")),
+    case("bgsd-oc: a total below the phase", "212 of 5 (TDD Rationale Visibility)", ("212", "5")),
+    case("arios-framework: number and name", "13 - Gap Closure - State & Session", ("13", None)),
+    case("made-up: a version is not a phase", "All v1.0 phases complete", (None, None)),
+    case("no Phase line", None, (None, None)),
+])
+def test_the_phase_field_gives_phase_and_total(phase_text, expected):
+    assert S._phase_of(phase_text) == expected
+
+
+@pytest.mark.parametrize("plan_text, expected", [
+    case("helix-staking", "5 of 5 in current phase (COMPLETE)", (5, 5)),
+    case("Hackathon-ASW: the project's count is no plan", "8 of 12 total plans complete (2C-02 skipped)", (None, None)),
+    case("bgsd-oc: zero-padded", "01 of 01 in current phase", (1, 1)),
+    case("arios-framework: not started", "Not started (awaiting /gsd:plan-phase)", (None, None)),
+    case("flashquery", "3 of 4", (3, 4)),
+    case("Project-Phoenix-MP: a dash", "—", (None, None)),
+    case("dotfiles: prose", "roadmap created, phase plans pending", (None, None)),
+    case("made-up: a number alone", "2", (2, None)),
+    case("no Plan line", None, (None, None)),
+])
+def test_the_plan_field_gives_plan_and_total(plan_text, expected):
+    assert S._plan_of(plan_text) == expected
+
+
+@pytest.mark.parametrize("frontmatter, fields, focus, expected", [
+    case("wBlock: the Milestone line", {}, (("Milestone", "v1.2 Distribution & Code Signing (SHIPPED 2026-02-19)"),),
+         None, "v1.2"),
+    case("Project-Phoenix-MP: frontmatter", {"milestone": "v0.8.0"}, (), None, "v0.8.0"),
+    case("post-shit-now: frontmatter over the line", {"milestone": "v1.0"}, (("Milestone", "Post-v1.3 bug fixes"),),
+         None, "v1.0"),
+    case("post-shit-now: the line alone", {}, (("Milestone", "Post-v1.3 bug fixes"),), None, "v1.3"),
+    case("gitsl: not started is still the milestone", {}, (("Milestone", "v1.4 (not started)"),), None, "v1.4"),
+    case("made-up: a YAML number", {"milestone": 1.2}, (), None, "v1.2"),
+    case("wBlock: focus without a version", {}, (), ("Planning next milestone", 8), None),
+    case("kubectl-fields: the focus", {}, (), ("Milestone v1.0 complete. No active phase.", 8), "v1.0"),
+    case("jamoeight: the status, not the next one", {}, (("Status", "v1.2 shipped, ready to plan next milestone"),),
+         ("Planning next milestone", 8), "v1.2"),
+    case("made-up: a version after 'planning' is to come", {}, (("Status", "Planning v2.0"),), None, None),
+])
+def test_the_milestone_version_frontmatter_then_line_focus_status(frontmatter, fields, focus, expected):
+    assert S._milestone_version(frontmatter, fields, focus) == expected
+
+
+@pytest.mark.parametrize("frontmatter, fields, expected", [
+    case("Project-Phoenix-MP", {"milestone_name": "Beta Readiness"}, (), "Beta Readiness"),
+    case("memcp: GSD's placeholder", {"milestone_name": "milestone"}, (), None),
+    case("nixl: a leading dash", {"milestone_name": "— NIXLBench and KVBench Documentation"}, (),
+         "NIXLBench and KVBench Documentation"),
+    case("wBlock: the line without version and parenthesis", {},
+         (("Milestone", "v1.2 Distribution & Code Signing (SHIPPED 2026-02-19)"),), "Distribution & Code Signing"),
+    case("gitsl: a version alone", {}, (("Milestone", "v1.4 (not started)"),), None),
+    case("made-up: a name that is no text", {"milestone_name": 3}, (("Milestone", "v2.0 Launch"),), "Launch"),
+    case("none", {}, (), None),
+])
+def test_the_milestone_name(frontmatter, fields, expected):
+    assert S._milestone_name(frontmatter, fields) == expected
+
+
+@pytest.mark.parametrize("phase_text, plan_text, status, expected", [
+    case("helix-staking", "8.1 of 8.2 (Game Theory Hardening)", "5 of 5 in current phase (COMPLETE)",
+         "Phase 8.1 COMPLETE", True),
+    case("flashquery: executing", "170 (json-validation-and-repair-infrastructure) — EXECUTING", "3 of 4", None, False),
+    case("JunbeomL22: the status", "5 of 5 (Fix STOPPED_PHASE Detection)", "1 of 1 in current phase",
+         "Plan 01 complete — Phase 5 complete (all 1 plan done)", True),
+    case("made-up: the first plan complete is not the phase", "4 (Search)", "1 of 3 (completed)", "executing", False),
+    case("made-up: the last plan complete is", "4 (Search)", "3 of 3 (completed)", "executing", True),
+    case("made-up: incomplete", "4 (Search)", None, "incomplete", False),
+    case("gitsl: shipped is done", "None active", "None", "v1.3 shipped", True),
+])
+def test_the_body_says_complete(phase_text, plan_text, status, expected):
+    plan, total = S._plan_of(plan_text)
+    assert S._body_complete(phase_text, plan_text, plan, total, status) is expected
+
+
+@pytest.mark.parametrize("frontmatter, expected", [
+    case("Project-Phoenix-MP: all phases done", {"status": "complete", "progress": {"completed_phases": 5,
+                                                                                  "total_phases": 5}}, True),
+    case("nixl: completed", {"status": "completed", "progress": {"completed_phases": 6, "total_phases": 6}}, True),
+    case("memcp: phases open", {"status": "unknown", "progress": {"completed_phases": 42, "total_phases": 67}}, False),
+    case("made-up: completed with a phase open is the phase", {"status": "completed",
+                                                              "progress": {"completed_phases": 3, "total_phases": 4}},
+         False),
+    case("made-up: completed, no progress", {"status": "completed"}, True),
+    case("made-up: all counted, status executing", {"status": "executing",
+                                                    "progress": {"completed_phases": 4, "total_phases": 4}}, True),
+    case("no frontmatter", {}, False),
+])
+def test_the_frontmatter_says_the_milestone_is_complete(frontmatter, expected):
+    assert S._frontmatter_complete(frontmatter, S._progress(frontmatter)) is expected
+
+
+@pytest.mark.parametrize("title, taken, expected", [
+    case("wBlock", "Blockers/Concerns", set(), "blockers"),
+    case("wBlock: todos", "Pending Todos", set(), "todos"),
+    case("memcp: open todos", "Open Todos", set(), "todos"),
+    case("wBlock: session", "Session Continuity", set(), "session"),
+    case("claude-dev-stack: next action", "Next Action", set(), "next"),
+    case("the position is no block", "Current Position", set(), None),
+    case("wBlock: not shown", "Accumulated Context", set(), None),
+    case("made-up: the first block of a name wins", "Blockers", {"blockers"}, None),
+])
+def test_the_block_a_heading_starts(title, taken, expected):
+    assert S._block_name(title, taken) == expected
+
+
+JUNBEOM_STATE = """\
+# Project State
+
+## Project Reference
+
+**Current focus:** Phase 5 — Fix STOPPED_PHASE Detection (complete)
+
+## Current Position
+
+Phase: 5 of 5 (Fix STOPPED_PHASE Detection)
+Plan: 1 of 1 in current phase
+Status: Plan 01 complete — Phase 5 complete (all 1 plan done)
+
+Progress: [██████████] 100%
+"""
+
+
+@pytest.mark.parametrize("text, expected", [
+    case("JunbeomL22: the position block", JUNBEOM_STATE,
+         [("Phase", "5 of 5 (Fix STOPPED_PHASE Detection)", 9), ("Plan", "1 of 1 in current phase", 10),
+          ("Status", "Plan 01 complete — Phase 5 complete (all 1 plan done)", 11), ("Progress", "[██████████] 100%", 13)]),
+    case("made-up: no block, the body's first lines", "# State\nPhase: 3 of 5\nStatus: executing\n",
+         [("Phase", "3 of 5", 2), ("Status", "executing", 3)]),
+])
+def test_the_position_fields_with_their_lines(text, expected):
+    lines = _lines_of(text)
+    position = S._position_block(lines, _sections(lines))
+    assert S._position_fields(lines, position, 0) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    case("JunbeomL22", JUNBEOM_STATE, ("Phase 5 — Fix STOPPED_PHASE Detection (complete)", 5)),
+    case("made-up: none", "# State\nPhase: 3\n", None),
+])
+def test_the_current_focus(text, expected):
+    assert S._focus(_lines_of(text), 0) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    case("Project-Phoenix-MP: a frontmatter", "---\nmilestone: v0.8.0\nstatus: complete\n---\n# State\n",
+         ({"milestone": "v0.8.0", "status": "complete"}, (1, 4), [])),
+    case("wBlock: none", "# Project State\n\nPhase: All complete (12/12)\n", ({}, None, [])),
+    case("made-up: not YAML", "---\nmilestone: [v1\n---\n# State\n", "ignored"),
+])
+def test_the_frontmatter_and_its_lines(text, expected):
+    got = S._frontmatter_of(text, ".planning/STATE.md")
+    if expected == "ignored":
+        assert got[:2] == ({}, None) and got[2][0].startswith(".planning/STATE.md:") and "frontmatter ignored" in got[2][0]
+    else:
+        assert got == expected
+
+
+def test_stale_frontmatter_blocks_stacked_after_the_first_are_named():
+    text = "---\nmilestone: v2.0\n---\n\n---\nmilestone: v1.0\n---\n# State\n"
+    lines = _lines_of(text)
+    warnings = S._stacked_warnings(lines, (1, 3), "STATE.md")
+    assert warnings == ["STATE.md:5: 1 more frontmatter block(s) follow the first (lines 5-7); only lines 1-3 are "
+                        "read (delete the stale blocks)"]
+    assert S._stacked_warnings(lines, None, "STATE.md") == []
+
+
+def test_a_long_block_with_subsections_keeps_its_own_lines_and_names_the_rest():
+    text = "## Accumulated Context\n\n### Blockers/Concerns\n\n- one\n- two\n\n#### Quick Tasks Completed\n\n| a |\n"
+    lines = _lines_of(text)
+    sections = _sections(lines)
+    level, _, first, last = next(s for s in sections if s[1] == "Blockers/Concerns")
+    assert S._block_body(lines, sections, level, first, last, "STATE.md") == [
+        "", "- one", "- two", "(subsections omitted: Quick Tasks Completed (line 8))"]
+    long = "## Blockers\n" + "".join(f"- b{n}\n" for n in range(40))
+    lines = _lines_of(long)
+    body = S._block_body(lines, _sections(lines), 2, 0, len(lines) - 1, "STATE.md")
+    assert len(body) == S._BLOCK_MAX_LINES + 1 and body[-1] == "... (10 more lines in STATE.md lines 32-41)"
