@@ -8,6 +8,7 @@ their list of steps; these tests pin each step, so a change to one shows which r
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import pytest
 
@@ -212,3 +213,129 @@ def test_a_long_block_with_subsections_keeps_its_own_lines_and_names_the_rest():
     lines = _lines_of(long)
     body = S._block_body(lines, _sections(lines), 2, 0, len(lines) - 1, "STATE.md")
     assert len(body) == S._BLOCK_MAX_LINES + 1 and body[-1] == "... (10 more lines in STATE.md lines 32-41)"
+
+
+# ---------------------------------------------------------------------------------------------
+# ROADMAP.md (gsd/roadmap.py): the steps of narrow_roadmap
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "gsd")
+
+
+def roadmap_of(project: str) -> str:
+    with open(os.path.join(DATA, project, ".planning", "ROADMAP.md"), encoding="utf-8") as handle:
+        return handle.read()
+
+
+WBLOCK = roadmap_of("0xCUB3__wBlock")  # three milestones: two <details> blocks, one heading; a progress table
+PHOENIX = roadmap_of("9thLevelSoftware__Project-Phoenix-MP")  # nine milestones, one table row each
+
+
+@pytest.mark.parametrize("text, milestone, expected", [
+    case("wBlock: the current one", WBLOCK, "v1.2", ((10,), (12,))),
+    case("wBlock: a shipped one", WBLOCK, "v1.1", ((7,), (9,))),
+    case("Project-Phoenix-MP", PHOENIX, "v0.8.0", ((32,), (36,))),
+    case("wBlock: no milestone", WBLOCK, None, None),
+    case("wBlock: an unknown one", WBLOCK, "v9.9", None),
+])
+def test_the_milestone_phase_range(text, milestone, expected):
+    assert R._phase_range(_lines_of(text), milestone) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    case("wBlock", WBLOCK, ("v1.0", "v1.1", "v1.2")),
+    case("made-up: one milestone in two blocks", "## v1.0 Launch\n\n- a\n\n## v1.0.0 Notes\n\n## v2 Next\n", ("v1.0", "v2")),
+    case("made-up: none", "# Roadmap\n\n### Phase 1: Setup\n", ()),
+])
+def test_the_versions_of_the_milestone_blocks_once_each(text, expected):
+    assert R._block_versions(R.milestone_blocks(_lines_of(text))) == expected
+
+
+@pytest.mark.parametrize("text, milestone", [
+    case("wBlock", WBLOCK, "v1.2"),
+    case("Project-Phoenix-MP: after the progress table", PHOENIX, "v0.8.0"),
+])
+def test_a_narrowed_roadmap_names_every_milestone_block(text, milestone):
+    """RoadmapView.milestones is every block's version; it was the versions of the last table row
+    left (none for wBlock, the current one alone for Phoenix) when the view matched."""
+    view = R.narrow_roadmap(text, milestone)
+    assert view.matched and view.milestones == R.narrow_roadmap(text, None).milestones
+    assert len(view.milestones) >= 3 and milestone in view.milestones
+
+
+def test_other_milestones_blocks_fold_to_a_mention_wblock():
+    drop, swaps, folded = R._folded_blocks(R.milestone_blocks(_lines_of(WBLOCK)), "v1.2")
+    assert (min(drop), max(drop)) == (10, 33) and sorted(swaps) == [10, 24]
+    assert swaps[10] == ("- (other milestone, folded: ROADMAP.md lines 11-23) ✅ v1.0 Filter Compatibility (Phases 1-6) "
+                         "— SHIPPED 2026-02-18")
+    assert folded == ["✅ v1.0 Filter Compatibility (Phases 1-6) — SHIPPED 2026-02-18",
+                      "✅ v1.1 Element Zapper Rule Management (Phases 7-9) — SHIPPED 2026-02-19"]
+
+
+def test_a_block_around_the_current_milestone_is_kept():
+    text = "## v2 Program\n\n### v2.1 Current\n\n- [ ] Phase 3: Now\n\n### v2.0 Done\n\n- [x] Phase 1: Then\n"
+    drop, swaps, folded = R._folded_blocks(R.milestone_blocks(_lines_of(text)), "v2.1")
+    assert folded == ["v2.0 Done"] and sorted(drop) == [6, 7, 8]
+
+
+@pytest.mark.parametrize("phase_range, done_before, key, expected", [
+    case("wBlock: in v1.2's range", ((10,), (12,)), None, (11,), True),
+    case("wBlock: before it", ((10,), (12,)), None, (9,), False),
+    case("made-up: an inserted phase by its major number", ((10,), (12,)), None, (12, 1), True),
+    case("made-up: the current phase, added after the range", ((10,), (12,)), (13,), (13,), True),
+    case("no range", None, None, (99,), True),
+    case("no number", ((10,), (12,)), None, None, True),
+])
+def test_a_phase_in_the_milestone_range(phase_range, done_before, key, expected):
+    assert R._in_range(phase_range, done_before, key) is expected
+
+
+@pytest.mark.parametrize("line, milestone, ranged, expected", [
+    case("wBlock: another milestone's row", "| 1. Validation Fix and Platform Constants | v1.0 | 2/2 | Complete | "
+         "2026-02-17 |", "v1.2", True, True),
+    case("wBlock: the milestone's row", "| 10. Build and Entitlements | v1.2 | Complete    | 2026-02-19 | 2026-02-19 |",
+         "v1.2", True, False),
+    case("wBlock: no version, a phase in range", "| 12. Homebrew Cask | 1/1 | Complete   | 2026-02-19 | - |", "v1.2",
+         True, False),
+    case("made-up: no version, a phase out of range", "| 3. Include Resolver | 2/2 | Complete | 2026-02-17 | - |",
+         "v1.2", True, True),
+    case("made-up: out of range, range unknown", "| 3. Include Resolver | 2/2 | Complete | 2026-02-17 | - |", "v1.2",
+         False, False),
+    case("wBlock: the header", "| Phase | Milestone | Plans Complete | Status | Completed |", "v1.2", True, False),
+    case("Project-Phoenix-MP: a shipped milestone", "| v0.7.0 MVP Cloud Sync | 29-31 | 8 | Complete | 2026-03-15 |",
+         "v0.8.0", False, True),
+    case("Project-Phoenix-MP: the current one", "| v0.8.0 Beta Readiness | 32-36 | 15 | In Progress | — |", "v0.8.0",
+         False, False),
+])
+def test_a_progress_row_of_another_milestone(line, milestone, ranged, expected):
+    in_range = partial(R._in_range, ((10,), (12,)), None) if ranged else None
+    assert R._other_row(line, milestone, in_range) is expected
+
+
+def test_the_rows_of_other_milestones_drop_with_a_note_after_the_table_wblock():
+    lines = _lines_of(WBLOCK)
+    rows, note = R._other_rows(lines, set(), "v1.2", partial(R._in_range, ((10,), (12,)), None))
+    assert sorted(rows) == list(range(94, 103))  # phases 1-9, v1.0 and v1.1
+    assert note == {105: lines[105] + "\n(progress rows of other milestones omitted: 9)"}
+    assert R._other_rows(lines, set(range(94, 103)), "v1.2", None) == (set(), {})  # dropped already: none
+
+
+@pytest.mark.parametrize("text, unfinished, expected", [
+    case("wBlock: phases 10 and 11 before 12", WBLOCK, (), ["10", "11"]),
+    case("wBlock: unfinished, but every box checked", WBLOCK, ("10",), ["10", "11"]),
+    case("made-up (wBlock): unfinished with a box open", WBLOCK.replace("- [x] 10-02-PLAN.md", "- [ ] 10-02-PLAN.md"),
+         ("10",), ["11"]),
+])
+def test_the_finished_phases_details_shrink_to_their_heading(text, unfinished, expected):
+    lines = _lines_of(text)
+    cut, swaps, shortened = R._finished_details(lines, set(), (12,), unfinished)
+    assert shortened == expected
+    assert all(swaps[first].startswith(lines[first] + " (done; details cut, ROADMAP.md lines ") for first in swaps)
+    assert not cut & set(swaps)  # the heading stays
+    assert R._finished_details(lines, set(), None, unfinished) == (set(), {}, [])
+
+
+def test_the_kept_text_puts_replacements_in_place_and_counts_kept_lines():
+    lines = ["# Roadmap", "", "", "", "a", "b", "c", "d"]
+    content, kept = R._kept_text(lines, {4, 5, 7}, {4: "- (other milestone, folded: x)", 6: "C"})
+    assert content == "# Roadmap\n\n- (other milestone, folded: x)\nC"
+    assert kept == ((1, 4), (7, 7))
