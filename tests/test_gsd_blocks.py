@@ -339,3 +339,173 @@ def test_the_kept_text_puts_replacements_in_place_and_counts_kept_lines():
     content, kept = R._kept_text(lines, {4, 5, 7}, {4: "- (other milestone, folded: x)", 6: "C"})
     assert content == "# Roadmap\n\n- (other milestone, folded: x)\nC"
     assert kept == ((1, 4), (7, 7))
+
+
+# ---------------------------------------------------------------------------------------------
+# The position (gsd/position.py): the steps of read_position
+
+WHERE = ".planning/STATE.md"
+HELIX_STATE = ("## Current Position\n\nPhase: 8.1 of 8.2 (Game Theory Hardening)\nPlan: 5 of 5 in current phase (COMPLETE)\n"
+               "Status: Phase 8.1 COMPLETE\n")
+FLASHQUERY_STATE = ("---\nmilestone: v4.2\nstatus: executing\nprogress:\n  total_phases: 1\n  completed_phases: 0\n---\n"
+                    "# State\n\n## Current Position\n\nPhase: 170 (json-validation-and-repair-infrastructure) — EXECUTING\n"
+                    "Plan: 3 of 4\n")
+KUBECTL_STATE = "## Current Position\n\nPhase: None (between milestones)\nStatus: v1.0 milestone complete, archived\n"
+NEXERA_STATE = ("---\nmilestone: v1.0\nstatus: executing\nstopped_at: Completed 04-01-PLAN.md\nprogress:\n  total_phases: 4\n"
+                "  completed_phases: 3\n---\n")
+FIVE = {f"phases/0{k}-step": (f"0{k}-01-PLAN.md",) for k in range(1, 6)}
+
+
+def reading(state_text: str | None, folders=None, plans=None, names=None) -> P._Reading:
+    state = S.parse_state(state_text, WHERE) if state_text is not None else None
+    return P._reading_of(state, folders or {}, WHERE, plans or {}, names or {})
+
+
+@pytest.mark.parametrize("state_text, folders, claim, warned", [
+    case("helix-staking: the body, complete", HELIX_STATE, {}, P._Claim((8, 1), P.BODY, True), None),
+    case("flashquery: the body, under way", FLASHQUERY_STATE, {}, P._Claim((170,), P.BODY), None),
+    case("kubectl-fields: between milestones", KUBECTL_STATE, {}, P._Claim(between=True), None),
+    case("NexeraDigital: no Phase line, stopped_at's plan", NEXERA_STATE, {}, P._Claim((4,), P.FRONTMATTER), None),
+    case("made-up: current_phase over a stale body", "---\ncurrent_phase: 7\n---\n## Current Position\n\nPhase: 6 of 9\n",
+         {}, P._Claim((7,), P.FRONTMATTER), "the frontmatter is used"),
+    case("made-up: the phase after progress.completed_phases",
+         "---\nprogress:\n  completed_phases: 2\n  total_phases: 5\n---\n## Current Position\n\nPhase: 2 of 5\n", FIVE,
+         P._Claim((3,), P.FRONTMATTER), "the frontmatter is used"),
+    case("made-up: progress counts the body's phase, the last known, complete",
+         "---\nprogress:\n  completed_phases: 2\n  total_phases: 3\n---\n## Current Position\n\nPhase: 2 of 3\n",
+         {"phases/01-a": (), "phases/02-b": ()}, P._Claim((2,), P.BODY, True), "counts phase 2 as complete"),
+    case("no position at all", "# State\n", {}, P._Claim(), None),
+    case("no STATE.md", None, {}, P._Claim(), None),
+])
+def test_the_phase_state_md_claims(state_text, folders, claim, warned):
+    notes = P._Notes()
+    assert P._state_claim(reading(state_text, folders), (), notes) == claim
+    assert (warned is None and not notes.warnings) or (len(notes.warnings) == 1 and warned in notes.warnings[0])
+
+
+@pytest.mark.parametrize("folder_files, named_plan, expected", [
+    case("NexeraDigital: 04-03 has no SUMMARY", ("04-01-PLAN.md", "04-01-SUMMARY.md", "04-02-PLAN.md",
+                                                 "04-02-SUMMARY.md", "04-03-PLAN.md"), None, "04-03"),
+    case("made-up: STATE.md names plan 3 of three open", ("04-01-PLAN.md", "04-02-PLAN.md", "04-03-PLAN.md"), 3, "04-03"),
+    case("made-up: the named plan is done: the first open", ("04-01-PLAN.md", "04-02-PLAN.md", "04-02-SUMMARY.md"), 2,
+         "04-01"),
+    case("NexeraDigital 03: every plan done", ("03-01-PLAN.md", "03-01-SUMMARY.md"), None, None),
+])
+def test_the_next_plan_of_a_folder(folder_files, named_plan, expected):
+    folder, = P.phase_folders({"phases/04-dashboard": folder_files})
+    notes = P._Notes()
+    assert P._next_plan(folder, named_plan, notes) == expected
+    assert len(notes.evidence) == (expected is not None)
+
+
+@pytest.mark.parametrize("folders, named, expected", [
+    case("Hackathon-ASW: a phase in lettered folders", {"phases/2A-backend": ("2A-01-PLAN.md",),
+                                                        "phases/2B-plugin": ("2B-01-PLAN.md",)}, None,
+         ["phase 2 is in 2 lettered folders (2A-backend/, 2B-plugin/): their plans are its plans"]),
+    case("made-up: a plan the roadmap names", {"phases/15-sharing": ("15-01-PLAN.md",)},
+         "ROADMAP.md:95 '- [ ] 15-02-PLAN.md'",
+         ["15-02 without a PLAN or SUMMARY file in phases/15-sharing/, named by ROADMAP.md:95 '- [ ] 15-02-PLAN.md' "
+          "(a checked box: done)"]),
+    case("a plain folder", {"phases/15-sharing": ("15-01-PLAN.md",)}, None, []),
+])
+def test_what_a_folder_adds_to_the_evidence(folders, named, expected):
+    folder, = P.phase_folders(folders)
+    assert P._folder_evidence(folder.with_named([2], named) if named else folder) == expected
+
+
+@pytest.mark.parametrize("state_text, claim, over, expects, named", [
+    case("helix-staking: phase 8.1 of 8.2 complete", HELIX_STATE, P._Claim((8, 1), P.BODY, True), False, False, None),
+    case("Project-Phoenix-MP: the last phase complete", "## Current Position\n\nPhase: 36 of 36 (complete)\n",
+         P._Claim((36,), P.BODY, True), True, False, None),
+    case("flashquery: plan 3 under way", FLASHQUERY_STATE, P._Claim((170,), P.BODY), False, True, 3),
+    case("made-up: executing without a plan", "## Current Position\n\nPhase: 4\nStatus: Executing\n",
+         P._Claim((4,), P.BODY), False, True, None),
+    case("made-up: a pinned phase names no plan", FLASHQUERY_STATE, P._Claim((170,), P.PINNED), False, True, None),
+])
+def test_milestone_over_folder_expected_and_plan_named(state_text, claim, over, expects, named):
+    state = S.parse_state(state_text, WHERE)
+    assert P._milestone_over(state, claim) is over
+    assert P._expects_folder(state, claim) is expects
+    assert P._named_plan(state, claim) == named
+
+
+def test_state_md_plan_of_counts_plans_without_files():
+    """flashquery: "Plan: 3 of 4" with plans 1-3 on disk: plan 4 is a plan of the phase."""
+    folder, = P.phase_folders({"phases/170-json": ("170-01-PLAN.md", "170-02-PLAN.md", "170-03-PLAN.md")})
+    state = S.parse_state(FLASHQUERY_STATE, WHERE)
+    counted = P._with_state_total(folder, state, P._Claim((170,), P.BODY))
+    assert counted.all_plans == ("170-01", "170-02", "170-03", "170-04") and counted.named == ("170-04",)
+    assert P._with_state_total(folder, state, P._Claim((170,), P.PINNED)) is folder
+    assert P._with_state_total(folder, state, P._Claim((171,), P.BODY)) is folder
+
+
+def test_a_phase_state_md_and_the_roadmap_call_done_has_its_plans_done():
+    folder, = P.phase_folders({"phases/08.1-hardening": ("08.1-01-PLAN.md", "08.1-01-SUMMARY.md", "08.1-02-PLAN.md")})
+    checked = R.RoadmapPlans(done=(95, "- [x] Phase 8.1: Game Theory Hardening"))
+    notes = P._Notes()
+    done = P._with_roadmap_done(folder, checked, P._Claim((8, 1), P.BODY, True), notes)
+    assert done.complete and "08.1-02 without a SUMMARY in phases/08.1-hardening/" in notes.evidence[0]
+    assert P._with_roadmap_done(folder, checked, P._Claim((8, 1), P.BODY, False), P._Notes()) is folder
+    assert P._with_roadmap_done(folder, R.RoadmapPlans(), P._Claim((8, 1), P.BODY, True), P._Notes()) is folder
+
+
+@pytest.mark.parametrize("folders, claim, expected", [
+    case("made-up: phase 3 complete, 4 started", {"phases/03-a": ("03-01-PLAN.md", "03-01-SUMMARY.md"),
+                                                  "phases/04-b": ("04-CONTEXT.md",)},
+         P._Claim((3,), P.BODY), "phases/04-b"),
+    case("made-up: phase 3 under way", {"phases/03-a": ("03-01-PLAN.md",), "phases/04-b": ("04-CONTEXT.md",)},
+         P._Claim((3,), P.BODY), None),
+    case("made-up: said complete, nothing later", {"phases/03-a": ("03-01-PLAN.md",)}, P._Claim((3,), P.BODY, True), None),
+])
+def test_a_later_started_folder_after_a_complete_phase(folders, claim, expected):
+    read = reading("## Current Position\n\nPhase: 3\n", folders)
+    folder = P._by_key(read.folders).get(claim.key)
+    notes = P._Notes()
+    later = P._later_started_folder(read, claim, folder, notes)
+    assert (later.path if later else None) == expected
+    assert len(notes.warnings) == (expected is not None)
+
+
+def test_a_left_over_folder_is_not_the_next_phase():
+    """A folder the roadmap names under another number is left from a renumbered milestone."""
+    folders = {"phases/03-a": ("03-01-PLAN.md", "03-01-SUMMARY.md"), "phases/04-database-stability": ("04-CONTEXT.md",)}
+    names = {(15,): ((95, "Database Stability & Recovery"),)}
+    read = reading("## Current Position\n\nPhase: 3\n", folders, names=names)
+    notes = P._Notes()
+    assert P._open_folders(read.active, read.names, notes, "not current") == []
+    assert notes.evidence[0].endswith("names it phase 15 ('Database Stability & Recovery'), not current")
+
+
+@pytest.mark.parametrize("active, archived, expected", [
+    case("the last active one", ["phases/01-a", "phases/02-b"], [], "phases/02-b"),
+    case("kubectl-fields: a higher archived one", ["phases/01-a"], ["milestones/v1.0-phases/04-d"],
+         "milestones/v1.0-phases/04-d"),
+    case("a lower archived one", ["phases/05-e"], ["milestones/v1.0-phases/04-d"], "phases/05-e"),
+    case("only archived", [], ["milestones/v1.0-phases/04-d"], "milestones/v1.0-phases/04-d"),
+])
+def test_the_latest_folder(active, archived, expected):
+    every = P.phase_folders({path: () for path in active + archived})
+    assert P._latest_folder([f for f in every if not f.archived], [f for f in every if f.archived]).path == expected
+
+
+@pytest.mark.parametrize("state_text, folder_files, warned", [
+    case("made-up: said complete, a plan without a SUMMARY", "## Current Position\n\nPhase: 3\nStatus: Phase complete\n",
+         ("03-01-PLAN.md",), "says phase 3 is complete, but 03-01-PLAN.md"),
+    case("made-up: every SUMMARY there, Plan: says one is under way",
+         "## Current Position\n\nPhase: 3\nPlan: 1 of 1\nStatus: executing\n", ("03-01-PLAN.md", "03-01-SUMMARY.md"),
+         "'Plan: 1 of 1' is under way"),
+    case("made-up: they agree", "## Current Position\n\nPhase: 3\nStatus: executing\n", ("03-01-PLAN.md",), None),
+])
+def test_state_md_and_the_files_disagree_on_complete(state_text, folder_files, warned):
+    read = reading(state_text, {"phases/03-a": folder_files})
+    claim = P._state_claim(read, (), P._Notes())
+    notes = P._Notes()
+    P._completion_notes(read, claim, read.active[0], notes)
+    assert (warned is None and not notes.warnings) or (len(notes.warnings) == 1 and warned in notes.warnings[0])
+
+
+def test_a_pin_that_is_no_phase_number_is_a_config_error_naming_the_key():
+    with pytest.raises(P.ConfigError, match="state.gsdPhase"):
+        P._pinned_position(reading(None), "8.x", "8.x", P._Notes())
+    position = P._pinned_position(reading(None, FIVE), "9", "9", P._Notes())
+    assert position.phase == "9" and position.folder is None and "has no folder" in position.warnings[0]
