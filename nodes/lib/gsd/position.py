@@ -140,21 +140,36 @@ def _named_folder(key: tuple[int, ...], text: str, folders: Sequence[PhaseFolder
     same = [f for f in folders if f.key == key]
     if len(same) <= 1:
         return (same[0] if same else None), ""
-    low = text.lower()
-    exact = [f for f in same if f.name.lower() in low]
+    return _folder_state_names(same, text) or _folder_roadmap_names(same, names)
+
+
+def _folder_state_names(same: Sequence[PhaseFolder], text: str) -> tuple[PhaseFolder, str] | None:
+    """Of several folders with one number, the one STATE.md's ``Phase:`` line ``text`` names by its
+    folder name, else by the words of its name, with the reason; None when it names no one."""
+    count = f"{len(same)} folders numbered {_show(same[0].key)}"
+    exact = [f for f in same if f.name.lower() in text.lower()]
     if len(exact) == 1:
-        return exact[0], f"{exact[0].name} named by STATE.md's Phase line ({len(same)} folders numbered {_show(key)})"
+        return exact[0], f"{exact[0].name} named by STATE.md's Phase line ({count})"
     said = name_words(re.sub(r"^\s*\d+(?:\.\d+)*", "", text))
     worded = [f for f in same if said and same_name(f.words, said)]
     if len(worded) == 1:
-        return worded[0], (f"{worded[0].name}: STATE.md's Phase line names it ({len(same)} folders numbered "
-                           f"{_show(key)})")
+        return worded[0], f"{worded[0].name}: STATE.md's Phase line names it ({count})"
+    return None
+
+
+def _folder_roadmap_names(same: Sequence[PhaseFolder],
+                          names: Mapping[tuple[int, ...], Sequence[tuple[int, str]]]) -> tuple[PhaseFolder, str]:
+    """Of several folders with one number, the one not left over whose name ROADMAP.md gives the
+    phase last, with the reason; none named: the first not left over (no reason)."""
+    key = same[0].key
     fresh = [f for f in same if _leftover(f, names) is None] or same
     lines = {f.path: max((line for line, n in names.get(key, ()) if same_name(f.words, name_words(n))), default=0)
              for f in fresh}
-    pick = max(fresh, key=lambda f: lines[f.path]) if any(lines.values()) else fresh[0]
+    if not any(lines.values()):
+        return fresh[0], ""
+    pick = max(fresh, key=lambda f: lines[f.path])
     return pick, (f"{pick.name}: of {len(same)} folders numbered {_show(key)}, the one ROADMAP.md:{lines[pick.path]} "
-                  "names last" if lines[pick.path] else "")
+                  "names last")
 
 
 def _plan_number(plan_id: str) -> int:
@@ -747,28 +762,37 @@ class GsdFiles:
 
 def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
     """:func:`read_position` over the loaded files (STATE.md parsed, the milestone's phases
-    read from ROADMAP.md)."""
+    read from ROADMAP.md), with why this workstream was read, the milestone settled against
+    ROADMAP.md, and the next phase when the current one is complete."""
     state = parse_state(files.state_text, files.state_path) if files.state_text is not None else None
-    roadmap = files.roadmap_text
+    roadmap = files.roadmap_text or ""
     milestone = state.milestone if state else None
     phases = milestone_phases(roadmap, milestone) if roadmap else ()
-    plans = roadmap_plans(roadmap, milestone) if roadmap else {}
-    position = read_position(state, files.folders, pinned, files.state_path, phases, plans,
-                             phase_names(roadmap) if roadmap else {})
-    if files.chosen or files.chosen_warnings:
-        position = replace(position, evidence=(*files.chosen, *position.evidence),
-                           warnings=(*files.chosen_warnings, *position.warnings))
-    position = _milestone_checked(position, roadmap, phases, "frontmatter" if state is not None and
-                                  state.frontmatter.get("milestone") is not None else "STATE.md")
+    position = read_position(state, files.folders, pinned, files.state_path, phases,
+                             roadmap_plans(roadmap, milestone) if roadmap else {}, phase_names(roadmap) if roadmap else {})
+    position = replace(position, evidence=(*files.chosen, *position.evidence),
+                       warnings=(*files.chosen_warnings, *position.warnings))
+    return _next_phase(_milestone_settled(position, state, files, phases), roadmap, files.folders)
+
+
+def _milestone_settled(position: GsdPosition, state: GsdState | None, files: GsdFiles,
+                       phases: Sequence[str]) -> GsdPosition:
+    """The position's milestone against ROADMAP.md: checked to list the phase, the frontmatter
+    against the body's ``Milestone:`` line, inferred from the roadmap or the prose when STATE.md
+    names none, and complete when the roadmap marks it shipped."""
+    roadmap = files.roadmap_text or ""
+    said = "frontmatter" if state is not None and state.frontmatter.get("milestone") is not None else "STATE.md"
+    position = _milestone_checked(position, roadmap, phases, said)
     if state is not None:
-        position = _milestone_disagreement(position, state, roadmap or "")
-    if milestone is None and roadmap:
+        position = _milestone_disagreement(position, state, roadmap)
+    unnamed = state is None or state.milestone is None
+    if unnamed and roadmap:
         position = _milestone_inferred(position, roadmap)
-    if milestone is None and position.milestone is None:
-        position = _milestone_from_prose(position, files.state_text or "", roadmap or "", files.state_path)
+    if unnamed and position.milestone is None:
+        position = _milestone_from_prose(position, files.state_text or "", roadmap, files.state_path)
     if roadmap:
         position = _milestone_shipped(position, roadmap, files.folders, state, files.state_path)
-    return _next_phase(position, roadmap, files.folders)
+    return position
 
 
 def _milestone_shipped(position: GsdPosition, roadmap_text: str, folders: Mapping[str, Sequence[str]],
@@ -781,21 +805,32 @@ def _milestone_shipped(position: GsdPosition, roadmap_text: str, folders: Mappin
     if (key is None or not position.milestone or position.milestone_complete or not position.phase_complete
             or position.source not in (FRONTMATTER, BODY)):
         return position
-    lines = roadmap_text.split("\n")
-    shipped = next(((i + 1, line.strip(), _RANGE.search(line)) for i, line in enumerate(lines)
-                    if position.milestone in milestone_tokens(line) and _SHIPPED.search(line) and _RANGE.search(line)),
-                   None)
-    if shipped is None:
+    shipped = _shipped_range(roadmap_text, position.milestone)
+    if shipped is None or not (shipped[2] <= key <= shipped[3]):
         return position
-    line_no, text, rng = shipped
-    low, high = phase_key(rng.group(1)), phase_key(rng.group(2))
-    if not (low <= key <= high):
-        return position
+    line_no, text, low, high = shipped
     said = f"ROADMAP.md:{line_no} '{_cut(text, 70)}'"
     done = [f for f in phase_folders(folders) if low[:1] <= f.key[:1] <= high[:1] and f.key > key and f.complete]
     if not done:
         return replace(position, milestone_complete=True,
                        evidence=(*position.evidence, f"milestone {position.milestone} shipped: {said}"))
+    return _finished_after(position, done, said, state, state_path)
+
+
+def _shipped_range(roadmap_text: str, milestone: str) -> tuple[int, str, tuple[int, ...], tuple[int, ...]] | None:
+    """(1-based line, the line, first phase, last phase) of the first ROADMAP.md line that marks
+    ``milestone`` shipped and gives its phase range, or None."""
+    for line_no, line in enumerate(roadmap_text.split("\n"), 1):
+        rng = _RANGE.search(line)
+        if rng and milestone in milestone_tokens(line) and _SHIPPED.search(line):
+            return line_no, line.strip(), phase_key(rng.group(1)), phase_key(rng.group(2))
+    return None
+
+
+def _finished_after(position: GsdPosition, done: Sequence[PhaseFolder], said: str, state: GsdState | None,
+                    state_path: str) -> GsdPosition:
+    """The position moved to the latest of the shipped milestone's phases ``done`` after the one
+    STATE.md names (STATE.md was not updated after them), with a warning naming both lines."""
     last = done[-1]
     line = (state.line_of("phase") or state.line_of("current phase") or 1) if state else 1
     warning = (f"{state_path}:{line}: names phase {position.phase}, but {said} marks milestone {position.milestone} "
@@ -825,8 +860,7 @@ def _milestone_inferred(position: GsdPosition, roadmap_text: str) -> GsdPosition
     if not view.milestones:
         return position
     for candidate in view.milestones:
-        listed = narrow_roadmap(roadmap_text, candidate)
-        if listed.matched and key in {phase_key(p) for p in milestone_phases(roadmap_text, candidate)}:
+        if _lists_phase(roadmap_text, candidate, key):
             label = next((m for m in _labels(roadmap_text, candidate)), candidate)
             return replace(position, milestone=candidate, milestone_name=label,
                            evidence=(*position.evidence, f"STATE.md names no milestone; ROADMAP.md lists phase "
@@ -897,16 +931,25 @@ def _next_phase(position: GsdPosition, roadmap_text: str | None, folders: Mappin
     by_key = _by_key([f for f in phase_folders(folders) if not f.archived])
     content = narrow_roadmap(roadmap_text, position.milestone).content
     titles = _phase_titles(content)
-    ticked = _ticked_phases(content)
+    later = _next_open_phase(key, titles, _ticked_phases(content), by_key)
+    if later is None:
+        return position
+    folder = by_key.get(later)
+    return replace(position, next_phase=_show(later), next_folder=folder.path if folder else None,
+                   next_title=titles[later], next_context=folder.context if folder else (),
+                   evidence=(*position.evidence, f"phase {position.phase} complete; ROADMAP.md's next phase is "
+                             f"'{titles[later]}'" + (f" ({folder.path}/)" if folder else " (no folder yet)")))
+
+
+def _next_open_phase(key: tuple[int, ...], titles: Mapping[tuple[int, ...], str], ticked: set[tuple[int, ...]],
+                     by_key: Mapping[tuple[int, ...], PhaseFolder]) -> tuple[int, ...] | None:
+    """The first roadmap phase after ``key`` not done: done is a folder whose plans all have a
+    SUMMARY, or no folder and a checked roadmap box."""
     for later in sorted(k for k in titles if k > key):
         folder = by_key.get(later)
-        if folder is not None and folder.complete or folder is None and later in ticked:
-            continue  # done: its plans all have a SUMMARY, or it has no folder and its roadmap box is checked
-        return replace(position, next_phase=_show(later), next_folder=folder.path if folder else None,
-                       next_title=titles[later], next_context=folder.context if folder else (),
-                       evidence=(*position.evidence, f"phase {position.phase} complete; ROADMAP.md's next phase is "
-                                 f"'{titles[later]}'" + (f" ({folder.path}/)" if folder else " (no folder yet)")))
-    return position
+        if not (folder is not None and folder.complete or folder is None and later in ticked):
+            return later
+    return None
 
 
 def _ticked_phases(roadmap_text: str) -> set[tuple[int, ...]]:
@@ -936,28 +979,52 @@ def _milestone_checked(position: GsdPosition, roadmap_text: str | None, phases: 
     one), the milestone is the roadmap block that lists the phase, else none (the roadmap is then
     read whole, so the current phase's details are not folded away), with a warning."""
     key = phase_key(position.phase)
-    if (position.source not in (FRONTMATTER, BODY) or not (roadmap_text and position.milestone and key and phases)
-            or key in {phase_key(p) for p in phases}):
+    if not _unlisted_phase(position, roadmap_text, phases, key):
         return position
-    others = [m for m in narrow_roadmap(roadmap_text, None).milestones if m != position.milestone]
     ranged = _ranged_milestone(roadmap_text, key)
-    placed = _phase_blocks(roadmap_text, key)
-    shipped = any(position.milestone in milestone_tokens(line) and _SHIPPED.search(line)
-                  for line in roadmap_text.split("\n"))
-    if ranged is None and placed and all(block is None for _, block in placed) and not shipped:
-        line = placed[-1][0]
-        return replace(position, evidence=(*position.evidence, f"ROADMAP.md:{line} names phase {position.phase} "
+    added = _added_after_range(roadmap_text, position.milestone, key) if ranged is None else None
+    if added is not None:
+        return replace(position, evidence=(*position.evidence, f"ROADMAP.md:{added} names phase {position.phase} "
                                            f"outside every milestone block and range: added to milestone "
                                            f"{position.milestone} (not shipped) after its range was written"))
-    found = ranged if ranged in others else next(
-        (m for m in others if narrow_roadmap(roadmap_text, m).matched
-         and key in {phase_key(p) for p in milestone_phases(roadmap_text, m)}), None)
+    others = [m for m in narrow_roadmap(roadmap_text, None).milestones if m != position.milestone]
+    found = ranged if ranged in others else next((m for m in others if _lists_phase(roadmap_text, m, key)), None)
     instead = f"read as milestone {found}, which lists it" if found else "read whole"
     warning = (f".planning/STATE.md: milestone {position.milestone} ({said}), but ROADMAP.md does not list phase "
                f"{position.phase} under it; the roadmap is {instead} (set milestone: in STATE.md to fix it)")
     return replace(position, milestone=found, milestone_name=None, warnings=(*position.warnings, warning),
                    evidence=(*position.evidence, f"ROADMAP.md lists phase {position.phase} under "
                              f"{'milestone ' + found if found else 'no milestone block'}"))
+
+
+def _unlisted_phase(position: GsdPosition, roadmap_text: str | None, phases: Sequence[str],
+                    key: tuple[int, ...] | None) -> bool:
+    """STATE.md names the phase ``key`` and its milestone, and the roadmap lists ``phases`` for that
+    milestone but not this one."""
+    return (position.source in (FRONTMATTER, BODY) and bool(roadmap_text and position.milestone and key and phases)
+            and key not in {phase_key(p) for p in phases})
+
+
+def _added_after_range(roadmap_text: str, milestone: str, key: tuple[int, ...]) -> int | None:
+    """The last ROADMAP.md line (1-based) naming phase ``key`` when every line that names it stands
+    outside all milestone blocks and ``milestone`` is not shipped: the phase was added to the
+    milestone after its range was written; else None."""
+    placed = _phase_blocks(roadmap_text, key)
+    if not placed or any(block is not None for _, block in placed) or _shipped_line(roadmap_text, milestone):
+        return None
+    return placed[-1][0]
+
+
+def _lists_phase(roadmap_text: str, milestone: str, key: tuple[int, ...]) -> bool:
+    """A block of ROADMAP.md names ``milestone`` and lists phase ``key`` under it."""
+    return (narrow_roadmap(roadmap_text, milestone).matched
+            and key in {phase_key(p) for p in milestone_phases(roadmap_text, milestone)})
+
+
+def _shipped_line(roadmap_text: str, milestone: str) -> tuple[int, str] | None:
+    """(1-based line, the line stripped) of the first ROADMAP.md line marking ``milestone`` shipped, or None."""
+    return next(((i + 1, line.strip()) for i, line in enumerate(roadmap_text.split("\n"))
+                 if milestone in milestone_tokens(line) and _SHIPPED.search(line)), None)
 
 
 def _phase_blocks(roadmap_text: str, key: tuple[int, ...]) -> list[tuple[int, str | None]]:
@@ -1004,8 +1071,7 @@ def _milestone_disagreement(position: GsdPosition, state: GsdState, roadmap_text
         return position
     body_line = state.line_of("milestone")
     fm_line = state.key_lines.get("milestone", 1)
-    shipped = next(((i + 1, line.strip()) for i, line in enumerate(roadmap_text.split("\n"))
-                    if fm_text in milestone_tokens(line) and _SHIPPED.search(line)), None)
+    shipped = _shipped_line(roadmap_text, fm_text)
     where = f".planning/STATE.md:{fm_line} frontmatter milestone: {fm_text}"
     if shipped is None:
         warning = (f"{where}, but STATE.md:{body_line} says 'Milestone: {body}'; the frontmatter is used (update "
