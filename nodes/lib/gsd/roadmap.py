@@ -69,35 +69,8 @@ def milestone_blocks(lines: list[str]) -> list[tuple[int, int, tuple[str, ...], 
     """The milestone blocks of ROADMAP.md's ``lines``: (first index, last index, its version
     tokens, its mention): ``<details>`` blocks whose summary names a version, and headings that
     name a version (down to the next heading of the same or a higher level)."""
-    n = len(lines)
-    blocks: list[tuple[int, int, tuple[str, ...], str]] = []
-    i = 0
-    code = fenced(lines)
-    while i < n:
-        line = lines[i]
-        if not code[i] and _DETAILS_OPEN.match(line):
-            depth, j = 0, i
-            while j < n:
-                if _DETAILS_OPEN.match(lines[j]):
-                    depth += 1
-                if _DETAILS_CLOSE.match(lines[j]):
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            j = min(j, n - 1)
-            chunk = "\n".join(lines[i : j + 1])
-            summary = _SUMMARY_TAG.search(chunk)
-            label = summary.group(1) if summary else lines[i]
-            tokens = milestone_tokens(label)
-            if tokens:
-                blocks.append((i, j, tokens, _mention(label)))
-            i = j + 1
-            continue
-        i += 1
-    inside_details = set()
-    for a, b, _, _ in blocks:
-        inside_details.update(range(a, b + 1))
+    blocks = _details_blocks(lines)
+    inside_details = {x for a, b, _, _ in blocks for x in range(a, b + 1)}
     for level, title, first, last in _sections(lines):
         if first in inside_details or level == 1 or _PHASE_HEADING.match(title.replace("**", "").strip()):
             continue  # a phase heading naming a version ("Phase 57: v7 review polish") is not a milestone
@@ -105,6 +78,40 @@ def milestone_blocks(lines: list[str]) -> list[tuple[int, int, tuple[str, ...], 
         if tokens:
             blocks.append((first, last, tokens, _mention(title)))
     return blocks
+
+
+def _details_blocks(lines: list[str]) -> list[tuple[int, int, tuple[str, ...], str]]:
+    """The ``<details>`` blocks (outside code, outermost only) whose summary (or first line) names
+    a version, as :func:`milestone_blocks` gives them."""
+    blocks: list[tuple[int, int, tuple[str, ...], str]] = []
+    code = fenced(lines)
+    i = 0
+    while i < len(lines):
+        if code[i] or not _DETAILS_OPEN.match(lines[i]):
+            i += 1
+            continue
+        j = _details_end(lines, i)
+        summary = _SUMMARY_TAG.search("\n".join(lines[i : j + 1]))
+        label = summary.group(1) if summary else lines[i]
+        tokens = milestone_tokens(label)
+        if tokens:
+            blocks.append((i, j, tokens, _mention(label)))
+        i = j + 1
+    return blocks
+
+
+def _details_end(lines: list[str], start: int) -> int:
+    """The index of the ``</details>`` closing the block opened at ``start`` (nested blocks
+    counted), the last line when none does."""
+    depth = 0
+    for j in range(start, len(lines)):
+        if _DETAILS_OPEN.match(lines[j]):
+            depth += 1
+        if _DETAILS_CLOSE.match(lines[j]):
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(lines) - 1
 
 
 _Block = tuple[int, int, tuple[str, ...], str]  # (first index, last index, version tokens, mention)
@@ -344,24 +351,36 @@ def roadmap_plans(text: str, milestone: str | None = None) -> dict[tuple[int, ..
         match = _PHASE_HEADING.match(title.replace("**", "").strip())
         key = phase_key(match.group(1)) if match else None
         if key is None or key in out:
+            continue  # the first section of a phase that names plans
+        plans = _section_plans(lines, range(first + 1, last + 1), key, kept)
+        if plans is not None:
+            out[key] = plans
+    return _with_checked_phases(out, lines, kept)
+
+
+def _section_plans(lines: list[str], span: range, key: tuple[int, ...], kept: set[int]) -> RoadmapPlans | None:
+    """What the kept lines ``span`` of phase ``key``'s section say of its plans: the plan files
+    it lists (and which are checked) and the first "N/M plans" count; None when neither."""
+    listed: list[tuple[int, int, str]] = []
+    ticked: list[int] = []
+    total = None
+    for i in (i for i in span if i + 1 in kept):
+        item = _PLAN_ITEM.match(lines[i])
+        if item and phase_key(item.group(2)) == key:
+            listed.append((int(item.group(3)), i + 1, lines[i].strip()))
+            if item.group(1) in "xX":
+                ticked.append(int(item.group(3)))
             continue
-        listed: list[tuple[int, int, str]] = []
-        ticked: list[int] = []
-        total = None
-        for i in range(first + 1, last + 1):
-            if i + 1 not in kept:
-                continue
-            item = _PLAN_ITEM.match(lines[i])
-            if item and phase_key(item.group(2)) == key:
-                listed.append((int(item.group(3)), i + 1, lines[i].strip()))
-                if item.group(1) in "xX":
-                    ticked.append(int(item.group(3)))
-                continue
-            count = _PLANS_COUNT.search(lines[i])
-            if count and total is None and "plan" in lines[i].lower():
-                total = (int(count.group(2)), i + 1, lines[i].strip())
-        if listed or total:
-            out[key] = RoadmapPlans(tuple(listed), tuple(ticked), total)
+        count = _PLANS_COUNT.search(lines[i])
+        if count and total is None and "plan" in lines[i].lower():
+            total = (int(count.group(2)), i + 1, lines[i].strip())
+    return RoadmapPlans(tuple(listed), tuple(ticked), total) if listed or total else None
+
+
+def _with_checked_phases(plans: dict[tuple[int, ...], RoadmapPlans], lines: list[str],
+                         kept: set[int]) -> dict[tuple[int, ...], RoadmapPlans]:
+    """``plans`` with each phase's first checked checklist item (kept, outside code) as its ``done``."""
+    out = dict(plans)
     code = fenced(lines)
     for i, line in enumerate(lines):
         item = _PHASE_ITEM.match(line)
