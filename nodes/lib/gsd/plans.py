@@ -60,11 +60,23 @@ def summary_one_liner(text: str) -> tuple[str, int]:
     else the first sentence of the first plain paragraph, else the title without its "Phase N
     Plan M" prefix."""
     frontmatter, _, start = _split_fm(text)
-    for key in ("one_liner", "one-liner", "oneliner"):
-        value = _fm_value(frontmatter, key)
-        if value:
-            return value, 1
-    lines = _lines_of(text)
+    said = next((value for value in (_fm_value(frontmatter, k) for k in ("one_liner", "one-liner", "oneliner"))
+                 if value), None)
+    if said:
+        return said, 1
+    found, title, title_line = _body_one_liner(_lines_of(text), start)
+    if found:
+        return found
+    if title:
+        short = _SUMMARY_TITLE.sub("", title).strip()
+        return (short or title), title_line
+    return "(SUMMARY without a title)", 1
+
+
+def _body_one_liner(lines: list[str], start: int) -> tuple[tuple[str, int] | None, str | None, int]:
+    """(one-liner and its line, or None; the title; its line) from the body from line ``start``
+    to the first ``#`` / ``##`` heading after the title: a labelled or bold one-liner, else the
+    first sentence of the first plain paragraph after the title."""
     title, title_line = None, start
     code = fenced(lines[start - 1:])
     paragraph = None
@@ -73,27 +85,29 @@ def summary_one_liner(text: str) -> tuple[str, int]:
         if code[i - start + 1] or not line:
             continue
         heading = _HEADING.match(line)
-        if heading:
-            if title is None:
-                title, title_line = heading.group(2).strip(), i + 1
-                continue
-            if heading.group(1) in ("#", "##"):
-                break
-            continue
-        labelled = _ONE_LINER.match(line)
-        if labelled:
-            return labelled.group(1).strip(), i + 1
-        bold = _BOLD_LINE.match(line)
-        if bold and ":" not in bold.group(1)[-2:]:
-            return bold.group(1).strip(), i + 1
-        if title is not None and paragraph is None and _PLAIN.match(line) and not _LABEL.match(line):
-            paragraph = (_first_sentence(line), i + 1)  # used when no bold or labelled one-liner follows
-    if paragraph:
-        return paragraph
-    if title:
-        short = _SUMMARY_TITLE.sub("", title).strip()
-        return (short or title), title_line
-    return "(SUMMARY without a title)", 1
+        if heading and title is None:
+            title, title_line = heading.group(2).strip(), i + 1
+        elif heading and heading.group(1) in ("#", "##"):
+            break
+        elif not heading:
+            marked = _marked_one_liner(line)
+            if marked is not None:
+                return (marked, i + 1), title, title_line
+            if title is not None and paragraph is None and _PLAIN.match(line) and not _LABEL.match(line):
+                paragraph = (_first_sentence(line), i + 1)  # used when no bold or labelled one-liner follows
+    return paragraph, title, title_line
+
+
+def _marked_one_liner(line: str) -> str | None:
+    """The one-liner a line marks as such: ``**One-liner:** ...``, or a line bold as a whole (not a
+    bold label ending in a colon); None otherwise."""
+    labelled = _ONE_LINER.match(line)
+    if labelled:
+        return labelled.group(1).strip()
+    bold = _BOLD_LINE.match(line)
+    if bold and ":" not in bold.group(1)[-2:]:
+        return bold.group(1).strip()
+    return None
 
 
 def plan_title(text: str) -> str:
