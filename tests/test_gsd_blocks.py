@@ -14,6 +14,7 @@ import pytest
 
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
+from ctxengine.nodes.lib.gsd import plans as PL  # noqa: E402
 from ctxengine.nodes.lib.gsd import position as P  # noqa: E402
 from ctxengine.nodes.lib.gsd import roadmap as R  # noqa: E402
 from ctxengine.nodes.lib.gsd import state as S  # noqa: E402
@@ -509,3 +510,101 @@ def test_a_pin_that_is_no_phase_number_is_a_config_error_naming_the_key():
         P._pinned_position(reading(None), "8.x", "8.x", P._Notes())
     position = P._pinned_position(reading(None, FIVE), "9", "9", P._Notes())
     assert position.phase == "9" and position.folder is None and "has no folder" in position.warnings[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The milestone checks of position_of, the plans ROADMAP.md names, a SUMMARY's one-liner
+
+WBLOCK_V10 = "- ✅ **v1.0 Filter Compatibility** — Phases 1-6 (shipped 2026-02-18)"
+
+
+@pytest.mark.parametrize("text, milestone, expected", [
+    case("wBlock: shipped with its range", WBLOCK, "v1.0", (5, WBLOCK_V10, (1,), (6,))),
+    case("wBlock: in progress", WBLOCK, "v1.2", None),
+    case("Project-Phoenix-MP: in progress", PHOENIX, "v0.8.0", None),
+])
+def test_the_range_of_a_shipped_milestone(text, milestone, expected):
+    assert P._shipped_range(text, milestone) == expected
+
+
+@pytest.mark.parametrize("text, milestone, expected", [
+    case("wBlock: the milestone list", WBLOCK, "v1.1",
+         (6, "- ✅ **v1.1 Element Zapper Rule Management** — Phases 7-9 (shipped 2026-02-19)")),
+    case("wBlock: a progress row that says Complete counts", WBLOCK, "v1.2",
+         (104, "| 10. Build and Entitlements | v1.2 | Complete    | 2026-02-19 | 2026-02-19 |")),
+    case("Project-Phoenix-MP: not shipped", PHOENIX, "v0.8.0", None),
+])
+def test_the_line_marking_a_milestone_shipped(text, milestone, expected):
+    assert P._shipped_line(text, milestone) == expected
+
+
+@pytest.mark.parametrize("start, expected", [
+    case("wBlock: v1.0's <details>", 10, 22),
+    case("wBlock: v1.1's <details>", 24, 33),
+])
+def test_where_a_details_block_ends(start, expected):
+    assert R._details_end(_lines_of(WBLOCK), start) == expected
+
+
+def test_a_details_block_never_closed_runs_to_the_end():
+    assert R._details_end(["<details>", "<summary>v1.0</summary>", "- [x] Phase 1"], 0) == 2
+
+
+@pytest.mark.parametrize("key, listed, ticked, done_line", [
+    case("wBlock: phase 10, two plans checked", (10,), (1, 2), (1, 2), 40),
+    case("wBlock: phase 12, its plan open, its item checked", (12,), (1,), (), 42),
+])
+def test_the_plans_the_roadmap_names_per_phase(key, listed, ticked, done_line):
+    plans = R.roadmap_plans(WBLOCK, "v1.2")[key]
+    assert tuple(n for n, _, _ in plans.listed) == listed and plans.ticked == ticked and plans.done[0] == done_line
+
+
+def test_a_section_names_plans_or_counts_them():
+    lines = ["### Phase 15: Link Sharing", "**Plans:** 1/2 plans executed", "- [x] 15-01-PLAN.md", "- [ ] 16-01-PLAN.md"]
+    kept = {1, 2, 3, 4}
+    assert R._section_plans(lines, range(1, 4), (15,), kept) == R.RoadmapPlans(
+        ((1, 3, "- [x] 15-01-PLAN.md"),), (1,), (2, 2, "**Plans:** 1/2 plans executed"))
+    assert R._section_plans(lines, range(1, 4), (15,), {1}) is None  # folded away: nothing
+
+
+@pytest.mark.parametrize("key, titles, ticked, folders, expected", [
+    case("made-up: the next one has no folder", (3,), {(4,): "Phase 4: Search"}, set(), {}, (4,)),
+    case("made-up: its box checked, no folder: done", (3,), {(4,): "Phase 4", (5,): "Phase 5"}, {(4,)}, {}, (5,)),
+    case("made-up: its folder complete: done", (3,), {(4,): "Phase 4", (5,): "Phase 5"}, set(),
+         {"phases/04-a": ("04-01-PLAN.md", "04-01-SUMMARY.md")}, (5,)),
+    case("made-up: none after", (5,), {(4,): "Phase 4", (5,): "Phase 5"}, set(), {}, None),
+])
+def test_the_next_open_phase_after_a_complete_one(key, titles, ticked, folders, expected):
+    assert P._next_open_phase(key, titles, ticked, P._by_key(P.phase_folders(folders))) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    case("same two folders: the Phase line names the folder", "13 (13-gap-closure)", "phases/13-gap-closure"),
+    case("arios-framework: the words of its name", "13 - Gap Closure - State & Session", "phases/13-gap-closure"),
+    case("made-up: it names neither", "13", None),
+])
+def test_the_folder_state_md_names_of_several_with_one_number(text, expected):
+    same = P.phase_folders({"phases/13-gap-closure": (), "phases/13-plugin-system": ()})
+    picked = P._folder_state_names(same, text)
+    assert (picked[0].path if picked else None) == expected
+
+
+def test_of_several_folders_the_roadmap_names_last_wins():
+    same = P.phase_folders({"phases/02-database-stability": (), "phases/02-plugin-system": ()})
+    names = {(2,): ((10, "Plugin System"),)}
+    folder, why = P._folder_roadmap_names(same, names)
+    assert folder.path == "phases/02-plugin-system" and why.endswith("the one ROADMAP.md:10 names last")
+    assert P._folder_roadmap_names(same, {}) == (same[0], "")
+
+
+@pytest.mark.parametrize("line, expected", [
+    case("vectorflow 15-01: labelled", "**One-liner:** Backup service layer extended with previewBackup",
+         "Backup service layer extended with previewBackup"),
+    case("NexeraDigital 03-02: bold as a whole", "**Orchestrator wired with --continue/fail-fast failure modes**",
+         "Orchestrator wired with --continue/fail-fast failure modes"),
+    case("made-up: a bold label is none", "**Decisions:**", None),
+    case("made-up: labelled but empty is none", "**One-liner:**", None),
+    case("made-up: plain", "Backup service layer extended.", None),
+])
+def test_a_line_marked_as_the_one_liner(line, expected):
+    assert PL._marked_one_liner(line) == expected
