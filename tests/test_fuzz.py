@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxengine.nodes.lib import digest, disclosure, markdown, plan, session, template, textio
+from ctxengine.nodes.lib.textio import clean as textio_clean
 from ctxengine.nodes.lib import gsd
 from ctxengine.nodes.types import CtxEngineError, TemplateError
 
@@ -501,13 +502,13 @@ def test_summary_fast_paths_equal_the_old_ones(text, blank):
                                       b"\xff", b"\xed\xa0\x80", b"\r\n", b"\xe4\xb8\x96", b"\x01"]), max_size=40).map(b"".join))
 def test_escape_removal_and_the_grown_text_digest_equal_the_old_ways(data):
     RUN["clean-old-new"] += 1
-    assert textio._without_escapes(data) == textio._ANSI_BYTES.subn(b"", data)
-    plain = textio._loaded(data, "/p/x", crlf=True)
-    textio.GROWN.min_bytes, kept = 0, textio.GROWN.min_bytes
+    assert textio_clean._without_escapes(data) == textio_clean._ANSI_BYTES.subn(b"", data)
+    plain = textio_clean.loaded_text(data, "/p/x", crlf=True)
+    textio_clean.GROWN.min_bytes, kept = 0, textio_clean.GROWN.min_bytes
     try:
-        grown = textio._loaded(data, "/p/x", crlf=True, grown="/p/fuzz-grown-key")
+        grown = textio_clean.loaded_text(data, "/p/x", crlf=True, grown="/p/fuzz-grown-key")
     finally:
-        textio.GROWN.min_bytes = kept
+        textio_clean.GROWN.min_bytes = kept
     assert (grown.text, grown.removed) == (plain.text, plain.removed)
     # the digest kept for the text (hashed from the cleaned bytes when they decoded strictly) is its UTF-8's
     assert digest.text_digest(grown.text) == hashlib.sha256(grown.text.encode("utf-8", "surrogatepass")).digest()[:16]
