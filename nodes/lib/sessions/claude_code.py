@@ -38,7 +38,7 @@ How the events become :class:`~ctxengine.nodes.types.Round` s (:func:`parse_clau
   project or a folder inside it; a conversation event without a ``cwd``) is skipped, and one
   note counts them without saying anything of theirs (a ``summary`` of theirs has its leaf
   among them, so it is left out as well);
-- like a JSON Lines log (nodes/lib/session.py), only the newest ``MAX_LOG_LINES`` lines are read
+- like a JSON Lines log (:mod:`.jsonl`), only the newest ``MAX_LOG_LINES`` lines are read
   and the newest ``MAX_ROUNDS`` rounds kept, each cap with one warning;
 - a malformed line is a warning naming ``file:line`` (capped per kind as every build's warnings); the text is walked line by line and
   each event is reduced to what the rounds need as it is read (progress events keep only
@@ -60,12 +60,12 @@ from itertools import islice
 from dataclasses import astuple, dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
-from ..types import Message
-from .digest import digest16, text_digest
-from .memo import NO_MEMO, Memo
-from . import session as _session  # its caps read where they are used: one value for both formats
-from .quote import capped_warnings
-from .session import LINE, SessionHistory, newest_lines_start, number_rounds, rounds_cap_warning
+from ...types import Message
+from ..digest import digest16, text_digest
+from ..memo import NO_MEMO, Memo
+from ..quote import capped_warnings
+from .history import (LINE, MAX_LOG_LINES, MAX_ROUNDS, SessionHistory, lines_cap_warning, newest_lines_start,
+                      number_rounds, rounds_cap_warning)
 
 CLAUDE_CODE = "claude-code"
 #: Tool names whose calls start a subagent (sidechain).
@@ -249,7 +249,7 @@ def _read(text: str, path: str, options: Options, memo: Memo = NO_MEMO) -> _Read
     """The newest :data:`~.session.MAX_LOG_LINES` lines read (:func:`_read_line`), each once
     while it stays the same line at the same place (kept by the ``memo``: a transcript that grew
     decodes its new lines only); ``skipped`` counts the older lines left out."""
-    offset, skipped = newest_lines_start(text, _session.MAX_LOG_LINES)
+    offset, skipped = newest_lines_start(text, MAX_LOG_LINES)
     read = _Read(skipped=skipped, total_lines=skipped)
     where = pickle.dumps((CLAUDE_CODE, path, astuple(options)))  # once, not per line
     for number, raw in _lines(text, offset, skipped):
@@ -713,11 +713,11 @@ def parse_claude_code(text: str, path: str, options: Options | None = None, memo
         _fold_sidechains(read, builder, off)
     _add_summaries(read, builder)
     groups = [g for g in builder.groups if g]
-    skipped_rounds = max(0, len(groups) - _session.MAX_ROUNDS)
+    skipped_rounds = max(0, len(groups) - MAX_ROUNDS)
     rounds = number_rounds(groups[skipped_rounds:], skipped_rounds + 1)
     caps = []
     if read.skipped:
-        caps.append(_session.lines_cap_warning(path, read.skipped))
+        caps.append(lines_cap_warning(path, read.skipped))
     if skipped_rounds:
         caps.append(rounds_cap_warning(path, len(groups), rounds[0].lines[0] if rounds[0].lines else read.skipped + 1))
     if read.foreign:
