@@ -14,11 +14,12 @@ from ctxengine.nodes.lib.memo import Memo
 from ctxengine.nodes.lib import sessions as S
 from ctxengine.nodes.lib.sessions import aider, history, jsonl
 from ctxengine.nodes.lib.sessions import claude_code as CC
+from ctxengine.nodes.lib.sessions.claude_code import events as cc_events, rounds as cc_rounds
 
 
 def cap(monkeypatch, name: str, value: int) -> None:
     """Set the cap ``name`` (sessions.history's) in every transcript module that reads it."""
-    for module in (history, jsonl, aider, CC):
+    for module in (history, jsonl, aider, cc_events, cc_rounds):
         if hasattr(module, name):
             monkeypatch.setattr(module, name, value)
 
