@@ -4,7 +4,7 @@ one module per transcript format and one per concern:
 * history: what the formats share (SessionHistory, the caps on what is read, numbering rounds)
 * jsonl: the JSON Lines ``session.log``
 * aider: aider's ``.aider.chat.history.md``
-* claude_code: Claude Code's transcripts (finding them, reading their events, the thread)
+* claude_code: Claude Code's transcripts, a package (finding them, reading their events, the rounds)
 * parse: a session file of any format (:func:`parse_session` detects it)
 * render: rounds verbatim
 * summary: one summary bullet per round
