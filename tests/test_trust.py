@@ -240,6 +240,19 @@ def test_a_real_path_given_by_the_caller_is_checked_against_the_trust_rules_too(
     assert textio.read_local_text(str(inside), trust, real=str(inside.resolve())).text == "kept\n"
 
 
+def test_the_configs_folder_is_found_without_importlib_resources_too(monkeypatch):
+    """The fallback when ``importlib.resources`` cannot name the configs package: the folder next
+    to the package, found from the module's own path (which moved when textio became a package)."""
+    from ctxengine.nodes.lib.textio import trust as trust_rules
+
+    def no_resources(name):
+        raise ModuleNotFoundError(name)
+
+    monkeypatch.setattr(trust_rules.resources, "files", no_resources)
+    folder = trust_rules._configs_folder.__wrapped__()
+    assert os.path.isfile(os.path.join(folder, "defaults.yaml")), folder
+
+
 def test_a_symlinked_folder_outside_is_not_listed_or_read(tmp_path):
     outside = tmp_path / "outside"
     secret_file(outside, "review-checklist.md")

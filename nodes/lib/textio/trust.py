@@ -98,7 +98,8 @@ def _configs_folder() -> str:
     try:
         return str(resources.files("ctxengine.configs"))
     except (ModuleNotFoundError, TypeError):
-        return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs")
+        package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+        return os.path.join(package, "configs")  # (nodes/lib/textio/trust.py: four levels up)
 
 
 def is_under(path: str, folder: str) -> bool:
