@@ -232,7 +232,7 @@ def _trim_messages(history: Path) -> dict | None:
     sys.path.insert(0, str(Path(__file__).parent))
     from truncation import AVAILABLE, TiktokenCounter, langchain_messages
 
-    from ctxengine.nodes.lib.session import parse_session
+    from ctxengine.nodes.lib.sessions import parse_session
     from ctxengine.nodes.lib.tokens import token_counter_for
 
     from ctxengine.driver import MEMO

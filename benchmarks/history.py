@@ -3,7 +3,7 @@ is appended, each as a ratio to one tiktoken pass over it.
 
     python benchmarks/history.py [--repeat N] [--path TRANSCRIPT]
 
-cold: the process-wide round memo (nodes/lib/session.py) is cleared, then the transcript is
+cold: the process-wide round memo (nodes/lib/sessions/) is cleared, then the transcript is
 parsed into rounds and every round summarized (``round_summaries``). append: the memo is warmed
 with the transcript, one round is appended, and the grown transcript is parsed and summarized
 again; only the new round should be parsed and summarized (the counts are printed). Each time is
@@ -50,7 +50,7 @@ def _timed(fn, before, repeat: int) -> float:
 
 
 def measure(path: Path, repeat: int) -> dict:
-    from ctxengine.nodes.lib import session
+    from ctxengine.nodes.lib import sessions as session
     from ctxengine.nodes.lib.tokens import token_counter_for
 
     text = path.read_text(encoding="utf-8", errors="replace")

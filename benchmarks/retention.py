@@ -615,7 +615,7 @@ def _lc_token_counter(messages) -> int:
 def baseline_langchain(full: Full, n: int) -> str:
     from langchain_core.messages import trim_messages
 
-    from ctxengine.nodes.lib.session import render_round
+    from ctxengine.nodes.lib.sessions import render_round
     from ctxengine.nodes.types import Round
 
     c = counter()

@@ -29,7 +29,7 @@ TARGET = 0.5
 
 def measure(path: Path, repeat: int, keep: int) -> dict:
     """Median seconds of parse, compact and one tiktoken pass over one transcript."""
-    from ctxengine.nodes.lib import session
+    from ctxengine.nodes.lib import sessions as session
     from ctxengine.nodes.lib.tokens import token_counter_for
 
     text = path.read_text(encoding="utf-8", errors="replace")

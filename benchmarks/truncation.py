@@ -3,7 +3,7 @@
     /work/venv/bin/python benchmarks/truncation.py [--repeat N]
 
 Speed. The transcript of ../shared/corpus/sessions/aider-repo__chat-history.md (about 1.18M
-cl100k tokens) is parsed with ctxengine.nodes.lib.session and becomes the session history,
+cl100k tokens) is parsed with ctxengine.nodes.lib.sessions and becomes the session history,
 every round verbatim (a history section of the whole transcript). The truncation and quality
 nodes (budget_report ... final_context, through a real Hamilton driver; the process-wide count
 cache emptied before each run, and once more with it warm) fit it into
@@ -47,8 +47,8 @@ def _median(fn, repeat: int) -> tuple[float, object]:
 
 
 def parse_rounds(text: str):
-    """The transcript's rounds (ctxengine.nodes.lib.session), with the parse time."""
-    from ctxengine.nodes.lib import session
+    """The transcript's rounds (ctxengine.nodes.lib.sessions), with the parse time."""
+    from ctxengine.nodes.lib import sessions as session
 
     start = time.perf_counter()
     history = session.parse_session(text, str(TRANSCRIPT), "aider")
@@ -57,7 +57,7 @@ def parse_rounds(text: str):
 
 def history_section(rounds, location: str):
     """The session history as one section: every round verbatim."""
-    from ctxengine.nodes.lib import session
+    from ctxengine.nodes.lib import sessions as session
     from ctxengine.nodes.types import Section, Source
 
     spans = [r.lines for r in rounds if r.lines]
@@ -145,7 +145,7 @@ def langchain_seconds(rounds, counter, repeat: int) -> float | None:
 
 def prefix_rounds(rounds, counter, tokens: int):
     """The first rounds of the transcript holding about ``tokens`` tokens (verbatim)."""
-    from ctxengine.nodes.lib import session
+    from ctxengine.nodes.lib import sessions as session
 
     out, total = [], 0
     for r in rounds:

@@ -15,7 +15,7 @@ from typing import Any, Optional
 from hamilton.function_modifiers import tag
 
 from .lib import monitor as _mon
-from .lib import session as _session
+from .lib import sessions as _session
 from .lib.memo import NO_MEMO, Memo
 from .lib.monitor import BudgetMonitor
 from .lib.settings import MonitorSettings

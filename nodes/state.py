@@ -20,12 +20,12 @@ from dataclasses import replace
 from hamilton.function_modifiers import cache, extract_fields, tag
 
 from .lib.quote import quoted
-from .lib import claude_code as _claude
 from .lib import filetree as _filetree
 from .lib import git as _git
 from .lib import gsd as _gsd
 from .lib import plan as _plan
-from .lib import session as _session
+from .lib import sessions as _session
+from .lib.sessions import claude_code as _claude
 from .lib.layout import POOL_OF_KIND
 from .lib.memo import NO_MEMO, Memo
 from .lib.settings import StateSettings, trust_at

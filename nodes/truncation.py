@@ -36,7 +36,7 @@ from typing import Any
 from hamilton.function_modifiers import cache, parameterize, source, tag, value
 
 from .lib import crossref as _crossref
-from .lib import session as _session
+from .lib import sessions as _session
 from .lib import truncate as _t
 from .lib.layout import POOLS as _POOLS
 from .lib.layout import render_context

@@ -27,7 +27,7 @@ from .nodes.lib.quote import quoted
 from . import driver
 from .api import build_overrides, bundled_example
 from .nodes.lib.layout import shared_prefix_length
-from .nodes.lib.session import rounds_of, summarize_rounds
+from .nodes.lib.sessions import rounds_of, summarize_rounds
 from .nodes.report import BuildResult
 from .nodes.types import CtxEngineError, Message, Round
 

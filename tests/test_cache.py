@@ -158,7 +158,7 @@ def test_the_code_version_follows_every_node_source_and_config_wherever_installe
     copies = [Path(shutil.copytree(folder, tmp_path / folder.name)) for folder in folders]
     monkeypatch.setattr(cache, "code_folders", lambda: copies)
     versions = []
-    for edit in (None, "nodes/lib/session.py", "configs/defaults.yaml"):
+    for edit in (None, "nodes/lib/sessions/aider.py", "configs/defaults.yaml"):
         if edit:
             with (tmp_path / edit).open("a", encoding="utf-8") as fh:
                 fh.write("\n# edited\n")

@@ -17,8 +17,8 @@ from hamilton import driver  # noqa: E402
 
 from conftest import write_project  # noqa: E402
 from ctxengine.nodes import config, settings as settings_nodes, state  # noqa: E402
-from ctxengine.nodes.lib import claude_code as cc  # noqa: E402
-from ctxengine.nodes.lib.session import render_rounds, round_summaries, tool_units  # noqa: E402
+from ctxengine.nodes.lib.sessions import claude_code as cc  # noqa: E402
+from ctxengine.nodes.lib.sessions import render_rounds, round_summaries, tool_units  # noqa: E402
 from ctxengine.nodes.types import ConfigError  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "claude_code"

@@ -25,7 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxengine.nodes.lib import digest, disclosure, markdown, plan, session, template, textio
+from ctxengine.nodes.lib import digest, disclosure, markdown, plan, template
+from ctxengine.nodes.lib import sessions as session
+from ctxengine.nodes.lib.sessions import aider as session_aider
+from ctxengine.nodes.lib.sessions import summary as session_summary
+from ctxengine.nodes.lib.textio import clean as textio_clean
 from ctxengine.nodes.lib import gsd
 from ctxengine.nodes.types import CtxEngineError, TemplateError
 
@@ -432,11 +436,11 @@ def _old_aider_events(text: str, begin: int, end: int, first_line: int) -> list:
             events.append((kind, body, first, last))
 
     previous_end = begin
-    opening = session._AIDER_FIRST.match(text, begin, end)
+    opening = session_aider._AIDER_FIRST.match(text, begin, end)
     if opening:
         run(opening.lastgroup, opening.group(opening.lastgroup), begin, False, 0)
         previous_end = opening.end()
-    for match in session._AIDER_RUNS.finditer(text, previous_end, end):
+    for match in session_aider._AIDER_RUNS.finditer(text, previous_end, end):
         start = match.start()
         blank_gap = re.compile(r"\S").search(text, previous_end, start) is None
         if not blank_gap:
@@ -454,15 +458,15 @@ def test_aider_events_fast_path_equals_the_old_reader(text, cut, spaces):
     RUN["aider-events-old-new"] += 1
     if spaces:
         text = text.replace("\n", "  \n")  # aider's markdown line breaks
-    assert session._aider_events(text, 0, len(text), 1) == _old_aider_events(text, 0, len(text), 1)
+    assert session_aider._aider_events(text, 0, len(text), 1) == _old_aider_events(text, 0, len(text), 1)
     starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
     begin = starts[min(cut, len(starts) - 1)]
     end = max(begin, text.rfind("\n", begin))  # a stretch as parse_aider cuts them: from a line start to a newline
     line = text.count("\n", 0, begin) + 1
-    assert session._aider_events(text, begin, end, line) == _old_aider_events(text, begin, end, line)
+    assert session_aider._aider_events(text, begin, end, line) == _old_aider_events(text, begin, end, line)
 
 
-_OLD_EXTENSION = re.compile(r"\.(?:" + session._EXT + r")(?![\w-])")
+_OLD_EXTENSION = re.compile(r"\.(?:" + session_summary._EXT + r")(?![\w-])")
 _OLD_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 _PROSE = _lines(st.sampled_from([
     "see src/app.py and .github/x.yml", "a.py.md", "x.pyi y.pyx z.json5 w.jsonl", ".py", "file.c-d", "v.ts_x",
@@ -480,7 +484,7 @@ def _old_first_line(text: str) -> str:
 def _old_first_sentence(text: str) -> str:
     sentences = _OLD_SENTENCE_END.split(_old_first_line(text))
     for sentence in sentences:
-        if sentence.strip(" !.,").lower() not in session._FILLER:
+        if sentence.strip(" !.,").lower() not in session_summary._FILLER:
             return sentence
     return sentences[-1] if sentences else ""
 
@@ -489,11 +493,11 @@ def _old_first_sentence(text: str) -> str:
 @given(text=_PROSE, blank=st.integers(0, 60))
 def test_summary_fast_paths_equal_the_old_ones(text, blank):
     RUN["summary-old-new"] += 1
-    assert [m.span() for m in session._EXTENSION.finditer(text)] == [m.span() for m in _OLD_EXTENSION.finditer(text)]
+    assert [m.span() for m in session_summary._EXTENSION.finditer(text)] == [m.span() for m in _OLD_EXTENSION.finditer(text)]
     padded = "\n" * blank + text  # past 50 blank lines the old reader took the rest whole
     for sample in (text, padded, " \n" * blank + text):
-        assert session._first_line(sample) == _old_first_line(sample)
-        assert session._first_sentence(sample) == _old_first_sentence(sample)
+        assert session_summary._first_line(sample) == _old_first_line(sample)
+        assert session_summary._first_sentence(sample) == _old_first_sentence(sample)
 
 
 @FUZZ
@@ -501,13 +505,13 @@ def test_summary_fast_paths_equal_the_old_ones(text, blank):
                                       b"\xff", b"\xed\xa0\x80", b"\r\n", b"\xe4\xb8\x96", b"\x01"]), max_size=40).map(b"".join))
 def test_escape_removal_and_the_grown_text_digest_equal_the_old_ways(data):
     RUN["clean-old-new"] += 1
-    assert textio._without_escapes(data) == textio._ANSI_BYTES.subn(b"", data)
-    plain = textio._loaded(data, "/p/x", crlf=True)
-    textio.GROWN.min_bytes, kept = 0, textio.GROWN.min_bytes
+    assert textio_clean._without_escapes(data) == textio_clean._ANSI_BYTES.subn(b"", data)
+    plain = textio_clean.loaded_text(data, "/p/x", crlf=True)
+    textio_clean.GROWN.min_bytes, kept = 0, textio_clean.GROWN.min_bytes
     try:
-        grown = textio._loaded(data, "/p/x", crlf=True, grown="/p/fuzz-grown-key")
+        grown = textio_clean.loaded_text(data, "/p/x", crlf=True, grown="/p/fuzz-grown-key")
     finally:
-        textio.GROWN.min_bytes = kept
+        textio_clean.GROWN.min_bytes = kept
     assert (grown.text, grown.removed) == (plain.text, plain.removed)
     # the digest kept for the text (hashed from the cleaned bytes when they decoded strictly) is its UTF-8's
     assert digest.text_digest(grown.text) == hashlib.sha256(grown.text.encode("utf-8", "surrogatepass")).digest()[:16]

@@ -14,7 +14,7 @@ os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
 import ctxengine  # noqa: E402
 from ctxengine.nodes.lib import layout  # noqa: E402
-from ctxengine.nodes.lib import session as session_lib  # noqa: E402
+from ctxengine.nodes.lib import sessions as session_lib  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402
 from ctxengine.nodes.types import Section  # noqa: E402
 from ctxengine.session import Session  # noqa: E402

@@ -16,7 +16,7 @@ from hamilton import driver  # noqa: E402
 
 from ctxengine.nodes import budget, config, disclosure, monitor, references, render, state  # noqa: E402
 from ctxengine.nodes import settings as settings_nodes  # noqa: E402
-from ctxengine.nodes.lib import session as session_lib  # noqa: E402
+from ctxengine.nodes.lib import sessions as session_lib  # noqa: E402
 from ctxengine.nodes.types import Message, Round  # noqa: E402
 
 OUTPUTS = ["round_token_use", "budget_monitor", "preventive_compaction", "budget_report", "history_section",

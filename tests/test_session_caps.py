@@ -10,9 +10,18 @@ import json
 import pytest
 
 from ctxengine.api import build_context
-from ctxengine.nodes.lib import claude_code as CC
 from ctxengine.nodes.lib.memo import Memo
-from ctxengine.nodes.lib import session as S
+from ctxengine.nodes.lib import sessions as S
+from ctxengine.nodes.lib.sessions import aider, history, jsonl
+from ctxengine.nodes.lib.sessions import claude_code as CC
+from ctxengine.nodes.lib.sessions.claude_code import events as cc_events, rounds as cc_rounds
+
+
+def cap(monkeypatch, name: str, value: int) -> None:
+    """Set the cap ``name`` (sessions.history's) in every transcript module that reads it."""
+    for module in (history, jsonl, aider, cc_events, cc_rounds):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, value)
 
 
 def _aider(rounds: int, header_before: int | None = None) -> str:
@@ -40,7 +49,7 @@ def test_an_aider_transcript_over_the_cap_keeps_its_newest_rounds_as_a_full_pars
     text = _aider(9, header_before=6)
     full = S.parse_aider(text, "h.md", memo=MEMO)
     assert full.warnings == () and len(full.rounds) == 9 and full.sessions == 2
-    monkeypatch.setattr(S, "MAX_ROUNDS", 4)
+    cap(monkeypatch, "MAX_ROUNDS", 4)
     capped = S.parse_aider(text, "h.md", memo=MEMO)  # the last parse is resumed from, then left for a fresh, capped one
     assert capped.rounds == full.rounds[-4:]  # numbers, lines and the second session's header as before
     assert capped.rounds[0].index == 6 and capped.rounds[0].messages[0].role == "system"
@@ -52,19 +61,19 @@ def test_an_aider_transcript_over_the_cap_keeps_its_newest_rounds_as_a_full_pars
 
 
 def test_a_capped_transcript_that_grows_keeps_the_newest_rounds_and_one_warning(monkeypatch):
-    monkeypatch.setattr(S, "MAX_ROUNDS", 3)
+    cap(monkeypatch, "MAX_ROUNDS", 3)
     text = _aider(5)
     S.parse_aider(text, "g.md", memo=MEMO)
     grown = text + "#### request 6\n\nanswer 6\n"
     again = S.parse_aider(grown, "g.md", memo=MEMO)
     assert [r.index for r in again.rounds] == [4, 5, 6] and len(again.warnings) == 1
-    monkeypatch.setattr(S, "MAX_ROUNDS", 100)
+    cap(monkeypatch, "MAX_ROUNDS", 100)
     MEMO.clear()
     assert again.rounds == S.parse_aider(grown, "g.md", memo=MEMO).rounds[-3:]
 
 
 def test_an_aider_transcript_at_the_cap_has_no_warning(monkeypatch):
-    monkeypatch.setattr(S, "MAX_ROUNDS", 5)
+    cap(monkeypatch, "MAX_ROUNDS", 5)
     history = S.parse_aider(_aider(5), "h.md", memo=MEMO)
     assert history.warnings == () and [r.index for r in history.rounds] == [1, 2, 3, 4, 5]
 
@@ -77,7 +86,7 @@ def _log(rounds: int) -> str:
 
 
 def test_a_log_over_the_line_cap_reads_its_newest_lines_with_their_line_numbers(monkeypatch):
-    monkeypatch.setattr(S, "MAX_LOG_LINES", 6)
+    cap(monkeypatch, "MAX_LOG_LINES", 6)
     history = S.parse_jsonl(_log(5), "s.log")  # 10 lines: lines 5-10 are read
     assert [m.line for r in history.rounds for m in r.messages] == [5, 6, 7, 8, 9, 10]
     assert [r.messages[0].content for r in history.rounds] == ["ask 3", "ask 4", "ask 5"]
@@ -86,7 +95,7 @@ def test_a_log_over_the_line_cap_reads_its_newest_lines_with_their_line_numbers(
 
 
 def test_a_log_over_the_round_cap_keeps_the_newest_rounds_numbered_as_in_the_log(monkeypatch):
-    monkeypatch.setattr(S, "MAX_ROUNDS", 2)
+    cap(monkeypatch, "MAX_ROUNDS", 2)
     history = S.parse_jsonl(_log(5), "s.log")
     assert [r.index for r in history.rounds] == [4, 5] and history.rounds[0].lines == (7, 8)
     assert len(history.warnings) == 1 and "5 rounds; only the newest 2 are read (from line 7)" in history.warnings[0]
@@ -103,7 +112,7 @@ def test_line_warnings_past_the_first_few_of_a_kind_are_counted_in_one():
 
 
 def test_a_build_of_a_transcript_over_the_cap_says_so_once_and_shows_its_newest_rounds(tmp_path, monkeypatch):
-    monkeypatch.setattr(S, "MAX_ROUNDS", 3)
+    cap(monkeypatch, "MAX_ROUNDS", 3)
     (tmp_path / ".aider.chat.history.md").write_text(_aider(6))
     result = build_context(str(tmp_path), "next step", cache=False)
     capped = [w for w in result.warnings if "only the newest 3 are read" in w]
@@ -131,14 +140,14 @@ def test_a_claude_code_transcript_has_the_same_caps_with_one_warning_each(monkey
     text = _claude_code(6, bad_every=1)  # 18 lines: prompt, answer, a malformed line each round
     full = CC.parse_claude_code(text, "t.jsonl")
     assert [r.index for r in full.rounds] == [1, 2, 3, 4, 5, 6] and len(full.warnings) == 6
-    monkeypatch.setattr(S, "MAX_ROUNDS", 2)
+    cap(monkeypatch, "MAX_ROUNDS", 2)
     capped = CC.parse_claude_code(text, "t.jsonl")
     assert capped.rounds == full.rounds[-2:] and [r.index for r in capped.rounds] == [5, 6]
     assert capped.warnings[0] == S.rounds_cap_warning("t.jsonl", 6, 13)
     assert capped.warnings[1] == "t.jsonl:3: malformed JSON line skipped (Expecting property name enclosed in double quotes)"
     assert capped.warnings[1:6] == full.warnings[:5] and capped.warnings[6] == "t.jsonl: ... and 1 more like this"
     assert len(capped.warnings) == 7
-    monkeypatch.setattr(S, "MAX_LOG_LINES", 7)
+    cap(monkeypatch, "MAX_LOG_LINES", 7)
     newest = CC.parse_claude_code(text, "t.jsonl")  # lines 12-18: rounds 5 (from its answer's line 14) and 6
     assert newest.warnings[0] == S.lines_cap_warning("t.jsonl", 11)
     assert "18 lines; only the newest 7 are read (from line 12)" in newest.warnings[0]

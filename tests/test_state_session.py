@@ -14,7 +14,8 @@ import pytest
 
 from conftest import CORPUS_SESSIONS
 from ctxengine.driver import MEMO
-from ctxengine.nodes.lib import session as S
+from ctxengine.nodes.lib import sessions as S
+from ctxengine.nodes.lib.sessions import aider as S_aider
 from ctxengine.nodes.lib.memo import Memo
 from ctxengine.nodes.types import Message, Round
 
@@ -278,7 +279,7 @@ def test_every_corpus_transcript_parses(path: Path):
 
 
 def test_round_summary_tells_the_outcome_and_the_failure_first():
-    from ctxengine.nodes.lib.session import round_summary
+    from ctxengine.nodes.lib.sessions import round_summary
     from ctxengine.nodes.types import Message, Round
 
     messages = (
@@ -400,7 +401,7 @@ def test_a_real_transcript_parses_summarizes_and_renders_as_before_the_fast_path
     parts += [S.render_rounds(history.rounds), S.compact_history(history.rounds, 3)]
     assert len(history.rounds) == 12
     assert hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest() == _BEFORE_FAST_PATHS[name]
-    assert [S._message(m.role, m.content, m.round, m.line) for r in history.rounds for m in r.messages] == \
+    assert [S_aider._message(m.role, m.content, m.round, m.line) for r in history.rounds for m in r.messages] == \
         [Message(m.role, m.content, m.round, m.line) for r in history.rounds for m in r.messages]
 
 

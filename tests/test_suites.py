@@ -19,7 +19,7 @@ os.environ["HAMILTON_AUTOLOAD_EXTENSIONS"] = "0"
 
 import pytest  # noqa: E402
 from test_truncation import run  # noqa: E402  (the driver of tests/test_truncation.py)
-from ctxengine.nodes.lib import session  # noqa: E402
+from ctxengine.nodes.lib import sessions as session  # noqa: E402
 from ctxengine.nodes.lib import truncate as t  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402
 from ctxengine.nodes.types import BudgetExceededError, Message, Round, Section, Source  # noqa: E402

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxengine
-from ctxengine.nodes.lib import session
+from ctxengine.nodes.lib import sessions as session
 from ctxengine.nodes.lib import truncate as t
 from ctxengine.nodes.lib.git import GitState, render_git
 from ctxengine.nodes.lib.tokens import token_counter_for

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from ctxengine.nodes import budget, config, quality, render, settings as settings_nodes, summarize, truncation  # noqa: E402
-from ctxengine.nodes.lib import session  # noqa: E402
+from ctxengine.nodes.lib import sessions as session  # noqa: E402
 from ctxengine.nodes.lib import truncate as T  # noqa: E402
 from ctxengine.nodes.lib.layout import POOL_OF_KIND, POOLS, render_context  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402

@@ -126,7 +126,7 @@ def _ids_round() -> "t.Round":
 
 
 def test_round_summary_with_ids_keeps_ids_and_names_fewer_files():
-    from ctxengine.nodes.lib import session
+    from ctxengine.nodes.lib import sessions as session
 
     rnd = _ids_round()
     base = session.round_summary(rnd)

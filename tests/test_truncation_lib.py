@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxengine.nodes.lib import session
+from ctxengine.nodes.lib import sessions as session
 from ctxengine.nodes.lib import truncate as t
 from ctxengine.nodes.lib.tokens import token_counter_for
 from ctxengine.nodes.types import Message, Round

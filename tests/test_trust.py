@@ -25,6 +25,7 @@ from conftest import local_http_server, write_project  # noqa: E402
 import ctxengine  # noqa: E402
 from ctxengine.nodes import state as state_nodes  # noqa: E402
 from ctxengine.nodes.lib import textio  # noqa: E402
+from ctxengine.nodes.lib.textio import clean as textio_clean  # noqa: E402
 from ctxengine.nodes.lib.textio import Refused, TextUnavailable, Trust  # noqa: E402
 from ctxengine.nodes.types import ConfigError  # noqa: E402
 
@@ -223,6 +224,33 @@ def test_fifos_under_planning_do_not_block_the_build(tmp_path):
     assert ".planning/main.md:2: @pipe.md: .planning/pipe.md is a FIFO, not a regular file; skipped" in done.stdout
     assert ".planning/references/unreferenced.md is a FIFO, not a regular file; skipped" in done.stdout
     assert ".planning/phases/01-core/01-02-PLAN.md is a FIFO" in done.stdout
+
+
+def test_a_real_path_given_by_the_caller_is_checked_against_the_trust_rules_too(tmp_path):
+    """read_local_text(real=...) (a caller that resolved each folder once) still refuses a real
+    path outside the trusted folders, naming the setting (it once raised a TypeError instead)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    secret = secret_file(tmp_path / "outside")
+    trust = Trust(str(project.resolve()))
+    with pytest.raises(Refused, match="outside the project.*trust.allowedPaths"):
+        textio.read_local_text(str(project / "link.md"), trust, real=str(secret.resolve()))
+    inside = project / "notes.md"
+    inside.write_text("kept\n")
+    assert textio.read_local_text(str(inside), trust, real=str(inside.resolve())).text == "kept\n"
+
+
+def test_the_configs_folder_is_found_without_importlib_resources_too(monkeypatch):
+    """The fallback when ``importlib.resources`` cannot name the configs package: the folder next
+    to the package, found from the module's own path (which moved when textio became a package)."""
+    from ctxengine.nodes.lib.textio import trust as trust_rules
+
+    def no_resources(name):
+        raise ModuleNotFoundError(name)
+
+    monkeypatch.setattr(trust_rules.resources, "files", no_resources)
+    folder = trust_rules._configs_folder.__wrapped__()
+    assert os.path.isfile(os.path.join(folder, "defaults.yaml")), folder
 
 
 def test_a_symlinked_folder_outside_is_not_listed_or_read(tmp_path):
@@ -561,8 +589,8 @@ def test_a_file_read_again_after_it_grew_reads_as_a_file_read_whole(head, line_e
         cleaned = cleaned.replace(b"\r\n", b"\n") if crlf else cleaned
         return cleaned.decode("utf-8"), removed, cleaned
 
-    assert grown.text("t.md", first, make, textio._prefix_safe) == make(first)[:2]
-    text, removed = grown.text("t.md", whole, make, textio._prefix_safe)
+    assert grown.text("t.md", first, make, textio_clean._prefix_safe) == make(first)[:2]
+    text, removed = grown.text("t.md", whole, make, textio_clean._prefix_safe)
     assert (text, removed) == make(whole)[:2]
     assert digest.text_digest(text) == hashlib.sha256(text.encode("utf-8")).digest()[:16]  # the extended digest
 

@@ -37,7 +37,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..types import ConfigError
 from .fences import without_code
-from .regex import lazy_regex
 from .quote import quoted
 
 #: The GSD phase types (GSD's own engine: discuss, research, plan, execute, verify, repair).
@@ -46,7 +45,7 @@ PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
 SIGNALS = ("plan", "diff", "request")
 PICKS = ("all", "first", "last", "open")
 
-_DOC = lazy_regex(r"(?<!\S)@doc[ \t]+(\S+)", re.I)
+_DOC = re.compile(r"(?<!\S)@doc[ \t]+(\S+)", re.I)
 
 
 # ----------------------------------------------------------------------------- globs
@@ -133,8 +132,8 @@ def request_urls(request: str) -> list[str]:
     return list(seen)
 
 
-_URL = lazy_regex(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|(?<!\S)@doc[ \t]+\S+", re.I)
-_NAME = lazy_regex(r"(?<![\w./@:\\-])((?:\./)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/\\-])")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|(?<!\S)@doc[ \t]+\S+", re.I)
+_NAME = re.compile(r"(?<![\w./@:\\-])((?:\./)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/\\-])")
 
 
 def request_names(request: str) -> tuple[str, ...]:
@@ -231,7 +230,7 @@ class Signals:
         return getattr(self, where, "")
 
 
-_LEVEL2 = lazy_regex(r"^## ", re.M)
+_LEVEL2 = re.compile(r"^## ", re.M)
 
 
 def plan_signal_text(plan: str, contexts: Sequence[str] = ()) -> str:

@@ -19,7 +19,6 @@ from .quote import quoted
 from ..types import ConfigError, Document, ReferenceLoadError, Source
 from .fences import fenced
 from .markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
-from .regex import lazy_regex
 from .textio import Refused, TextUnavailable
 
 GROUPS = ("core", "project", "session")
@@ -29,12 +28,12 @@ GROUP_PRIORITY_KEYS = {"core": "rules", "project": "reference", "session": "sess
 #: Link statuses whose @ line is dropped from the content (the document is a section of its own).
 RESOLVED = ("loaded", "already-loaded", "configured", "cycle")
 
-_URL = lazy_regex(r"\Ahttps?://", re.I)
-_SCHEME = lazy_regex(r"\A([A-Za-z][A-Za-z0-9+.\-]+):")
-_DRIVE = lazy_regex(r"\A[A-Za-z]:[\\/]")
-_PATH_CHARS = lazy_regex(r"\A[\w.~/\\:+\-]+\Z")
-_EXTENSION = lazy_regex(r"\.[A-Za-z][A-Za-z0-9]{0,9}\Z")
-_BUILTIN_NAME = lazy_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
+_URL = re.compile(r"\Ahttps?://", re.I)
+_SCHEME = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]+):")
+_DRIVE = re.compile(r"\A[A-Za-z]:[\\/]")
+_PATH_CHARS = re.compile(r"\A[\w.~/\\:+\-]+\Z")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}\Z")
+_BUILTIN_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
 
 
 class ReferenceProblem(TextUnavailable):

@@ -1,0 +1,33 @@
+"""A session file of any format read into a :class:`~.history.SessionHistory`: the format
+detected from its name and content (:func:`detect_format`), then its parser."""
+
+from __future__ import annotations
+
+import os
+
+from ..memo import NO_MEMO, Memo
+from .aider import parse_aider
+from .history import AIDER, JSONL, SessionHistory
+from .jsonl import parse_jsonl
+
+
+def detect_format(path: str, text: str) -> str:
+    """``aider`` for an aider chat history (by name or content), else ``jsonl``."""
+    name = os.path.basename(path)
+    if name.endswith(".md") or "aider" in name:
+        return AIDER
+    head = text.lstrip()[:1]
+    if head == "{":
+        return JSONL
+    if "# aider chat started at" in text[:65536] or "\n#### " in text[:65536]:
+        return AIDER
+    return JSONL
+
+
+def parse_session(text: str, path: str, fmt: str | None = None, memo: Memo = NO_MEMO) -> SessionHistory:
+    """Parse a session file of either format (``fmt`` None: detect it); what ``memo`` keeps
+    (the reading of a line, the parse of a round's stretch) is not made again."""
+    fmt = fmt or detect_format(path, text)
+    if fmt == AIDER:
+        return parse_aider(text, path, memo)
+    return parse_jsonl(text, path, memo)
