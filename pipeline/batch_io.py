@@ -128,7 +128,7 @@ def _csv_entries(path: str, lines: list[str]) -> Iterator[tuple[int, dict]]:
 
 def _job(where: str, fields: dict, base: str, request: str, overrides: Mapping[str, Any]) -> Job:
     from .api import build_overrides
-    from .cli import MODES, PHASES
+    from .options import MODES, PHASES
 
     project = fields.get("project")
     if not isinstance(project, str) or not project.strip():
@@ -176,7 +176,7 @@ def _json_object(where: str, text: str, what: str, example: str = '{"budget.maxT
 
 def _scalar(text: str) -> Any:
     """A CSV cell as a --set value (32000 -> int, true -> bool)."""
-    from .cli import parse_override
+    from .options import parse_override
 
     return parse_override(f"x={text}")[1]
 

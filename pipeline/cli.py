@@ -34,11 +34,11 @@ import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Sequence  # noqa: E402
 
-from .nodes.lib.quote import QUOTE_LIMIT, quoted  # noqa: E402
-from .nodes.types import ConfigError, CtxEngineError  # noqa: E402
+from .nodes.lib.quote import quoted  # noqa: E402
+from .nodes.types import CtxEngineError  # noqa: E402
+from .options import MODES, PHASES, internal_error, parse_override  # noqa: E402,F401  (tests and callers: cli.MODES)
+from .version import __version__  # noqa: E402
 
-MODES = ("dev", "research", "review")
-PHASES = ("auto", "execute", "research", "plan", "verify", "repair", "discuss")
 #: Named options shared by build and config: argparse dest -> flag (build_overrides takes the dest).
 NAMED_OPTIONS = {
     "mode": "--mode", "max_tokens": "--max-tokens", "reserve_tokens": "--reserve-tokens", "compact": "--compact",
@@ -127,19 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def internal_error(exc: BaseException) -> str:
-    """One line for an unexpected exception: its type and the first line of its message, capped."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    first = first if len(first) <= QUOTE_LIMIT else f"{first[:QUOTE_LIMIT]}... ({len(first):,} characters in all)"
-    return f"internal error: {type(exc).__name__}: {first}"
-
-
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     parser = _Parser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
-    parser.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
+    parser.add_argument("--version", action="version", version=f"ctxengine {__version__}", help="print the installed version and exit")
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -343,20 +336,6 @@ def _phase_number(text: str) -> str:
     return text.strip()
 
 
-class _VersionAction(argparse._VersionAction):
-    """--version, looking the version up only when asked (the package metadata costs 40-100 ms)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        self.version = f"ctxengine {_version()}"
-        super().__call__(parser, namespace, values, option_string)
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
-
-
 def _example_names() -> str:
     from importlib import resources
 
@@ -371,20 +350,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _named(args: argparse.Namespace) -> dict[str, Any]:
     return {dest: getattr(args, dest) for dest in NAMED_OPTIONS if getattr(args, dest, None) is not None}
-
-
-def parse_override(text: str) -> tuple[str, Any]:
-    """``key=value`` from the CLI: the value is read as a YAML scalar (32000 -> int, true -> bool)."""
-    from .nodes.lib.yamlio import YAMLError, load_yaml
-
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(f"--set {quoted(text)}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
-    try:
-        value = load_yaml(raw) if raw.strip() else ""
-    except YAMLError:
-        value = raw
-    return key.strip(), value
 
 
 def _project(args: argparse.Namespace) -> Path:

@@ -84,7 +84,7 @@ def combinations(vary: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 
 def parse_vary(text: str) -> tuple[str, list[Any]]:
     """``key=a,b,c`` from the CLI: each value read as a YAML scalar, like ``--set``."""
-    from .cli import parse_override
+    from .options import parse_override
 
     key, sep, raw = text.partition("=")
     if not sep or not key.strip() or not raw.strip():
