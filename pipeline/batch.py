@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -23,9 +24,12 @@ from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from . import driver
+from . import cache, driver
 from .api import check_request
+from .nodes.config import user_config_path
+from .nodes.lib.tokens import token_counter_for
 from .nodes.types import CtxEngineError
+from .viz.output import write_output
 
 #: The columns of a row of :func:`run_jobs`, in file order; a job's labels follow them.
 ROW_COLUMNS = (
@@ -121,9 +125,6 @@ def job_fingerprint(job: Job) -> str:
     mtime; git's object store is stood for by its refs and index), the user configuration, the
     node files swapped in, the request, overrides, facts and labels, and ctxengine's code version. The
     same digest means the same inputs (files outside the project and URLs are not covered)."""
-    from . import cache
-    from .nodes.config import user_config_path
-
     digest = hashlib.blake2b(digest_size=16)
     described = {"request": job.request, "overrides": dict(job.overrides), "facts": list(job.facts),
                  "labels": dict(job.labels), "nodes": list(job.nodes), "version": cache.code_version()}
@@ -195,8 +196,6 @@ def _position(position: Mapping[str, Any]) -> str:
 
 
 def _write_context(folder: str, job: Job, context: str) -> str:
-    from .viz.output import write_output
-
     path = os.path.join(folder, context_file_name(job))
     write_output(path, context, "--contexts-dir")
     return path
@@ -244,8 +243,6 @@ def _init_worker() -> None:
 
 def warm_worker() -> None:
     """Build the driver and load the default tokenizer now (a failure here is left to the first job)."""
-    from .nodes.lib.tokens import token_counter_for
-
     try:
         driver.default_driver()
         token_counter_for("cl100k_base").count("warm")
@@ -268,8 +265,6 @@ def _bounded(submit: Callable[[list[Job]], Any], chunks: Iterator[list[Job]], wi
 
 
 def _process_rows(chunks: Iterator[list[Job]], workers: int, settings: _Settings) -> Iterator[dict]:
-    import multiprocessing
-
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     pool = futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker)
     try:

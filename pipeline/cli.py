@@ -28,16 +28,20 @@ except ValueError:
     _SIGINT_BEFORE = None
 
 import argparse  # noqa: E402
+import csv  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
 import traceback  # noqa: E402
+from importlib import resources  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Sequence  # noqa: E402
 
+from . import experiment as ex  # noqa: E402
 from .nodes.lib.quote import quoted  # noqa: E402
 from .nodes.types import CtxEngineError  # noqa: E402
-from .options import MODES, PHASES, internal_error, parse_override  # noqa: E402,F401  (tests and callers: cli.MODES)
+from .options import MODES, PHASES, internal_error, parse_override  # noqa: E402
 from .version import __version__  # noqa: E402
+from .viz.output import check_output_path, write_output  # noqa: E402
 
 #: Named options shared by build and config: argparse dest -> flag (build_overrides takes the dest).
 NAMED_OPTIONS = {
@@ -337,8 +341,6 @@ def _phase_number(text: str) -> str:
 
 
 def _example_names() -> str:
-    from importlib import resources
-
     root = resources.files("ctxengine.examples")
     names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
     return ", ".join(names)
@@ -409,8 +411,6 @@ def _warn_if_empty(request: str, how: str) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .viz.output import check_output_path
-
     if args.output is not None:  # a wrong folder fails now, not after the build
         check_output_path(args.output, "-o")
     if args.lineage:
@@ -452,8 +452,6 @@ def _run_build(args: argparse.Namespace, lineage: bool) -> dict[str, Any]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .viz.output import check_output_path
-
     check_output_path(args.output, "-o")  # a wrong folder fails now, not after the build
     out = _run_build(args, lineage=True)
     for warning in out["build_result"].warnings:
@@ -465,7 +463,6 @@ def _report(args: argparse.Namespace) -> int:
 def _write_report(out: dict[str, Any], output: str, option: str, project_dir: Path) -> None:
     """The run report of a build of ``project_dir`` written to ``output`` (its lineage drawn by a
     ``dot`` outside the project)."""
-    from .viz.output import write_output
     from .viz.report import report_html
 
     html = report_html(out["build_result"], out["context_lineage"], project_dir=project_dir)
@@ -537,8 +534,6 @@ def _batch(args: argparse.Namespace) -> int:
     if args.resume and args.output is None:
         raise CtxEngineError("--resume reads the rows of -o FILE: give -o FILE")
     if args.output is not None:  # a wrong folder or file type fails now, not after the batch
-        from .viz.output import check_output_path
-
         check_output_path(args.output, "-o")
         if args.resume and os.path.exists(args.output) and not os.path.isfile(args.output):  # a FIFO: reading blocks
             raise CtxEngineError(f"--resume reads the rows of -o {quoted(args.output)}, which is not a regular file; "
@@ -558,8 +553,6 @@ def _batch(args: argparse.Namespace) -> int:
     rows = run_jobs(todo, executor=args.executor, workers=args.workers, scheduler=args.scheduler, progress=True,
                     contexts_dir=args.contexts_dir)
     if args.output is None:
-        import csv
-
         writer = csv.DictWriter(_StdoutSink(), fieldnames=columns, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         built = failed = 0
@@ -593,9 +586,6 @@ def _project_folders(paths: Sequence[str]) -> list[str]:
 
 
 def _experiment(args: argparse.Namespace) -> int:
-    from . import experiment as ex
-    from .viz.output import check_output_path
-
     for path, option in ((args.output, "-o"), (args.chart, "--chart")):
         if path is not None:
             check_output_path(path, option)
@@ -638,7 +628,6 @@ def _positive(text: str) -> int:
 def _dag(args: argparse.Namespace) -> int:
     from .driver import default_driver
     from .viz.dag import write_dag
-    from .viz.output import check_output_path
 
     check_output_path(args.output, "-o")
     written, note = write_dag(default_driver(), args.output, stage=args.stage)
@@ -719,8 +708,6 @@ def _write(text: str, output: str | None) -> None:
     if output is None:
         _emit(text)
         return
-    from .viz.output import write_output
-
     write_output(output, text, "-o")
 
 
