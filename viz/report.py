@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 from ..nodes.lib.lineage import section_fate
 from ..nodes.report import BuildResult
 from .dot import dot_program
+from .output import OutputWriteError, rendered
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1200px;
@@ -197,8 +198,7 @@ def _lineage(lineage: Any, project_dir: str | os.PathLike | None = None) -> str:
     why = "is not installed"
     dot = dot_program(project_dir)  # absolute PATH entries outside the project; started by that path
     if dot is not None:
-        from .lineage import lineage_digraph
-        from .output import OutputWriteError, rendered
+        from .lineage import lineage_digraph  # graphviz: 11-18 ms that every build through the API would pay
 
         try:
             svg = rendered(lineage_digraph(lineage), "svg", "the report's lineage", dot, project_dir).decode("utf-8")
