@@ -8,40 +8,27 @@ file and key); 3 when the budget cannot be met; 130 on Ctrl-C. Never a traceback
 
 from __future__ import annotations
 
+from . import startup_guard  # first: a Ctrl-C during the imports below is one line and exit 130
+
+import argparse
+import csv
 import gc
+import json
 import os
+import re
 import signal
 import sys
+import traceback
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
 
-
-def _exit_interrupted(signum=None, frame=None) -> None:
-    """Ctrl-C while the command is still starting: nothing was done yet; one line, exit 130."""
-    try:
-        os.write(2, b"ctxengine: interrupted\n")
-    finally:
-        os._exit(130)
-
-
-try:  # until the imports below are done (run() then takes over); main thread only
-    _SIGINT_BEFORE = signal.signal(signal.SIGINT, _exit_interrupted)
-except ValueError:
-    _SIGINT_BEFORE = None
-
-import argparse  # noqa: E402
-import csv  # noqa: E402
-import json  # noqa: E402
-import re  # noqa: E402
-import traceback  # noqa: E402
-from importlib import resources  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any, Sequence  # noqa: E402
-
-from . import experiment as ex  # noqa: E402
-from .nodes.lib.quote import quoted  # noqa: E402
-from .nodes.types import CtxEngineError  # noqa: E402
-from .options import MODES, PHASES, internal_error, parse_override  # noqa: E402
-from .version import __version__  # noqa: E402
-from .viz.output import check_output_path, write_output  # noqa: E402
+from . import experiment as ex
+from .nodes.lib.quote import quoted
+from .nodes.types import CtxEngineError
+from .options import MODES, PHASES, internal_error, parse_override
+from .version import __version__
+from .viz.output import check_output_path, write_output
 
 #: Named options shared by build and config: argparse dest -> flag (build_overrides takes the dest).
 NAMED_OPTIONS = {
@@ -792,8 +779,7 @@ def run() -> None:
 
 # The start-up Ctrl-C guard holds until the whole module is defined (a signal while the
 # definitions above run would otherwise escape as a traceback from the console script's import).
-if _SIGINT_BEFORE is not None:
-    signal.signal(signal.SIGINT, _SIGINT_BEFORE)
+startup_guard.lift()
 
 if __name__ == "__main__":  # pragma: no cover
     run()
