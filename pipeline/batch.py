@@ -1,12 +1,13 @@
 """Batch builds over many projects: jobs in, one row per job out, as each finishes.
 
-:func:`run_jobs` runs :class:`Job` s through one of four executors, each reusing one driver per
+:func:`run_jobs` runs :class:`Job` s through one of three executors, each reusing one driver per
 process (pipeline/driver.py): ``local`` (this process), ``processes`` (a process pool, one
-driver per worker, built by the pool's initializer), ``dask`` (``client.map`` over a
-``distributed`` cluster, one driver per worker; measured twice as fast as Hamilton's own Dask
-executor, which cannot stream rows: benchmarks/batch.py and benchmarks/batch_fanout.py). A broken project is a row with its error, never a crash of the batch,
-and Hamilton logs no traceback for it. Rows are yielded as they finish and nothing is kept, so
-memory stays flat however long the batch; at most a few chunks per worker are in flight.
+driver per worker, built by the pool's initializer) and ``dask`` (``client.map`` over a
+``distributed`` cluster, one driver per worker; about twice as fast as Hamilton's own Dask
+executor, which cannot stream rows: benchmarks/batch.py, benchmarks/batch_fanout.py). A broken
+project is a row with its error, never a crash of the batch, and Hamilton logs no traceback for
+it. Rows are yielded as they finish and nothing is kept, so memory stays flat however long the
+batch; at most a few chunks per worker are in flight.
 """
 
 from __future__ import annotations
