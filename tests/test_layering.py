@@ -146,6 +146,12 @@ def test_viz_never_imports_the_front_ends(graph):
     assert not wrong, "viz/ imports a front end:\n" + "\n".join(f"{m} -> {t}" for m, t in wrong)
 
 
+def test_only_the_entry_point_imports_the_cli(graph):
+    """The CLI is the top: what other front ends share with it lives in ctxengine.options."""
+    importers = sorted(module for module, target in graph.edges if target == "ctxengine.cli")
+    assert set(importers) <= {"ctxengine.__main__"}, f"these import the CLI (use ctxengine.options): {importers}"
+
+
 def test_the_graph_builder_finds_function_level_and_relative_imports(tmp_path):
     """The builder itself, on a made-up package: a cycle through a function-level import is found,
     an import under TYPE_CHECKING is not an edge."""
