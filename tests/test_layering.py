@@ -152,6 +152,21 @@ def test_only_the_entry_point_imports_the_cli(graph):
     assert set(importers) <= {"ctxengine.__main__"}, f"these import the CLI (use ctxengine.options): {importers}"
 
 
+def test_the_version_is_written_in_one_leaf_module():
+    """pipeline/version.py holds it, imports nothing, and pyproject.toml and the package read it there."""
+    import ctxengine
+    from ctxengine import version
+
+    modules = product_modules(REPO)
+    writers = sorted(name for name, path in modules.items() if "__version__ =" in path.read_text())
+    assert writers == ["ctxengine.version"], writers
+    leaf = ast.parse(modules["ctxengine.version"].read_text())
+    assert not any(isinstance(node, (ast.Import, ast.ImportFrom)) for node in ast.walk(leaf))
+    tool = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert tool["dynamic"]["version"] == {"attr": "ctxengine.version.__version__"}
+    assert ctxengine.__version__ == version.__version__
+
+
 def test_the_graph_builder_finds_function_level_and_relative_imports(tmp_path):
     """The builder itself, on a made-up package: a cycle through a function-level import is found,
     an import under TYPE_CHECKING is not an edge."""
