@@ -123,7 +123,8 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     parser = _Parser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
-    parser.add_argument("--version", action="version", version=f"ctxengine {__version__}", help="print the installed version and exit")
+    parser.add_argument("--version", action="version", version=f"ctxengine {__version__}",
+                        help="print the installed version and exit")
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",

@@ -186,7 +186,7 @@ def test_the_coldstart_benchmark_measures_what_lazy_loading_saves():
         "import ctxengine (public names load on first use)", "import ctxengine and what its public names need"))
     done = subprocess.run([*eager[:2], eager[2] + "; import sys; print('hamilton' in sys.modules)"],
                           capture_output=True, text=True, timeout=120)
-    assert done.stdout.split() == ["True"], done.stderr  # the eager row pays for Hamilton; the lazy one is checked above
+    assert done.stdout.split() == ["True"], done.stderr  # the eager row pays for Hamilton (the lazy one: see above)
     assert lazy[2] == "import ctxengine"
 
 
