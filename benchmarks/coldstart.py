@@ -19,9 +19,6 @@ so no run pays for compiling sources; --no-compile skips that. Rows:
 Then the floor: what a build cannot go under while it imports Hamilton's driver, i.e.
 ``python -c "import hamilton.driver"`` (interpreter start-up, numpy, pandas, Hamilton).
 
-Then what the lazy packages (nodes/lib/truncate, nodes/lib/summarize) save a build that cuts
-nothing: the import time of the submodules it leaves unloaded.
-
 Then the phases of one build measured inside a fresh process (interpreter start-up apart):
 importing hamilton.driver, importing ctxengine's own modules, loading the tokenizer table,
 building the driver, executing it; and the ``-X importtime`` breakdown of the imports.
@@ -98,23 +95,6 @@ names = ["import hamilton.driver (pandas, numpy)", "import ctxengine modules", f
 print(json.dumps(dict(zip(names, [b - a for a, b in zip(t, t[1:])]))))
 """.replace("REQUEST", repr(REQUEST))
 
-#: Run in a fresh process: after a build that cuts nothing, the ms (wall, CPU) of importing the
-#: submodules of the lazy packages (nodes/lib/truncate, nodes/lib/summarize) it left unloaded:
-#: what lazy_exports saves such a build.
-LAZY = r"""
-import importlib, json, os, pkgutil, sys, time
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
-import ctxengine
-ctxengine.build_context(ctxengine.bundled_example("demo"), REQUEST, cache=False)
-from ctxengine.nodes.lib import summarize, truncate
-left = [f"{p.__name__}.{m.name}" for p in (truncate, summarize) for m in pkgutil.iter_modules(p.__path__)
-        if f"{p.__name__}.{m.name}" not in sys.modules]
-wall, cpu = time.perf_counter(), time.process_time()
-for name in left:
-    importlib.import_module(name)
-print(json.dumps([len(left), time.perf_counter() - wall, time.process_time() - cpu]))
-""".replace("REQUEST", repr(REQUEST))
-
 #: Groups of the import breakdown: label -> module whose cumulative import time is shown.
 IMPORT_GROUPS = ("hamilton.driver", "pandas", "numpy", "pyarrow", "hamilton.function_modifiers", "hamilton.graph",
                  "hamilton.base", "hamilton.caching.adapter", "yaml", "networkx", "tiktoken")
@@ -143,14 +123,6 @@ def phase_seconds(repeat: int) -> dict[str, tuple[float, float]]:
         out = subprocess.run([sys.executable, "-c", PHASES], check=True, capture_output=True, text=True, cwd=REPO)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     return {name: (min(r[name] for r in runs), statistics.median(r[name] for r in runs)) for name in runs[0]}
-
-
-def lazy_saving(repeat: int) -> tuple[int, list[float], list[float]]:
-    """(modules left unloaded, wall seconds, CPU seconds) of importing what the lazy packages spared
-    a build that cuts nothing, over ``repeat`` fresh processes."""
-    runs = [json.loads(subprocess.run([sys.executable, "-c", LAZY], check=True, capture_output=True, text=True,
-                                      cwd=REPO).stdout.strip().splitlines()[-1]) for _ in range(repeat)]
-    return runs[0][0], [r[1] for r in runs], [r[2] for r in runs]
 
 
 def import_times(code: str) -> dict[str, tuple[float, float]]:
@@ -221,11 +193,6 @@ def main() -> int:
     for name, (low, mid) in phases.items():
         print(f"{name:<40} {low * 1000:>8.0f} {mid * 1000:>10.0f}")
     print(f"{'sum (interpreter start-up apart)':<40} {sum(v[0] for v in phases.values()) * 1000:>8.0f}")
-
-    left, wall, cpu = lazy_saving(args.repeat)
-    print(f"\nlazy packages: the {left} truncate/summarize modules a build without cuts leaves unloaded "
-          f"cost {min(wall) * 1000:.1f} ms wall ({statistics.median(wall) * 1000:.1f} median), "
-          f"{min(cpu) * 1000:.1f} ms CPU ({statistics.median(cpu) * 1000:.1f} median) to import")
 
     groups, own = import_breakdown(args.repeat)
     print(f"\n{'import breakdown (-X importtime, min)':<40} {'cumulative ms':>14}")
