@@ -5,7 +5,9 @@
     >>> result.budget.total_tokens, result.context[:80]
 
 The names below load on first use (PEP 562), so ``import ctxengine`` and the CLI's
-``--version``, ``--help`` and signal setup run before Hamilton (and pandas) are imported.
+``--version``, ``--help`` and signal setup run before Hamilton (and pandas) are imported
+(``python benchmarks/coldstart.py``: ``import ctxengine`` 57 ms, with what its names need 1.9 s,
+min of 5 on a loaded 2-core machine).
 """
 
 from __future__ import annotations
