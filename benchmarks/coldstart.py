@@ -7,7 +7,8 @@ the package's bytecode is compiled (``compileall``, what a non-editable ``pip in
 so no run pays for compiling sources; --no-compile skips that. Rows:
 
 - start-up alone: ``python -c pass`` and ``ctxengine --version`` (no Hamilton imported);
-- imports: ``ctxengine.cli``, ``hamilton.driver`` (which brings pandas and numpy), pandas alone,
+- imports: ``ctxengine`` (its public names load on first use, PEP 562) against ``ctxengine`` with
+  what those names need, ``ctxengine.cli``, ``hamilton.driver`` (which brings pandas and numpy), pandas alone,
   and hamilton.driver where ``import pyarrow`` fails (what a core install, without the ``parquet``
   extra, pays: pandas imports an installed pyarrow at import time), also with the collector
   paused, as the CLI imports it (its passes over what imports make are wasted);
@@ -49,6 +50,9 @@ _BUILD = ["build", "--request", REQUEST]
 CLI_NO_PYARROW = [sys.executable, "-c", NO_PYARROW + "from ctxengine.cli import run; sys.argv[1:] = "
                   f"{_BUILD!r}; sys.exit(run())"]
 
+#: What ``import ctxengine`` would cost if pipeline/__init__.py imported its public names (PEP 562 defers them).
+EAGER_TOP = "import ctxengine, ctxengine.api, ctxengine.session, ctxengine.experiment, ctxengine.nodes.report"
+
 #: label -> (argv, extra environment)
 COMMANDS = {
     "python -c pass": ([sys.executable, "-c", "pass"], {}),
@@ -61,6 +65,8 @@ COMMANDS = {
         [sys.executable, "-c", NO_PYARROW + "import gc; gc.disable(); import hamilton.driver"],
         {"HAMILTON_AUTOLOAD_EXTENSIONS": "0"}),
     "import pandas": ([sys.executable, "-c", "import pandas"], {}),
+    "import ctxengine (public names load on first use)": ([sys.executable, "-c", "import ctxengine"], {}),
+    "import ctxengine and what its public names need": ([sys.executable, "-c", EAGER_TOP], {}),
     "ctxengine build (demo)": ([*CLI, *_BUILD], {}),
     "ctxengine build, tiktoken counter": ([*CLI, *_BUILD], {"CTXENGINE_TOKENIZER": "tiktoken"}),
     "ctxengine build, no pyarrow": (CLI_NO_PYARROW, {}),

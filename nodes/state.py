@@ -33,6 +33,7 @@ from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, truste
 from .lib.programs import executable_path, safe_search_path
 from .lib.usercache import program_output
 from .types import ConfigError, CtxEngineError, Section, Source
+from ..version import __version__
 
 STAGE = "state"
 POOL = POOL_OF_KIND  # the budget pool of each section kind (nodes/lib/layout.py)
@@ -588,7 +589,7 @@ def environment_facts(project_dir: str) -> dict:
     """Python, OS, git and ctxengine versions, and node's where it is installed. git and node are
     looked up on the absolute entries of PATH only and never inside ``project_dir`` (a project's
     committed ``node`` must not run, nor its version reach the context)."""
-    ours = _ctxengine_version()
+    ours = __version__
     path = os.environ.get("PATH")
     git = _git_version(project_dir, path)
     facts = {
@@ -682,9 +683,3 @@ def state_notes(git_state: _git.GitState) -> tuple[str, ...]:
     return tuple(git_state.notes)
 
 
-def _ctxengine_version() -> str:
-    """ctxengine's version (from the package: a metadata lookup costs up to 0.1 s in a process
-    that has imported pandas)."""
-    from .. import __version__
-
-    return __version__

@@ -175,11 +175,3 @@ class LedgerEntry:
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Warned:
-    """A value with the warnings produced while computing it (nodes report, never print)."""
-
-    value: Any
-    warnings: tuple[str, ...] = ()

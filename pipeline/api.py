@@ -14,6 +14,7 @@ from .nodes.config import MAX_DEPTH, OVERRIDE_ORIGIN
 from .nodes.lib.yamlio import nesting_depth
 from .nodes.report import BuildResult
 from .nodes.types import ConfigError, CtxEngineError
+from .viz.report import report_html
 
 #: What a request may not hold: NUL, or a surrogate code point on its own (see :func:`request_problem`).
 _BAD_REQUEST_CHARACTER = re.compile("[\0\ud800-\udfff]")
@@ -113,6 +114,13 @@ def run_nodes(
     project = project_dir if project_dir is not None else bundled_example()
     return driver.execute(list(outputs), project, build_overrides(overrides, **options), request,
                           cache=cache, cache_dir=cache_dir, nodes=nodes)
+
+
+def build_report(project_dir: str | os.PathLike | None = None, request: str = "", **options: Any) -> str:
+    """Build ``project_dir`` (the options of :func:`run_nodes`) and return its run report, the
+    self-contained HTML page of :func:`ctxengine.viz.report.report_html`."""
+    out = run_nodes(["build_result", "context_lineage"], project_dir, request, **options)
+    return report_html(out["build_result"], out["context_lineage"], project_dir=project_dir)
 
 
 def explain_config(

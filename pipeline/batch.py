@@ -1,37 +1,36 @@
 """Batch builds over many projects: jobs in, one row per job out, as each finishes.
 
-:func:`run_jobs` runs :class:`Job` s through one of four executors, each reusing one driver per
+:func:`run_jobs` runs :class:`Job` s through one of three executors, each reusing one driver per
 process (pipeline/driver.py): ``local`` (this process), ``processes`` (a process pool, one
-driver per worker, built by the pool's initializer), ``dask`` (``client.map`` over a
-``distributed`` cluster, one driver per worker) and ``dask-hamilton`` (the same jobs through
-Hamilton's own Dask integration, ``hamilton.plugins.h_dask``; measured slower, see
-:data:`DASK_DEFAULT`). A broken project is a row with its error, never a crash of the batch,
-and Hamilton logs no traceback for it. Rows are yielded as they finish and nothing is kept, so
-memory stays flat however long the batch; at most a few chunks per worker are in flight.
-
-The run-record API of before (:func:`build_record`, :func:`iter_records`, :func:`build_many`)
-stays for old callers.
+driver per worker, built by the pool's initializer) and ``dask`` (``client.map`` over a
+``distributed`` cluster, one driver per worker; about twice as fast as Hamilton's own Dask
+executor, which cannot stream rows: benchmarks/batch.py, benchmarks/batch_fanout.py). A broken
+project is a row with its error, never a crash of the batch, and Hamilton logs no traceback for
+it. Rows are yielded as they finish and nothing is kept, so memory stays flat however long the
+batch; at most a few chunks per worker are in flight.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
 import re
 import signal
 import sys
 import time
-import traceback
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from . import driver
+from . import cache, driver
 from .api import check_request
+from .nodes.config import user_config_path
+from .nodes.lib.tokens import token_counter_for
 from .nodes.types import CtxEngineError
+from .viz.output import write_output
 
 #: The columns of a row of :func:`run_jobs`, in file order; a job's labels follow them.
 ROW_COLUMNS = (
@@ -41,16 +40,7 @@ ROW_COLUMNS = (
 )
 #: The extra column naming the file a context went to (``contexts_dir``).
 CONTEXT_FILE_COLUMN = "context_file"
-EXECUTORS = ("local", "processes", "dask", "dask-hamilton")
-#: What ``executor="dask"`` runs: "map" (client.map, one driver per worker) or "hamilton"
-#: (Hamilton's h_dask.DaskExecutor over a Parallelizable of the jobs). Measured by
-#: ``python benchmarks/batch.py`` with 2 workers on the shared 2-core machine (load 5-10 from
-#: other work): 1005 projects, client.map 14.6 projects/s after a 7.3 s start (local: 11.9);
-#: 105 projects, client.map 6.1/s against Hamilton's 3.0/s; on 1005 Hamilton's route had not
-#: finished after 15 min, its driver process busy at 84% CPU planning and collecting tasks.
-#: Hamilton submits one task per job and keeps the whole window's results until its Collect,
-#: so rows cannot stream; client.map sends chunks of jobs and streams rows as completed.
-DASK_DEFAULT = "map"
+EXECUTORS = ("local", "processes", "dask")
 #: Seconds to wait for a dask scheduler given by address before the batch gives up.
 SCHEDULER_TIMEOUT = 20
 
@@ -105,10 +95,8 @@ def run_jobs(
         chunks = _chunks(iter(jobs), size)
         if executor == "processes":
             rows = _process_rows(chunks, workers, settings)
-        elif executor == "dask-hamilton" or DASK_DEFAULT == "hamilton":
-            rows = _dask_rows(chunks, workers, scheduler, settings, via_hamilton=True)
         else:
-            rows = _dask_rows(chunks, workers, scheduler, settings, via_hamilton=False)
+            rows = _dask_rows(chunks, workers, scheduler, settings)
     yield from _with_progress(rows, progress, total)
 
 
@@ -138,9 +126,6 @@ def job_fingerprint(job: Job) -> str:
     mtime; git's object store is stood for by its refs and index), the user configuration, the
     node files swapped in, the request, overrides, facts and labels, and ctxengine's code version. The
     same digest means the same inputs (files outside the project and URLs are not covered)."""
-    from . import cache
-    from .nodes.config import user_config_path
-
     digest = hashlib.blake2b(digest_size=16)
     described = {"request": job.request, "overrides": dict(job.overrides), "facts": list(job.facts),
                  "labels": dict(job.labels), "nodes": list(job.nodes), "version": cache.code_version()}
@@ -212,8 +197,6 @@ def _position(position: Mapping[str, Any]) -> str:
 
 
 def _write_context(folder: str, job: Job, context: str) -> str:
-    from .viz.output import write_output
-
     path = os.path.join(folder, context_file_name(job))
     write_output(path, context, "--contexts-dir")
     return path
@@ -256,13 +239,11 @@ def _run_chunk(chunk: list[Job], settings: _Settings) -> list[dict]:
 def _init_worker() -> None:
     """A pool worker: Ctrl-C is the parent's to handle; build the driver and tokenizer once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _warm()
+    warm_worker()
 
 
-def _warm() -> None:
+def warm_worker() -> None:
     """Build the driver and load the default tokenizer now (a failure here is left to the first job)."""
-    from .nodes.lib.tokens import token_counter_for
-
     try:
         driver.default_driver()
         token_counter_for("cl100k_base").count("warm")
@@ -285,8 +266,6 @@ def _bounded(submit: Callable[[list[Job]], Any], chunks: Iterator[list[Job]], wi
 
 
 def _process_rows(chunks: Iterator[list[Job]], workers: int, settings: _Settings) -> Iterator[dict]:
-    import multiprocessing
-
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     pool = futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker)
     try:
@@ -310,8 +289,7 @@ def _stop_pool(pool: futures.ProcessPoolExecutor) -> None:
         process.join(5)
 
 
-def _dask_rows(chunks: Iterator[list[Job]], workers: int, scheduler: Any, settings: _Settings,
-               via_hamilton: bool) -> Iterator[dict]:
+def _dask_rows(chunks: Iterator[list[Job]], workers: int, scheduler: Any, settings: _Settings) -> Iterator[dict]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -332,11 +310,8 @@ def _dask_rows(chunks: Iterator[list[Job]], workers: int, scheduler: Any, settin
             raise CtxEngineError(f"--scheduler {scheduler!r}: cannot connect ({exc}); "
                                  "give the address of a running dask scheduler, e.g. tcp://127.0.0.1:8786") from None
     try:
-        client.run(_warm)  # one driver per worker, built before the first job
-        if via_hamilton:
-            yield from _hamilton_dask_rows(client, chunks, workers, settings)
-        else:
-            yield from _client_map_rows(client, chunks, workers, settings)
+        client.run(warm_worker)  # one driver per worker, built before the first job
+        yield from _client_map_rows(client, chunks, workers, settings)
     finally:
         if own_client:
             client.close()
@@ -358,24 +333,6 @@ def _client_map_rows(client, chunks: Iterator[list[Job]], workers: int, settings
         yield from future.result()  # the future goes with its last reference: nothing stays on the cluster
 
 
-def _hamilton_dask_rows(client, chunks: Iterator[list[Job]], workers: int, settings: _Settings) -> Iterator[dict]:
-    """The jobs as a Hamilton Parallelizable over ``h_dask.DaskExecutor``: one task per job,
-    one Hamilton run per window of jobs (Collect returns a window's rows together)."""
-    from hamilton import driver as h_driver
-    from hamilton.execution import executors
-    from hamilton.plugins import h_dask
-
-    from . import batch_fanout
-
-    dr = (h_driver.Builder().enable_dynamic_execution(allow_experimental_mode=True)
-          .with_modules(batch_fanout)
-          .with_local_executor(executors.SynchronousLocalTaskExecutor())
-          .with_remote_executor(h_dask.DaskExecutor(client=client)).build())
-    window = _chunks(itertools.chain.from_iterable(chunks), workers * 16)
-    for jobs in window:
-        yield from dr.execute(["batch_rows"], inputs={"batch_jobs": jobs, "batch_settings": settings})["batch_rows"]
-
-
 def _with_progress(rows: Iterator[dict], progress: Any, total: int | None) -> Iterator[dict]:
     if callable(progress):
         for row in rows:
@@ -395,67 +352,3 @@ def _with_progress(rows: Iterator[dict], progress: Any, total: int | None) -> It
             if failed:
                 bar.set_postfix(failed=failed, refresh=False)
             yield row
-
-
-# ----------------------------------------------------------------------------- the run records of before
-
-
-#: The columns of a run record (nodes/report.py ``run_record``), in CSV order.
-RECORD_COLUMNS = (
-    "project_dir", "total_tokens", "available_tokens", "utilization_rate", "is_over_budget",
-    "sections", "truncated", "warnings", "error",
-)
-
-
-def build_record(
-    project_dir: str | os.PathLike, request: str = "", overrides: Mapping[str, Any] | None = None, *, debug: bool = False
-) -> dict:
-    """The run record of one project, or a row naming the error when it cannot be built
-    (``debug``: the traceback of an unexpected error also goes to stderr)."""
-    try:
-        check_request(request)
-        with driver.quiet_failures():
-            return driver.execute(["run_record"], project_dir, overrides, request)["run_record"]
-    except CtxEngineError as exc:
-        return _error_record(project_dir, f"{type(exc).__name__}: {exc}")
-    except Exception as exc:  # noqa: BLE001 - a batch reports every failure as a row
-        if debug:
-            traceback.print_exc(file=sys.stderr)
-        return _error_record(project_dir, f"internal error {type(exc).__name__}: {exc}")
-
-
-def iter_records(
-    projects: Iterable[str | os.PathLike], request: str = "", overrides: Mapping[str, Any] | None = None,
-    *, debug: bool = False,
-) -> Iterator[dict]:
-    """One run record per project, each yielded as soon as it is built."""
-    for project in projects:
-        yield build_record(project, request, overrides, debug=debug)
-
-
-def build_many(projects: Iterable[str | os.PathLike], request: str = "", overrides: Mapping[str, Any] | None = None):
-    """A pandas DataFrame with one run record per project (the ``error`` column is None on success)."""
-    import pandas as pd
-
-    frame = pd.DataFrame(list(iter_records(projects, request, overrides)))
-    # integer columns stay integers (nullable) when a failed project leaves them empty
-    counts = ["total_tokens", "available_tokens", "sections", "warnings"]
-    return frame.astype({c: "Int64" for c in counts if c in frame.columns})
-
-
-def write_records(records: Iterable[dict], out: IO[str]) -> tuple[int, int]:
-    """Write ``records`` as CSV to ``out``, flushing after every row; (rows, failed rows)."""
-    writer = csv.DictWriter(out, fieldnames=RECORD_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    out.flush()
-    rows = failed = 0
-    for record in records:
-        writer.writerow(record)
-        out.flush()
-        rows += 1
-        failed += record.get("error") is not None
-    return rows, failed
-
-
-def _error_record(project_dir: str | os.PathLike, message: str) -> dict:
-    return {"project_dir": os.path.abspath(os.fspath(project_dir)), "error": message}

@@ -22,8 +22,11 @@ import os
 from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
 
 from .batch import CONTEXT_FILE_COLUMN, ROW_COLUMNS, Job, job_fingerprint
+from .api import build_overrides
 from .nodes.lib.quote import quoted
 from .nodes.types import CtxEngineError
+from .options import MODES, PHASES, parse_override
+from .viz.output import output_file
 
 OUTPUT_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 PARQUET_ROW_GROUP = 512
@@ -127,9 +130,6 @@ def _csv_entries(path: str, lines: list[str]) -> Iterator[tuple[int, dict]]:
 
 
 def _job(where: str, fields: dict, base: str, request: str, overrides: Mapping[str, Any]) -> Job:
-    from .api import build_overrides
-    from .cli import MODES, PHASES
-
     project = fields.get("project")
     if not isinstance(project, str) or not project.strip():
         raise JobListError(f"{where}: no project; give the project folder's path")
@@ -176,8 +176,6 @@ def _json_object(where: str, text: str, what: str, example: str = '{"budget.maxT
 
 def _scalar(text: str) -> Any:
     """A CSV cell as a --set value (32000 -> int, true -> bool)."""
-    from .cli import parse_override
-
     return parse_override(f"x={text}")[1]
 
 
@@ -289,8 +287,6 @@ def _parquet_schema(columns: Sequence[str], rows: list[dict]):
 def open_rows(output: str | os.PathLike, columns: Sequence[str]) -> Iterator[RowWriter]:
     """A :class:`RowWriter` over ``output`` (with :func:`ctxengine.viz.output.output_file`: a file
     atomically, a FIFO or device in place; Ctrl-C keeps the rows written)."""
-    from .viz.output import output_file
-
     fmt = output_format(output)
     with output_file(output, "-o", binary=fmt == "parquet", keep_on_interrupt=True) as fh:
         writer = RowWriter(fh, fmt, columns)

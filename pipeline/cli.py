@@ -8,37 +8,28 @@ file and key); 3 when the budget cannot be met; 130 on Ctrl-C. Never a traceback
 
 from __future__ import annotations
 
+from . import startup_guard  # first: a Ctrl-C during the imports below is one line and exit 130
+
+import argparse
+import csv
 import gc
+import json
 import os
+import re
 import signal
 import sys
+import traceback
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
 
+from . import experiment as ex
+from .nodes.lib.quote import quoted
+from .nodes.types import CtxEngineError
+from .options import MODES, PHASES, internal_error, parse_override
+from .version import __version__
+from .viz.output import check_output_path, write_output
 
-def _exit_interrupted(signum=None, frame=None) -> None:
-    """Ctrl-C while the command is still starting: nothing was done yet; one line, exit 130."""
-    try:
-        os.write(2, b"ctxengine: interrupted\n")
-    finally:
-        os._exit(130)
-
-
-try:  # until the imports below are done (run() then takes over); main thread only
-    _SIGINT_BEFORE = signal.signal(signal.SIGINT, _exit_interrupted)
-except ValueError:
-    _SIGINT_BEFORE = None
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import re  # noqa: E402
-import traceback  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any, Sequence  # noqa: E402
-
-from .nodes.lib.quote import QUOTE_LIMIT, quoted  # noqa: E402
-from .nodes.types import ConfigError, CtxEngineError  # noqa: E402
-
-MODES = ("dev", "research", "review")
-PHASES = ("auto", "execute", "research", "plan", "verify", "repair", "discuss")
 #: Named options shared by build and config: argparse dest -> flag (build_overrides takes the dest).
 NAMED_OPTIONS = {
     "mode": "--mode", "max_tokens": "--max-tokens", "reserve_tokens": "--reserve-tokens", "compact": "--compact",
@@ -127,19 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def internal_error(exc: BaseException) -> str:
-    """One line for an unexpected exception: its type and the first line of its message, capped."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    first = first if len(first) <= QUOTE_LIMIT else f"{first[:QUOTE_LIMIT]}... ({len(first):,} characters in all)"
-    return f"internal error: {type(exc).__name__}: {first}"
-
-
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     parser = _Parser(prog="ctxengine", description="Assemble an LLM context for one request and make it fit.")
-    parser.add_argument("--version", action=_VersionAction, help="print the installed version and exit")
+    parser.add_argument("--version", action="version", version=f"ctxengine {__version__}",
+                        help="print the installed version and exit")
     parser.add_argument("--debug", action="store_true", default=False,
                         help="print the traceback of an error (and Hamilton's own failure logs)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -343,23 +328,7 @@ def _phase_number(text: str) -> str:
     return text.strip()
 
 
-class _VersionAction(argparse._VersionAction):
-    """--version, looking the version up only when asked (the package metadata costs 40-100 ms)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        self.version = f"ctxengine {_version()}"
-        super().__call__(parser, namespace, values, option_string)
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
-
-
 def _example_names() -> str:
-    from importlib import resources
-
     root = resources.files("ctxengine.examples")
     names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
     return ", ".join(names)
@@ -371,20 +340,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _named(args: argparse.Namespace) -> dict[str, Any]:
     return {dest: getattr(args, dest) for dest in NAMED_OPTIONS if getattr(args, dest, None) is not None}
-
-
-def parse_override(text: str) -> tuple[str, Any]:
-    """``key=value`` from the CLI: the value is read as a YAML scalar (32000 -> int, true -> bool)."""
-    from .nodes.lib.yamlio import YAMLError, load_yaml
-
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(f"--set {quoted(text)}: write it as dotted.key=value, e.g. --set budget.maxTokens=32000")
-    try:
-        value = load_yaml(raw) if raw.strip() else ""
-    except YAMLError:
-        value = raw
-    return key.strip(), value
 
 
 def _project(args: argparse.Namespace) -> Path:
@@ -444,8 +399,6 @@ def _warn_if_empty(request: str, how: str) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .viz.output import check_output_path
-
     if args.output is not None:  # a wrong folder fails now, not after the build
         check_output_path(args.output, "-o")
     if args.lineage:
@@ -487,8 +440,6 @@ def _run_build(args: argparse.Namespace, lineage: bool) -> dict[str, Any]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .viz.output import check_output_path
-
     check_output_path(args.output, "-o")  # a wrong folder fails now, not after the build
     out = _run_build(args, lineage=True)
     for warning in out["build_result"].warnings:
@@ -500,7 +451,6 @@ def _report(args: argparse.Namespace) -> int:
 def _write_report(out: dict[str, Any], output: str, option: str, project_dir: Path) -> None:
     """The run report of a build of ``project_dir`` written to ``output`` (its lineage drawn by a
     ``dot`` outside the project)."""
-    from .viz.output import write_output
     from .viz.report import report_html
 
     html = report_html(out["build_result"], out["context_lineage"], project_dir=project_dir)
@@ -572,8 +522,6 @@ def _batch(args: argparse.Namespace) -> int:
     if args.resume and args.output is None:
         raise CtxEngineError("--resume reads the rows of -o FILE: give -o FILE")
     if args.output is not None:  # a wrong folder or file type fails now, not after the batch
-        from .viz.output import check_output_path
-
         check_output_path(args.output, "-o")
         if args.resume and os.path.exists(args.output) and not os.path.isfile(args.output):  # a FIFO: reading blocks
             raise CtxEngineError(f"--resume reads the rows of -o {quoted(args.output)}, which is not a regular file; "
@@ -593,8 +541,6 @@ def _batch(args: argparse.Namespace) -> int:
     rows = run_jobs(todo, executor=args.executor, workers=args.workers, scheduler=args.scheduler, progress=True,
                     contexts_dir=args.contexts_dir)
     if args.output is None:
-        import csv
-
         writer = csv.DictWriter(_StdoutSink(), fieldnames=columns, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         built = failed = 0
@@ -628,9 +574,6 @@ def _project_folders(paths: Sequence[str]) -> list[str]:
 
 
 def _experiment(args: argparse.Namespace) -> int:
-    from . import experiment as ex
-    from .viz.output import check_output_path
-
     for path, option in ((args.output, "-o"), (args.chart, "--chart")):
         if path is not None:
             check_output_path(path, option)
@@ -673,7 +616,6 @@ def _positive(text: str) -> int:
 def _dag(args: argparse.Namespace) -> int:
     from .driver import default_driver
     from .viz.dag import write_dag
-    from .viz.output import check_output_path
 
     check_output_path(args.output, "-o")
     written, note = write_dag(default_driver(), args.output, stage=args.stage)
@@ -754,8 +696,6 @@ def _write(text: str, output: str | None) -> None:
     if output is None:
         _emit(text)
         return
-    from .viz.output import write_output
-
     write_output(output, text, "-o")
 
 
@@ -840,8 +780,7 @@ def run() -> None:
 
 # The start-up Ctrl-C guard holds until the whole module is defined (a signal while the
 # definitions above run would otherwise escape as a traceback from the console script's import).
-if _SIGINT_BEFORE is not None:
-    signal.signal(signal.SIGINT, _SIGINT_BEFORE)
+startup_guard.lift()
 
 if __name__ == "__main__":  # pragma: no cover
     run()

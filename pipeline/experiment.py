@@ -15,6 +15,7 @@ its values are .py files of nodes (``none``: the built-in nodes), labelled by fi
 from __future__ import annotations
 
 import difflib
+import io
 import itertools
 import os
 import sys
@@ -24,6 +25,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .nodes.lib.quote import quoted
 from .nodes.types import CtxEngineError
+from .options import parse_override
+from .viz.output import write_output
 
 #: The pseudo-key of ``vary`` that varies node swaps instead of a configuration value.
 NODES_KEY = "nodes"
@@ -84,8 +87,6 @@ def combinations(vary: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 
 def parse_vary(text: str) -> tuple[str, list[Any]]:
     """``key=a,b,c`` from the CLI: each value read as a YAML scalar, like ``--set``."""
-    from .cli import parse_override
-
     key, sep, raw = text.partition("=")
     if not sep or not key.strip() or not raw.strip():
         raise CtxEngineError(f"--vary {quoted(text)}: write it as dotted.key=a,b, e.g. "
@@ -152,8 +153,6 @@ def results_format(output: str | os.PathLike) -> str:
 
 def write_results(frame, output: str | os.PathLike) -> Path:
     """``frame`` to ``output`` (atomically for a file): .csv, or .parquet (pyarrow)."""
-    from .viz.output import write_output
-
     if results_format(output) == ".csv":
         return write_output(output, frame.to_csv(index=False), "-o")
     return write_output(output, frame.to_parquet(index=False), "-o")
@@ -166,11 +165,7 @@ def draw_chart(frame, output: str | os.PathLike) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
-    import io
-
     import matplotlib.pyplot as plt
-
-    from .viz.output import write_output
 
     if Path(output).suffix.lower() != ".png":
         raise CtxEngineError(f"--chart {quoted(os.fspath(output))}: the chart is a .png file")

@@ -26,7 +26,8 @@ import threading
 from asyncio.streams import FlowControlMixin
 from typing import Annotated, Any, Callable, Literal, TypeVar
 
-from .cli import MODES, PHASES, internal_error
+from .options import MODES, PHASES, internal_error
+from .version import __version__
 from .nodes.lib.textio import without_widening_hints
 from .nodes.types import CtxEngineError
 
@@ -181,9 +182,7 @@ def build_summary(result) -> BuildSummary:
 def make_server(debug: bool = False, allow_trust_overrides: bool = False) -> MCPServer:
     """The MCP server with the ctxengine tools (``debug``: INFO logs on stderr, else warnings only;
     ``allow_trust_overrides``: tool calls may set the trust keys, :data:`WIDENING_KEYS`)."""
-    from .cli import _version
-
-    server = MCPServer("ctxengine", version=_version(), log_level="INFO" if debug else "WARNING",
+    server = MCPServer("ctxengine", version=__version__, log_level="INFO" if debug else "WARNING",
                        instructions="Call build_context with the project folder and the user's request to get "
                                     "the context to work from (rules, plan, history, git changes), already fit "
                                     "to the token budget; explain_config shows where each setting comes from.")

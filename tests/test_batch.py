@@ -126,10 +126,9 @@ def dask_cluster():
         yield cluster
 
 
-@pytest.mark.parametrize("executor", ["dask", "dask-hamilton"])
-def test_dask_joins_a_scheduler_and_gives_the_rows_of_local(dask_cluster, broken, executor):
+def test_dask_joins_a_scheduler_and_gives_the_rows_of_local(dask_cluster, broken):
     jobs = [Job(str(DEMO), "x"), Job(str(broken), "x"), Job(str(GSD), "y")]
-    rows = list(run_jobs(jobs, executor=executor, scheduler=dask_cluster.scheduler_address, workers=2))
+    rows = list(run_jobs(jobs, executor="dask", scheduler=dask_cluster.scheduler_address, workers=2))
     assert _summary(rows) == _summary(run_jobs(jobs))
 
 

@@ -281,12 +281,6 @@ def test_batch_with_a_broken_project_exits_1_with_a_summary(tmp_path):
     assert rows[1]["error"].startswith("ConfigError: ") and "config.json:1:" in rows[1]["error"]
 
 
-def test_batch_columns_are_the_run_record():
-    from ctxengine.batch import RECORD_COLUMNS, build_record
-
-    assert tuple(build_record(DEMO, "x")) == RECORD_COLUMNS
-
-
 def test_batch_all_good_exits_0():
     done = run_cli("batch", str(DEMO), "--request", "x")
     assert done.returncode == 0, done.stderr

@@ -56,6 +56,18 @@ def test_the_page_is_self_contained_and_escapes_project_text(built):
     assert result.truncation["triggered"] and any(e.action == "dropped" for e in result.ledger)
 
 
+def test_build_report_builds_and_hands_the_result_to_the_page(built, tmp_path):
+    """ctxengine.build_report (the API's; viz only draws) gives the page of run_nodes + report_html."""
+    project = _hostile_project(tmp_path)
+    page = ctxengine.build_report(project, REQUEST, **BUDGET)
+    expected = ctxengine.report_html(*built[:2], project_dir=project)
+
+    def without_nonce(text: str) -> str:
+        return re.sub(r'nonce[-="]+[\w-]+', "nonce", text)
+
+    assert page.count("<h2>") == 7 and without_nonce(page) == without_nonce(expected)
+
+
 def test_the_report_has_every_part(built):
     result, _, page = built
     for heading in ("Budget", "Sections", "Lineage", "Final context", "Position", "Disclosure plan", "Warnings"):

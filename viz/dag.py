@@ -39,14 +39,6 @@ COLUMN_DEPTH = 6
 GREY = "#e6e6e6"
 
 
-def stage_style(*, node, node_class):
-    """Hamilton custom style: fill each node with the colour of its ``stage`` tag."""
-    stage = node.tags.get("stage")
-    if stage not in STAGE_COLOURS:
-        return {}, node_class, None
-    return {"fillcolor": STAGE_COLOURS[stage], "style": "filled"}, node_class, f"stage: {stage}"
-
-
 def dag_digraph(dr, stage: str | None = None) -> graphviz.Digraph:
     """The graphviz Digraph of every node of ``dr`` clustered by stage (or of one ``stage``,
     with the nodes of other stages it reads greyed). An unknown stage is a CtxEngineError

@@ -4,8 +4,8 @@
 budget as bars per pool, a sortable table of the sections (tokens before and after, tier, what
 happened and why), the lineage diagram inline (SVG from graphviz ``dot`` when it is installed,
 else the same lineage as a list), the final context section by section in ``<details>``, the GSD
-position, the disclosure plan and the warnings. :func:`build_report` builds a project and
-returns its page.
+position, the disclosure plan and the warnings. It draws only what it is handed:
+``ctxengine.build_report`` (pipeline/api.py) builds a project and hands its result here.
 
 Project text is untrusted: every value is HTML-escaped, the lineage SVG comes from ``dot``
 (which escapes its labels; labels are never graphviz HTML), and a Content-Security-Policy lets
@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 from ..nodes.lib.lineage import section_fate
 from ..nodes.report import BuildResult
 from .dot import dot_program
+from .output import OutputWriteError, rendered
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1200px;
@@ -94,14 +95,6 @@ def report_html(result: BuildResult, lineage: Any = None, *, title: str = "ctxen
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
-
-
-def build_report(project_dir: str | os.PathLike | None = None, request: str = "", **options: Any) -> str:
-    """Build ``project_dir`` (the options of :func:`ctxengine.build_context`) and return its run report."""
-    from ..api import run_nodes
-
-    out = run_nodes(["build_result", "context_lineage"], project_dir, request, **options)
-    return report_html(out["build_result"], out["context_lineage"], project_dir=project_dir)
 
 
 # ----------------------------------------------------------------------------- parts
@@ -205,8 +198,7 @@ def _lineage(lineage: Any, project_dir: str | os.PathLike | None = None) -> str:
     why = "is not installed"
     dot = dot_program(project_dir)  # absolute PATH entries outside the project; started by that path
     if dot is not None:
-        from .lineage import lineage_digraph
-        from .output import OutputWriteError, rendered
+        from .lineage import lineage_digraph  # graphviz: 11-18 ms that every build through the API would pay
 
         try:
             svg = rendered(lineage_digraph(lineage), "svg", "the report's lineage", dot, project_dir).decode("utf-8")

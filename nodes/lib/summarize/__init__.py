@@ -48,21 +48,16 @@ Priority orders:
 
 from __future__ import annotations
 
-from ..lazy import lazy_exports
-
-# Loaded when a name is first used (a build that summarizes nothing loads none of it).
-__getattr__, __dir__ = lazy_exports(globals(), {
-    "protocol": ("METHODS", "Summarizer"),
-    "lines": ("closing_fence", "open_fence", "prose_cut", "safe_prefix", "safe_suffix", "whole_line_only"),
-    "scoring": ("fact_ids", "fact_tokens", "sentence_scores"),
-    "frontmatter": ("compact_frontmatter",),
-    "fit": ("fit_tokens",),
-    "headtail": ("head_summary", "tail_summary"),
-    "markdown": ("extractive_summary", "headings_summary", "summarize_text"),
-    "diff": ("diff_file_stats", "diff_summary"),
-    "plan": ("plan_summary",),
-    "dispatch": ("BuiltinSummarizer", "as_summarizer", "summarize_section"),
-})
+from .protocol import METHODS, Summarizer
+from .lines import closing_fence, open_fence, prose_cut, safe_prefix, safe_suffix, whole_line_only
+from .scoring import fact_ids, fact_tokens, sentence_scores
+from .frontmatter import compact_frontmatter
+from .fit import fit_tokens
+from .headtail import head_summary, tail_summary
+from .markdown import extractive_summary, headings_summary, summarize_text
+from .diff import diff_file_stats, diff_summary
+from .plan import plan_summary
+from .dispatch import BuiltinSummarizer, as_summarizer, summarize_section
 
 __all__ = [
     "METHODS",

@@ -15,17 +15,14 @@ sees every public name.
 
 from dataclasses import replace  # noqa: F401  (callers use T.replace)
 
-from ..lazy import lazy_exports
-
-# Each module loads when one of its names is first used: the summaries of rounds (summaries.py,
-# which pulls in the summary scoring) only when something is cut.
-__getattr__, __dir__ = lazy_exports(globals(), {
-    "measure": ("*",),
-    "pools": ("*",),
-    "units": ("*",),
-    "textcut": ("*",),
-    "history_fit": ("*", "_Forms"),  # (tests build forms directly)
-    "strategy": ("*",),
-    "engine": ("*", "_with_change"),
-    "summaries": ("*", "_id_spans"),
-})
+from .measure import *  # noqa: F401,F403
+from .pools import *  # noqa: F401,F403
+from .units import *  # noqa: F401,F403
+from .textcut import *  # noqa: F401,F403
+from .history_fit import *  # noqa: F401,F403
+from .history_fit import _Forms  # noqa: F401  (tests build forms directly)
+from .strategy import *  # noqa: F401,F403
+from .engine import *  # noqa: F401,F403
+from .engine import _with_change  # noqa: F401
+from .summaries import *  # noqa: F401,F403
+from .summaries import _id_spans  # noqa: F401
