@@ -21,9 +21,10 @@ from typing import Any, Mapping
 
 from ..digest import digest16
 from ..memo import NO_MEMO
+from .keys import NameKeys, name_keys
 
 #: Bumped when a query or the tag format changes: memoised tags of older versions are not used.
-TAGS_VERSION = "code-tags-1"
+TAGS_VERSION = "code-tags-2"
 
 #: Language of each file extension (lower case).
 LANGUAGE_OF_SUFFIX = {
@@ -68,13 +69,16 @@ class Definition:
 @dataclass(frozen=True)
 class FileTags:
     """What one file defines and references. ``references``: each name with how often it is
-    used (sorted by name); ``error``: why the file has no or partial tags ("" when parsed cleanly)."""
+    used (sorted by name); ``error``: why the file has no or partial tags ("" when parsed cleanly);
+    ``keys``: its defined and referenced names packed as 64-bit keys (keys.py), made with the tags
+    and memoised with them, from which the repo map's graph is assembled."""
 
     language: str | None
     definitions: tuple[Definition, ...] = ()
     references: tuple[tuple[str, int], ...] = ()
     lines: int = 0
     error: str = ""
+    keys: NameKeys = NameKeys()
 
     @property
     def defined_names(self) -> frozenset[str]:
@@ -179,5 +183,6 @@ def parsed_tags(language: str, text: str, grammars: Grammars) -> FileTags:
             elif parts[1] == "reference":
                 counts[name] = counts.get(name, 0) + 1
     ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
+    references = tuple(sorted(counts.items()))
     error = "syntax errors (tags from what tree-sitter recovered)" if tree.root_node.has_error else ""
-    return FileTags(language, ordered, tuple(sorted(counts.items())), lines, error)
+    return FileTags(language, ordered, references, lines, error, name_keys((d.name for d in ordered), references))
