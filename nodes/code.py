@@ -172,7 +172,7 @@ def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: 
     out: list[Section] = []
     count = token_counter.count
     budget = code_pool_tokens
-    ranked = [p for p, _ in code_ranking.files] if code_parts.map else []
+    ranked = list(code_ranking.paths) if code_parts.map else []
     skip = frozenset(f.path for f in code_names.files)
     if code_parts.files and code_names.files:
         demand = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip).tokens if ranked else 0

@@ -28,10 +28,19 @@ DAMPING = 0.85
 
 @dataclass(frozen=True)
 class Ranking:
-    """Files by rank, best first, each with its score; ``edges``: the graph's edge count."""
+    """Files by rank, best first (``paths``), and their scores (``scores``, in that order);
+    ``edges``: the graph's edge count. Two flat tuples, not one of pairs: Hamilton's cache
+    fingerprints and stores a tuple of thousands of plain values in a few milliseconds, one of
+    as many pairs in ten times that."""
 
-    files: tuple[tuple[str, float], ...] = ()
+    paths: tuple[str, ...] = ()
+    scores: tuple[float, ...] = ()
     edges: int = 0
+
+    @property
+    def files(self) -> tuple[tuple[str, float], ...]:
+        """(path, score) of each file, best first."""
+        return tuple(zip(self.paths, self.scores))
 
 
 @dataclass(frozen=True)
@@ -101,8 +110,11 @@ def edges_of(paths: tuple[str, ...], packed: PackedKeys, mentioned: frozenset[st
     definers = packed.def_file[order]
     if not len(names) or not len(packed.referenced):
         return Edges(paths, empty, empty, np.zeros(0))
-    # each reference to a name defined in at most MAX_DEFINERS files
-    at = np.minimum(np.searchsorted(names, packed.referenced), len(names) - 1)
+    # each reference to a name defined in at most MAX_DEFINERS files (looked up in sorted
+    # order: twice as fast as searching the references as they come)
+    by_key = np.argsort(packed.referenced)
+    at = np.empty(len(by_key), dtype=np.int64)
+    at[by_key] = np.minimum(np.searchsorted(names, packed.referenced[by_key]), len(names) - 1)
     hit = (names[at] == packed.referenced) & (count[at] <= MAX_DEFINERS)
     at, user = at[hit], packed.ref_file[hit]
     factor = np.where(np.isin(names[at], key_array(keys_of(sorted(mentioned)))), MENTIONED, 1.0) / count[at]
@@ -158,14 +170,15 @@ def restart_weights(paths: Sequence[str], packed: PackedKeys, named: Mapping[str
 
 
 def personalised_pagerank(edges: Edges, restart: Mapping[str, float], tolerance: float = 1e-8,
-                          max_iterations: int = 100) -> list[float]:
+                          max_iterations: int = 100):
     """PageRank of each of ``edges.paths`` over the weighted edges, restarting at ``restart``
-    (uniform when empty); a file without out-edges gives its rank back to the restart distribution."""
+    (uniform when empty), a numpy array; a file without out-edges gives its rank back to the
+    restart distribution."""
     import numpy as np
 
     n = len(edges.paths)
     if n == 0:
-        return []
+        return np.zeros(0)
     index = {p: i for i, p in enumerate(edges.paths)}
     source, target, weight = edges.source, edges.target, edges.weight
     out_sum = np.bincount(source, weights=weight, minlength=n)
@@ -183,7 +196,7 @@ def personalised_pagerank(edges: Edges, restart: Mapping[str, float], tolerance:
         rank = new
         if done:
             break
-    return rank.tolist()
+    return rank
 
 
 def ranked_files(tags: Mapping[str, FileTags], named: Mapping[str, str], identifiers: Sequence[str]) -> Ranking:
@@ -194,5 +207,5 @@ def ranked_files(tags: Mapping[str, FileTags], named: Mapping[str, str], identif
     packed = packed_keys([tags[p].keys for p in paths])
     edges = edges_of(paths, packed, frozenset(identifiers))
     scores = personalised_pagerank(edges, restart_weights(paths, packed, named, identifiers))
-    order = np.argsort(-np.asarray(scores), kind="stable").tolist()  # paths are sorted: ties by path
-    return Ranking(tuple((paths[i], scores[i]) for i in order), len(edges))
+    order = np.argsort(-scores, kind="stable")  # paths are sorted: ties by path
+    return Ranking(tuple(paths[i] for i in order.tolist()), tuple(scores[order].tolist()), len(edges))
