@@ -174,9 +174,9 @@ def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: 
     budget = code_pool_tokens
     ranked = list(code_ranking.paths) if code_parts.map else []
     skip = frozenset(f.path for f in code_names.files)
+    whole = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip) if ranked else _fit.Fitted()
     if code_parts.files and code_names.files:
-        demand = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip).tokens if ranked else 0
-        floor = _fit.map_floor(budget, code_settings.map_min_share, demand)
+        floor = _fit.map_floor(budget, code_settings.map_min_share, whole.tokens)
         named = _fit.fit_named(code_names.files, code_files.texts, code_tags, budget - floor, count)
         if named.shown:
             origin = {f.path: f.origin for f in code_names.files}
@@ -184,8 +184,8 @@ def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: 
                                 {"files": tuple({"path": s.path, "level": s.level, "origin": origin[s.path]}
                                                 for s in named.shown)}))
             budget -= named.tokens
-    if ranked:
-        fitted = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip)
+    if ranked:  # the map with the whole pool, when what the named files left still holds all of it
+        fitted = whole if whole.tokens <= budget else _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip)
         if fitted.shown:
             out.append(_section("codemap", "Repo Map", fitted.shown, code_settings.map_priority,
                                 {"files": tuple({"path": s.path, "level": s.level} for s in fitted.shown),

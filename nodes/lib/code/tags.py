@@ -136,6 +136,11 @@ def _load_grammar(language: str) -> tuple[Any, Any] | str:
     return tree_sitter.Parser(grammar), query
 
 
+def line_count(text: str) -> int:
+    """The lines of ``text`` (a last line without its newline counts)."""
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
 def tags_digest(language: str | None, text: str) -> bytes:
     """The key of a file's tags: the tags version, its language and its content."""
     return digest16(TAGS_VERSION.encode(), (language or "").encode(), text.encode("utf-8", "surrogatepass"))
@@ -147,15 +152,14 @@ def file_tags(path: str, text: str, grammars: Grammars, memo: Any = NO_MEMO, dig
     already computed). A file with syntax errors keeps the tags
     tree-sitter recovered and says so in ``error``; a parse that fails leaves no tags."""
     language = language_of(path)
-    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if language is None:
-        return FileTags(None, lines=lines)
+        return FileTags(None, lines=line_count(text))
     return memo.get(TAGS_VERSION, digest or tags_digest(language, text), lambda: parsed_tags(language, text, grammars))
 
 
 def parsed_tags(language: str, text: str, grammars: Grammars) -> FileTags:
     """:func:`file_tags` without the memo: parse ``text`` as ``language`` and run its query."""
-    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    lines = line_count(text)
     loaded = grammars.get(language)
     if isinstance(loaded, str):
         return FileTags(language, lines=lines, error=loaded)
