@@ -14,7 +14,6 @@ only the files that changed.
 from __future__ import annotations
 
 import importlib
-import os
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping
@@ -53,8 +52,14 @@ _GRAMMARS = {
 
 
 def language_of(path: str) -> str | None:
-    """The tree-sitter language of ``path`` by its extension, or None (a file mapped by name only)."""
-    return LANGUAGE_OF_SUFFIX.get(os.path.splitext(path)[1].lower())
+    """The tree-sitter language of ``path`` by its extension (``os.path.splitext``'s: a name's
+    leading dots start no extension), or None (a file mapped by name only). Called for every
+    listed file on every build: string methods, not ``splitext``'s generality."""
+    name = path[path.rfind("/") + 1:]
+    dot = name.rfind(".")
+    if dot <= 0 or not name[:dot].strip("."):
+        return None
+    return LANGUAGE_OF_SUFFIX.get(name[dot:].lower())
 
 
 @dataclass(frozen=True)
