@@ -17,7 +17,10 @@ available tokens (nodes/settings.py ``truncation_settings``); the stage fits its
 and the truncation steps treat both sections like any summarizable section after that.
 
 Loaders (the file list, the file texts) recompute every build and hand their content on; tags
-are keyed by each file's content (tags.py ``file_tags``), so a warm build parses only what changed.
+are keyed by each file's content (tags.py ``file_tags``), so a warm build parses only what changed,
+and carry the file's names as packed keys from which the ranking joins the graph in numpy
+(rank.py). With Hamilton's cache, one changed file reruns ``code_tags`` (memo lookups),
+``code_ranking``, ``code_sections`` and ``code_warnings``; ``code_names`` and the pool are served.
 """
 
 from __future__ import annotations
