@@ -12,12 +12,16 @@ is a 2**-64-per-pair accident: an extra edge at worst.
 from __future__ import annotations
 
 import hashlib
+import sys
+from array import array
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 #: Byte order and width of a packed key, of a packed use count.
 KEY_DTYPE = "<u8"
 USES_DTYPE = "<u4"
+#: The array type code of 4-byte unsigned ints on this platform (a use count packed).
+_U32 = next(code for code in "IL" if array(code).itemsize == 4)
 
 
 def name_key(name: str) -> bytes:
@@ -32,9 +36,16 @@ def key_array(packed: bytes):
     return np.frombuffer(packed, dtype=KEY_DTYPE)
 
 
-def keys_of(names: Iterable[str]) -> bytes:
-    """The keys of ``names``, packed (in order)."""
-    return b"".join(name_key(name) for name in names)
+def keys_of(names: Iterable[str], known: dict[str, bytes] | None = None) -> bytes:
+    """The keys of ``names``, packed (in order). ``known``: name -> key of the names met so far
+    in this build (one build parses thousands of files that use the same names: each is
+    digested once), filled with the new ones."""
+    if known is None:
+        return b"".join(name_key(name) for name in names)
+    names = list(names)
+    for name in set(names).difference(known):
+        known[name] = name_key(name)
+    return b"".join(map(known.__getitem__, names))
 
 
 @dataclass(frozen=True)
@@ -50,12 +61,17 @@ class NameKeys:
     private: bytes = b""
 
 
-def name_keys(defined: Iterable[str], references: Sequence[tuple[str, int]]) -> NameKeys:
+def name_keys(defined: Iterable[str], references: Sequence[tuple[str, int]],
+              known: dict[str, bytes] | None = None) -> NameKeys:
     """The :class:`NameKeys` of a file defining ``defined`` and using ``references`` ((name,
-    uses) pairs)."""
+    uses) pairs); ``known`` as for :func:`keys_of`."""
+    names = [name for name, _ in references]
+    uses = array(_U32, [n for _, n in references])  # a file of 4 billion uses is not read
+    if sys.byteorder != "little":
+        uses.byteswap()
     return NameKeys(
-        defined=keys_of(sorted(set(defined))),
-        referenced=keys_of(name for name, _ in references),
-        uses=b"".join(min(uses, 0xFFFFFFFF).to_bytes(4, "little") for _, uses in references),
-        private=bytes(name.startswith("_") for name, _ in references),
+        defined=keys_of(sorted(set(defined)), known),
+        referenced=keys_of(names, known),
+        uses=uses.tobytes(),
+        private=bytes([name[:1] == "_" for name in names]),
     )

@@ -114,9 +114,12 @@ class CodeTags(Mapping):
 class Grammars:
     """Parsers and compiled queries of the languages met in one build, made on first use (a
     query compiles in milliseconds; nothing outlives the build). A language whose wheel is
-    missing is remembered as unavailable, with the reason."""
+    missing is remembered as unavailable, with the reason. ``name_keys``: the 64-bit key of
+    each name met in this build's parses (keys.py), so a name used in a thousand files is
+    digested once."""
 
     _loaded: dict = field(default_factory=dict)
+    name_keys: dict = field(default_factory=dict)
 
     def get(self, language: str) -> tuple[Any, Any] | str:
         """(parser, query) for ``language``, or a string saying why there is none."""
@@ -194,4 +197,4 @@ def parsed_tags(language: str, text: str, grammars: Grammars) -> FileTags:
     ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
     references = tuple(sorted(counts.items()))
     error = "syntax errors (tags from what tree-sitter recovered)" if tree.root_node.has_error else ""
-    return FileTags(language, ordered, references, lines, error, name_keys((d.name for d in ordered), references))
+    return FileTags(language, ordered, references, lines, error, name_keys((d.name for d in ordered), references, grammars.name_keys))
