@@ -355,3 +355,21 @@ def test_one_changed_file_reruns_only_the_code_nodes_that_must(tmp_path):
     assert {"code_names", "code_pool_tokens"} <= set(changed.hits)
     assert "code_tags" in changed.recomputed and "refund" in section(out["code_sections"], "code").content + \
         section(out["code_sections"], "codemap").content
+
+
+def test_language_of_reads_the_extension_as_splitext_does():
+    cases = ["a.py", "src/App.TSX", "x/.py", "..py", "..a.py", "a/b.c/d", "README", ".bashrc", "a.tar.go",
+             "dir.py/file", "x/.hidden.rs", "a.", "a..py", "lib/x.h", "y.HPP"]
+    for path in cases:
+        assert T.language_of(path) == T.LANGUAGE_OF_SUFFIX.get(os.path.splitext(path)[1].lower()), path
+
+
+def test_a_names_key_is_its_own_whatever_the_file_or_build():
+    from ctxengine.nodes.lib.code import keys as K
+
+    known: dict[str, bytes] = {}
+    first = K.name_keys(["Order", "total", "Order"], [("_secret", 2), ("Order", 1)], known)
+    assert first == K.name_keys(["total", "Order"], [("_secret", 2), ("Order", 1)])  # no table: the same keys
+    assert first.defined == K.name_key("Order") + K.name_key("total") and len(known) == 3
+    assert first.referenced[8:] == K.name_key("Order") and first.private == b"\x01\x00"
+    assert list(K.key_array(first.referenced)) == [int.from_bytes(K.name_key(n), "little") for n in ("_secret", "Order")]
