@@ -197,4 +197,5 @@ def parsed_tags(language: str, text: str, grammars: Grammars) -> FileTags:
     ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
     references = tuple(sorted(counts.items()))
     error = "syntax errors (tags from what tree-sitter recovered)" if tree.root_node.has_error else ""
-    return FileTags(language, ordered, references, lines, error, name_keys((d.name for d in ordered), references, grammars.name_keys))
+    keys = name_keys((d.name for d in ordered), references, grammars.name_keys)
+    return FileTags(language, ordered, references, lines, error, keys)
