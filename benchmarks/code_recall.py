@@ -44,6 +44,14 @@ mean seconds 0.48 cold, 0.14-0.15 warm (in-process) vs 8.8-10.2 (aider's whole p
 ctxengine lost at 16k on memcp 21-02: the named files shown in full left the map less room than
 at 8k, where they were outlined. With the map's floor (``code.mapMinShare`` 0.25), run again
 (``python benchmarks/code_recall.py --plans 3``): ctxengine 84/85/85% at 4k/8k/16k, unnamed 9/18/18%.
+Again after the graph was joined from packed keys (the same edges, the same ranking), with aider,
+on a machine at load 5-6: ctxengine 84/85/85% (unnamed 9/18/18%) vs aider 82/84/85% (0/9/18%);
+ctxengine at or above aider in every repository at every budget (kubectl-fields 100% vs 93% at
+4k and 8k: an unnamed file aider's map leaves out). Mean seconds: ctxengine 0.57 cold, 0.16-0.17
+warm (in-process); aider 15.2 cold, 11.1-11.8 warm (its whole process). Where both miss (memcp
+21-02, 7 of 8 unnamed files): four test files and a load-test binary that construct the
+``AppState`` the plan extends, ``cli.rs`` (it calls ``store_memory``) and ``lib.rs``; giving the users of a named identifier restart weight (tried at
+1, 2 and 4) found none of them and lost a file at 16k, so it was left out.
 """
 
 from __future__ import annotations

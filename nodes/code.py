@@ -17,7 +17,10 @@ available tokens (nodes/settings.py ``truncation_settings``); the stage fits its
 and the truncation steps treat both sections like any summarizable section after that.
 
 Loaders (the file list, the file texts) recompute every build and hand their content on; tags
-are keyed by each file's content (tags.py ``file_tags``), so a warm build parses only what changed.
+are keyed by each file's content (tags.py ``file_tags``), so a warm build parses only what changed,
+and carry the file's names as packed keys from which the ranking joins the graph in numpy
+(rank.py). With Hamilton's cache, one changed file reruns ``code_tags`` (memo lookups),
+``code_ranking``, ``code_sections`` and ``code_warnings``; ``code_names`` and the pool are served.
 """
 
 from __future__ import annotations
@@ -172,11 +175,11 @@ def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: 
     out: list[Section] = []
     count = token_counter.count
     budget = code_pool_tokens
-    ranked = [p for p, _ in code_ranking.files] if code_parts.map else []
+    ranked = list(code_ranking.paths) if code_parts.map else []
     skip = frozenset(f.path for f in code_names.files)
+    whole = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip) if ranked else _fit.Fitted()
     if code_parts.files and code_names.files:
-        demand = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip).tokens if ranked else 0
-        floor = _fit.map_floor(budget, code_settings.map_min_share, demand)
+        floor = _fit.map_floor(budget, code_settings.map_min_share, whole.tokens)
         named = _fit.fit_named(code_names.files, code_files.texts, code_tags, budget - floor, count)
         if named.shown:
             origin = {f.path: f.origin for f in code_names.files}
@@ -184,8 +187,8 @@ def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: 
                                 {"files": tuple({"path": s.path, "level": s.level, "origin": origin[s.path]}
                                                 for s in named.shown)}))
             budget -= named.tokens
-    if ranked:
-        fitted = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip)
+    if ranked:  # the map with the whole pool, when what the named files left still holds all of it
+        fitted = whole if whole.tokens <= budget else _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip)
         if fitted.shown:
             out.append(_section("codemap", "Repo Map", fitted.shown, code_settings.map_priority,
                                 {"files": tuple({"path": s.path, "level": s.level} for s in fitted.shown),

@@ -281,3 +281,95 @@ def test_a_bigger_code_budget_shows_every_file_a_smaller_one_shows(tmp_path):
     for (small, fewer), (big, more) in zip(zip(budgets, shown), zip(budgets[1:], shown[1:])):
         assert fewer <= more, f"{big} tokens lost {sorted(fewer - more)} shown at {small}"
     assert len(shown[-1]) == 41  # and the biggest shows everything
+
+
+def plain_edges(tags, mentioned=frozenset()) -> dict[tuple[str, str], float]:
+    """The graph's edges as the rank module's docstring states them, joined name by name in
+    plain Python: the yardstick for the numpy join over the packed keys."""
+    from ctxengine.nodes.lib.code import rank as R
+
+    definers: dict[str, list[str]] = {}
+    for path in sorted(tags):
+        for name in tags[path].defined_names:
+            definers.setdefault(name, []).append(path)
+    edges: dict[tuple[str, str], float] = {}
+    for path in sorted(tags):
+        for name, uses in tags[path].references:
+            files = definers.get(name, [])
+            if not files or len(files) > R.MAX_DEFINERS:
+                continue
+            factor = (R.MENTIONED if name in mentioned else 1.0) / len(files)
+            if name.startswith("_") or len(files) > R.RARE_DEFINERS:
+                factor *= 0.1
+            for target in files:
+                if target != path:
+                    edges[path, target] = edges.get((path, target), 0.0) + uses ** 0.5 * factor
+    return edges
+
+
+def test_the_graph_joined_from_packed_keys_is_the_one_the_docstring_states(tmp_path):
+    # shared names (``load`` in 7 files: common; ``run`` in 22: no edges), a private name, a
+    # mentioned one, a self-reference, uses counted more than once, three languages
+    files = {"src/app.py": APP, "lib/models.py": MODELS, "web/invoice.ts": TS, "store/shelf.go": GO,
+             "web/page.ts": "import { renderInvoice, Invoice } from './invoice'\n"
+                            "export function page(i: Invoice) { return renderInvoice(i) + renderInvoice(i) }\n",
+             "lib/_hidden.py": "def _secret():\n    return 1\n\n\ndef load():\n    return _secret()\n",
+             "lib/user.py": "from lib._hidden import _secret, load\n\n\ndef use():\n    return _secret() + load() + load()\n"}
+    files.update({f"pkg/load_{i}.py": f"def load():\n    return {i}\n" for i in range(6)})
+    files.update({f"pkg/run_{i}.py": f"def run():\n    return run()\n\n\ndef go_{i}():\n    return run()\n" for i in range(22)})
+    project = make_project(tmp_path / "p", files)
+    tags = code_nodes(project, "Fix src/app.py", outputs=("code_tags",))["code_tags"]
+    from ctxengine.nodes.lib.code import rank as R
+
+    for mentioned in (frozenset(), frozenset({"Order", "_secret", "load"})):
+        edges = R.reference_edges(tags, mentioned)
+        got = {(edges.paths[a], edges.paths[b]): w for a, b, w in
+               zip(edges.source.tolist(), edges.target.tolist(), edges.weight.tolist())}
+        want = plain_edges(tags, mentioned)
+        assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-9 for k in want), (got, want)
+    assert ("lib/user.py", "lib/_hidden.py") in got and ("web/page.ts", "web/invoice.ts") in got
+    assert not any(target.startswith("pkg/run_") for _, target in got)  # ``run``: defined in 22 files
+
+
+def test_one_changed_file_reruns_only_the_code_nodes_that_must(tmp_path):
+    """With Hamilton's cache, one edited file parses that file alone and reruns the graph and
+    the sections; the names the work gives (and the pool) are served from the cache."""
+    from ctxengine import driver
+
+    project = make_project(tmp_path / "p", {"src/app.py": APP, "lib/models.py": MODELS, **unrelated(5)})
+    cache_dir = str(tmp_path / "cache")
+    outputs = ["code_sections", "code_ranking"]
+
+    def build():
+        out = ctxengine.run_nodes(outputs, project, "Fix src/app.py", overrides=QUIET, cache=True, cache_dir=cache_dir)
+        return out, driver.last_cache_run()
+
+    driver.MEMO.clear()
+    build()
+    _, warm = build()
+    assert {"code_ranking", "code_sections", "code_names"} <= set(warm.hits)
+    (project / "lib" / "models.py").write_text(MODELS + "\n\ndef refund(order):\n    return -order.total()\n")
+    out, changed = build()
+    assert driver.MEMO.made[T.TAGS_VERSION] == 8  # 7 files, then the edited one
+    assert {"code_ranking", "code_sections"} <= set(changed.misses)
+    assert {"code_names", "code_pool_tokens"} <= set(changed.hits)
+    assert "code_tags" in changed.recomputed and "refund" in section(out["code_sections"], "code").content + \
+        section(out["code_sections"], "codemap").content
+
+
+def test_language_of_reads_the_extension_as_splitext_does():
+    cases = ["a.py", "src/App.TSX", "x/.py", "..py", "..a.py", "a/b.c/d", "README", ".bashrc", "a.tar.go",
+             "dir.py/file", "x/.hidden.rs", "a.", "a..py", "lib/x.h", "y.HPP"]
+    for path in cases:
+        assert T.language_of(path) == T.LANGUAGE_OF_SUFFIX.get(os.path.splitext(path)[1].lower()), path
+
+
+def test_a_names_key_is_its_own_whatever_the_file_or_build():
+    from ctxengine.nodes.lib.code import keys as K
+
+    known: dict[str, bytes] = {}
+    first = K.name_keys(["Order", "total", "Order"], [("_secret", 2), ("Order", 1)], known)
+    assert first == K.name_keys(["total", "Order"], [("_secret", 2), ("Order", 1)])  # no table: the same keys
+    assert first.defined == K.name_key("Order") + K.name_key("total") and len(known) == 3
+    assert first.referenced[8:] == K.name_key("Order") and first.private == b"\x01\x00"
+    assert list(K.key_array(first.referenced)) == [int.from_bytes(K.name_key(n), "little") for n in ("_secret", "Order")]

@@ -14,16 +14,16 @@ only the files that changed.
 from __future__ import annotations
 
 import importlib
-import os
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping
 
 from ..digest import digest16
 from ..memo import NO_MEMO
+from .keys import NameKeys, name_keys
 
 #: Bumped when a query or the tag format changes: memoised tags of older versions are not used.
-TAGS_VERSION = "code-tags-1"
+TAGS_VERSION = "code-tags-2"
 
 #: Language of each file extension (lower case).
 LANGUAGE_OF_SUFFIX = {
@@ -52,8 +52,14 @@ _GRAMMARS = {
 
 
 def language_of(path: str) -> str | None:
-    """The tree-sitter language of ``path`` by its extension, or None (a file mapped by name only)."""
-    return LANGUAGE_OF_SUFFIX.get(os.path.splitext(path)[1].lower())
+    """The tree-sitter language of ``path`` by its extension (``os.path.splitext``'s: a name's
+    leading dots start no extension), or None (a file mapped by name only). Called for every
+    listed file on every build: string methods, not ``splitext``'s generality."""
+    name = path[path.rfind("/") + 1:]
+    dot = name.rfind(".")
+    if dot <= 0 or not name[:dot].strip("."):
+        return None
+    return LANGUAGE_OF_SUFFIX.get(name[dot:].lower())
 
 
 @dataclass(frozen=True)
@@ -68,13 +74,16 @@ class Definition:
 @dataclass(frozen=True)
 class FileTags:
     """What one file defines and references. ``references``: each name with how often it is
-    used (sorted by name); ``error``: why the file has no or partial tags ("" when parsed cleanly)."""
+    used (sorted by name); ``error``: why the file has no or partial tags ("" when parsed cleanly);
+    ``keys``: its defined and referenced names packed as 64-bit keys (keys.py), made with the tags
+    and memoised with them, from which the repo map's graph is assembled."""
 
     language: str | None
     definitions: tuple[Definition, ...] = ()
     references: tuple[tuple[str, int], ...] = ()
     lines: int = 0
     error: str = ""
+    keys: NameKeys = NameKeys()
 
     @property
     def defined_names(self) -> frozenset[str]:
@@ -105,9 +114,12 @@ class CodeTags(Mapping):
 class Grammars:
     """Parsers and compiled queries of the languages met in one build, made on first use (a
     query compiles in milliseconds; nothing outlives the build). A language whose wheel is
-    missing is remembered as unavailable, with the reason."""
+    missing is remembered as unavailable, with the reason. ``name_keys``: the 64-bit key of
+    each name met in this build's parses (keys.py), so a name used in a thousand files is
+    digested once."""
 
     _loaded: dict = field(default_factory=dict)
+    name_keys: dict = field(default_factory=dict)
 
     def get(self, language: str) -> tuple[Any, Any] | str:
         """(parser, query) for ``language``, or a string saying why there is none."""
@@ -132,6 +144,11 @@ def _load_grammar(language: str) -> tuple[Any, Any] | str:
     return tree_sitter.Parser(grammar), query
 
 
+def line_count(text: str) -> int:
+    """The lines of ``text`` (a last line without its newline counts)."""
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
 def tags_digest(language: str | None, text: str) -> bytes:
     """The key of a file's tags: the tags version, its language and its content."""
     return digest16(TAGS_VERSION.encode(), (language or "").encode(), text.encode("utf-8", "surrogatepass"))
@@ -143,15 +160,14 @@ def file_tags(path: str, text: str, grammars: Grammars, memo: Any = NO_MEMO, dig
     already computed). A file with syntax errors keeps the tags
     tree-sitter recovered and says so in ``error``; a parse that fails leaves no tags."""
     language = language_of(path)
-    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if language is None:
-        return FileTags(None, lines=lines)
+        return FileTags(None, lines=line_count(text))
     return memo.get(TAGS_VERSION, digest or tags_digest(language, text), lambda: parsed_tags(language, text, grammars))
 
 
 def parsed_tags(language: str, text: str, grammars: Grammars) -> FileTags:
     """:func:`file_tags` without the memo: parse ``text`` as ``language`` and run its query."""
-    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    lines = line_count(text)
     loaded = grammars.get(language)
     if isinstance(loaded, str):
         return FileTags(language, lines=lines, error=loaded)
@@ -179,5 +195,7 @@ def parsed_tags(language: str, text: str, grammars: Grammars) -> FileTags:
             elif parts[1] == "reference":
                 counts[name] = counts.get(name, 0) + 1
     ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
+    references = tuple(sorted(counts.items()))
     error = "syntax errors (tags from what tree-sitter recovered)" if tree.root_node.has_error else ""
-    return FileTags(language, ordered, tuple(sorted(counts.items())), lines, error)
+    keys = name_keys((d.name for d in ordered), references, grammars.name_keys)
+    return FileTags(language, ordered, references, lines, error, keys)
