@@ -258,7 +258,7 @@ def _trim_messages(history: Path) -> dict | None:
 
 
 def memory_table(builds: int, folder: Path) -> None:
-    from ctxengine import cache, driver
+    from ctxengine import caching, driver
 
     demo = REPO / "examples" / "demo"
     cache_dir = folder / "memory-cache"
@@ -277,11 +277,11 @@ def memory_table(builds: int, folder: Path) -> None:
     for n in range(1, builds + 1):
         driver.execute(["build_result"], demo, {"cache.maxBytes": cap}, f"request {n}", cache_dir=cache_dir)
         if n in marks:
-            size = cache.stats(Path(driver.cache_dir_for(demo, cache_dir)))["bytes"] / 1e6
-            print(f"{n:>7} {rss():>8.1f} {size:>10.2f} {cache.MEMORY.bytes / 1e6:>16.2f} "
+            size = caching.stats(Path(driver.cache_dir_for(demo, cache_dir)))["bytes"] / 1e6
+            print(f"{n:>7} {rss():>8.1f} {size:>10.2f} {caching.MEMORY.bytes / 1e6:>16.2f} "
                   f"{(time.perf_counter() - start) / n:>8.3f}")
-    print(f"folder cap {cap / 1e6:.1f} MB (default cache.maxBytes {cache.DEFAULT_MAX_BYTES / 1e6:.0f} MB); "
-          f"memory layer cap {cache.MEMORY.max_bytes / 1e6:.0f} MB")
+    print(f"folder cap {cap / 1e6:.1f} MB (default cache.maxBytes {caching.DEFAULT_MAX_BYTES / 1e6:.0f} MB); "
+          f"memory layer cap {caching.MEMORY.max_bytes / 1e6:.0f} MB")
 
 
 def node_table(folder: Path) -> None:
@@ -289,7 +289,7 @@ def node_table(folder: Path) -> None:
     from hamilton import driver as h_driver
     from hamilton.lifecycle import NodeExecutionHook
 
-    from ctxengine import cache, driver
+    from ctxengine import caching, driver
 
     class Timer(NodeExecutionHook):
         def __init__(self) -> None:
@@ -313,7 +313,7 @@ def node_table(folder: Path) -> None:
             timer = Timer()
             builder = h_driver.Builder().with_modules(*driver.NODE_MODULES).with_config(dict(driver._default_variants()))
             if label == "hit":
-                builder = builder.with_adapters(cache.new_adapter(folder / f"nodes-{index}"))
+                builder = builder.with_adapters(caching.new_adapter(folder / f"nodes-{index}"))
             dr = builder.with_adapters(timer).build()
             dr.execute(["build_result"], inputs=inputs)
             if label == "hit":
@@ -321,7 +321,7 @@ def node_table(folder: Path) -> None:
             best = {}
             for _ in range(3):
                 timer.times = {}
-                cache.MEMORY.clear()
+                caching.MEMORY.clear()
                 dr.execute(["build_result"], inputs=inputs)
                 for name, seconds in timer.times.items():
                     best[name] = min(best.get(name, seconds), seconds)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-__version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it)
+from .version import __version__
 from typing import TYPE_CHECKING, Any
 
 #: Public name -> the submodule defining it (imported on first access).

@@ -138,12 +138,12 @@ def job_fingerprint(job: Job) -> str:
     mtime; git's object store is stood for by its refs and index), the user configuration, the
     node files swapped in, the request, overrides, facts and labels, and ctxengine's code version. The
     same digest means the same inputs (files outside the project and URLs are not covered)."""
-    from . import cache
+    from . import caching
     from .nodes.config import user_config_path
 
     digest = hashlib.blake2b(digest_size=16)
     described = {"request": job.request, "overrides": dict(job.overrides), "facts": list(job.facts),
-                 "labels": dict(job.labels), "nodes": list(job.nodes), "version": cache.code_version()}
+                 "labels": dict(job.labels), "nodes": list(job.nodes), "version": caching.code_version()}
     digest.update(json.dumps(described, sort_keys=True, default=repr).encode())
     for path in (user_config_path(), *job.nodes):
         digest.update(f"\0{path}\0{_stat_key(path)}".encode("utf-8", "surrogateescape"))

@@ -49,7 +49,7 @@ from .nodes import (  # noqa: E402
 )
 from .nodes.lib.memo import Memo
 from .nodes.types import CtxEngineError  # noqa: E402
-from . import cache as _cache  # noqa: E402
+from . import caching  # noqa: E402
 
 #: The stage modules, in dataflow order.
 NODE_MODULES: tuple[ModuleType, ...] = (
@@ -110,7 +110,7 @@ VARIANT_KEYS: dict[str, tuple[str, str]] = {}
 #: the clock) carry ``@cache(behavior="recompute")``: they always run, and their values are
 #: fingerprinted, so an edited file invalidates exactly what reads it. Measured with
 #: ``python benchmarks/cache.py --nodes``: with hits served from memory in a warm process and
-#: unpickled only when a node that runs needs them (:class:`ctxengine.cache.Lazy`), a hit costs
+#: unpickled only when a node that runs needs them (:class:`ctxengine.caching.Lazy`), a hit costs
 #: less than computing every node, so none is left out.
 UNCACHED_NODES: frozenset[str] = frozenset()
 
@@ -126,9 +126,9 @@ def build_driver(variants: Mapping[str, str] | None = None, modules: Iterable[Mo
                  cache_dir: str | os.PathLike | None = None, uncached: Iterable[str] | None = None, *,
                  cached: bool = False, swaps: Sequence[ModuleType] = (), adapters: Iterable[Any] = ()):
     """A new Hamilton driver over ``modules`` with the given variant choices; ``cached`` (or a
-    ``cache_dir``): with Hamilton's cache (see :mod:`ctxengine.cache`), holding every node but
+    ``cache_dir``): with Hamilton's cache (see :mod:`ctxengine.caching`), holding every node but
     the loaders and the ``uncached`` ones (default :data:`UNCACHED_NODES`), in the folder of
-    ``ctxengine.cache.using(folder)`` around a run, else ``cache_dir``. ``swaps``: modules whose
+    ``ctxengine.caching.using(folder)`` around a run, else ``cache_dir``. ``swaps``: modules whose
     functions replace the nodes of the same name (checked first, see :func:`check_swaps`);
     ``adapters``: more Hamilton lifecycle adapters."""
     modules = tuple(modules)
@@ -138,7 +138,7 @@ def build_driver(variants: Mapping[str, str] | None = None, modules: Iterable[Mo
         builder = builder.with_modules(*swaps).allow_module_overrides()  # later modules win
     extra = list(adapters)
     if cached or cache_dir is not None:
-        extra.append(_cache.new_adapter(cache_dir, UNCACHED_NODES if uncached is None else uncached))
+        extra.append(caching.new_adapter(cache_dir, UNCACHED_NODES if uncached is None else uncached))
     if extra:
         builder = builder.with_adapters(*extra)
     return builder.build()
@@ -182,7 +182,7 @@ def set_cache_defaults(cache: bool = True, cache_dir: str | os.PathLike | None =
     _CACHE_DEFAULTS.update(cache=bool(cache), cache_dir=None if cache_dir is None else os.path.abspath(os.fspath(cache_dir)))
 
 
-def last_cache_run() -> "_cache.RunSummary | None":
+def last_cache_run() -> "caching.RunSummary | None":
     """Hits and misses of the last cached :func:`execute` in this process (None: uncached)."""
     return _LAST_CACHE_RUN[0]
 
@@ -194,7 +194,7 @@ def cache_dir_for(project_dir: str | os.PathLike, cache_dir: str | os.PathLike |
     path, or a relative ``$CTXENGINE_CACHE_DIR`` is a CtxEngineError (exit 2) naming the folder:
     what a project could have written is never unpickled."""
     given = None if cache_dir is None else os.path.abspath(os.fspath(cache_dir))
-    return str(_cache.checked_project_cache_dir(project_dir, given))
+    return str(caching.checked_project_cache_dir(project_dir, given))
 
 
 def default_driver() -> h_driver.Driver:
@@ -220,7 +220,7 @@ def execute(
     functions of the same name: modules, functions, or paths to .py files (loaded under a
     unique module name; paths keep a job picklable for process workers). ``cache``: Hamilton's cache between
     runs, in ``cache_dir`` (default: the project's folder under the user cache, see
-    :mod:`ctxengine.cache`); None for both: the process default (:func:`set_cache_defaults`,
+    :mod:`ctxengine.caching`); None for both: the process default (:func:`set_cache_defaults`,
     cached unless the CLI's --no-cache or ``set_cache_defaults(False)`` said otherwise).
     """
     if not os.path.isdir(project_dir):
@@ -260,7 +260,7 @@ def _driver_with_cache(variants: tuple, folder: str | None, swaps: tuple = ()) -
     if folder is None:
         return driver_for(variants, False, swaps), None
     try:
-        _cache.stores_for(folder)
+        caching.stores_for(folder)
     except (OSError, sqlite3.Error, CtxEngineError) as exc:
         # a folder refused (a link, not ctxengine's, another user's) is said; a full or read-only disk is not
         log = logging.getLogger("ctxengine.cache").warning if isinstance(exc, CtxEngineError) else \
@@ -276,20 +276,20 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
     if folder is None:
         _LAST_CACHE_RUN[0] = None
         return _execute_materialized(dr, wanted, inputs, overrides)
-    with _CACHED_RUN_LOCK, _cache.using(folder):  # one cached run at a time: the adapter keeps per-run state
-        stores = _cache.stores_for(folder)
+    with _CACHED_RUN_LOCK, caching.using(folder):  # one cached run at a time: the adapter keeps per-run state
+        stores = caching.stores_for(folder)
         MEMO.open(stores.memo_table)  # what earlier processes made (a transcript that grew), read on the first miss
         out = None
         try:
             out = _execute_materialized(dr, wanted, inputs, overrides)
-        except _cache.StaleResult:  # a stored pickle that no longer loads: the folder's results go
-            _cache.stores_for(folder).forget_results()
+        except caching.StaleResult:  # a stored pickle that no longer loads: the folder's results go
+            caching.stores_for(folder).forget_results()
             out = _execute_materialized(dr, wanted, inputs, overrides)
         finally:
-            limit = int(out["context_config"]["cache"]["maxBytes"]) if out else _cache.DEFAULT_MAX_BYTES
+            limit = int(out["context_config"]["cache"]["maxBytes"]) if out else caching.DEFAULT_MAX_BYTES
             dr.cache.result_store.flush(MEMO.close(), limit // 8)  # the memo's new entries in the build's transaction
             dr.cache.forget_runs(keep=1)
-        _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], limit,
+        _LAST_CACHE_RUN[0] = caching.after_run(dr.cache, folder, inputs["project_dir"], limit,
                                               total_cap(out["resolved_config"], inputs["project_dir"]))
     return out
 
@@ -306,7 +306,7 @@ def total_cap(resolved: Any, project_dir: str) -> int:
 
 def _execute_materialized(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict) -> dict:
     out = dr.execute(wanted, inputs=inputs, overrides=overrides)
-    return {name: _cache.materialize(value) for name, value in out.items()}
+    return {name: caching.materialize(value) for name, value in out.items()}
 
 
 def _variants_of(context_config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

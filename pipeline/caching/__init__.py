@@ -48,16 +48,16 @@ from hamilton.caching.adapter import CachingBehavior, CachingEventType, Hamilton
 from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
-from . import __version__
+from ..version import __version__
 from hamilton.caching import fingerprinting as _hamilton_fingerprints
 
-from .nodes.lib.digest import DigestedText, digest16, round_digest, text_digest
-from .nodes.lib.monitor import RoundUse
-from .nodes.lib import usercache
-from .nodes.lib.memo import Memo, MemoTable
-from .nodes.lib.code.files import CodeFiles
-from .nodes.lib.code.tags import CodeTags
-from .nodes.types import Round
+from ..nodes.lib.digest import DigestedText, digest16, round_digest, text_digest
+from ..nodes.lib.monitor import RoundUse
+from ..nodes.lib import usercache
+from ..nodes.lib.memo import Memo, MemoTable
+from ..nodes.lib.code.files import CodeFiles
+from ..nodes.lib.code.tags import CodeTags
+from ..nodes.types import Round
 
 #: The cap of one project's cache folder when the config has no ``cache.maxBytes``.
 DEFAULT_MAX_BYTES = 256 << 20
@@ -136,7 +136,7 @@ def code_version() -> str:
 
 def code_folders() -> list[Path]:
     """The folders of the node sources and the bundled configs."""
-    from . import configs, nodes
+    from .. import configs, nodes
 
     return [Path(nodes.__file__).resolve().parent, Path(configs.__file__).resolve().parent]
 
@@ -766,7 +766,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         current = _CURRENT.get()
         if current is None:
             if self.home is None:
-                raise RuntimeError("a cached driver ran outside ctxengine.cache.using(folder) and has no folder")
+                raise RuntimeError("a cached driver ran outside ctxengine.caching.using(folder) and has no folder")
             current = stores_for(self.home)
         return current
 
