@@ -156,7 +156,7 @@ def test_the_code_version_follows_every_node_source_and_config_wherever_installe
     folders = caching.code_folders()
     assert (folders[0] / "state.py").is_file() and (folders[1] / "defaults.yaml").is_file()
     copies = [Path(shutil.copytree(folder, tmp_path / folder.name)) for folder in folders]
-    monkeypatch.setattr(caching, "code_folders", lambda: copies)
+    monkeypatch.setattr(caching.folders, "code_folders", lambda: copies)
     versions = []
     for edit in (None, "nodes/lib/session.py", "configs/defaults.yaml"):
         if edit:
@@ -173,7 +173,7 @@ def test_a_new_code_version_starts_an_empty_cache_and_removes_the_old(demo, tmp_
     build(demo, folder)
     old = caching.store_dir(pf(folder))
     assert old.is_dir()
-    monkeypatch.setattr(caching, "code_version", lambda: "9.9.9-feedfacecafe")
+    monkeypatch.setattr(caching.folders, "code_version", lambda: "9.9.9-feedfacecafe")
     driver.driver_for.cache_clear()
     try:
         _, what = build(demo, folder)
@@ -524,7 +524,7 @@ def test_a_large_text_is_hashed_once_a_run_and_its_digest_is_its_sha256(monkeypa
     text = "a fitted context line, é\n" * 4000
     assert digest.text_digest(text) == hashlib.sha256(text.encode("utf-8")).digest()[:16]
     hashed = []
-    monkeypatch.setattr(caching, "text_digest", lambda t: hashed.append(len(t)) or digest.text_digest(t))
+    monkeypatch.setattr(caching.fingerprints, "text_digest", lambda t: hashed.append(len(t)) or digest.text_digest(t))
     memo: dict = {}
     assert caching.fingerprint((text, [text]), memo) == caching.fingerprint((text, [text]), memo)
     assert len(hashed) == 1  # one run (one memo): hashed once, wherever it sits

@@ -288,7 +288,7 @@ def test_a_corrupt_database_is_rebuilt_with_a_warning(demo, tmp_path, caplog):
     given = tmp_path / "c"
     driver.execute(["build_result"], demo, {}, REQUEST, cache_dir=given)
     store = caching.store_dir(Path(driver.cache_dir_for(demo, given)))
-    caching._STORES.clear()  # a fresh process
+    caching.store._STORES.clear()  # a fresh process
     for name in os.listdir(store):
         if name.startswith(caching.DATABASE):
             (store / name).unlink()
