@@ -28,8 +28,8 @@ from functools import lru_cache, partial
 from importlib import resources
 
 from .quote import quoted
-from .usercache import (MAC_BYTES, cache_key, existing_cache_key, mac, mac_ok, trusted_file, user_cache_dir,
-                        user_cache_root, write_atomically)
+from .atomic import write_atomically
+from .usercache import MAC_BYTES, cache_key, cache_root, existing_cache_key, mac, mac_ok, trusted_file, user_cache_dir
 from ..types import BudgetReport
 from .yamlio import load_yaml
 
@@ -360,12 +360,12 @@ def _encoding_file(name: str) -> str:
     import tiktoken
 
     _, source = _constructor(name)
-    return os.path.join(user_cache_root(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
+    return os.path.join(cache_root(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
 
 
 def _table_marker(encoding: str, path: str) -> str:
     """The file remembering that the bundled table at ``path`` was checked (not created)."""
-    return os.path.join(user_cache_root(), f"{encoding}-{_stamp(path)}.sha256")
+    return os.path.join(cache_root(), f"{encoding}-{_stamp(path)}.sha256")
 
 
 def keep_tokenizer_files(encoding: str) -> None:

@@ -18,8 +18,9 @@ from typing import Any, Iterable
 from hamilton.caching.adapter import CachingBehavior, CachingEventType, HamiltonCacheAdapter
 from hamilton.caching.stores.base import ResultRetrievalError
 
+from ..nodes.lib.atomic import write_atomically
 from .fingerprints import _digest, fingerprint
-from .folders import (DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _suppress, _tree_size, _write_text,
+from .folders import (DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _suppress, _tree_size,
                       prune_root)
 from . import folders
 from .store import _CURRENT, PRUNE_EVERY, Stores, materialize, prune, stores_for
@@ -278,7 +279,7 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
                        (LAST_RUN_FILE, json.dumps(summary.as_dict()) + "\n")):
         if stores.written_files.get(name) != text:  # an unchanged rerun writes nothing
             with _suppress():
-                _write_text(folder / name, text)
+                write_atomically(folder / name, text, mode=0o600)
                 stores.written_files[name] = text
     runs = stores.runs_since_prune
     if (runs is None or runs >= PRUNE_EVERY or stores.results.written > max_bytes // 8

@@ -26,12 +26,12 @@ import json
 import os
 import re
 import sqlite3
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
 from ..nodes.lib import usercache
+from ..nodes.lib.usercache import cache_root
 from ..version import __version__
 
 #: The cap of one project's cache folder when the config has no ``cache.maxBytes``.
@@ -50,14 +50,6 @@ PROJECT_NAME = re.compile(r"[0-9a-f]{16}")
 VERSION_NAME = re.compile(r"[0-9A-Za-z.+_-]+-[0-9a-f]{12}")
 
 # ----------------------------------------------------------------------------- where
-
-
-def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    """The cache root: ``cache_dir/ctxengine-cache`` for a folder given (absolute), else the
-    user's (:func:`usercache.user_cache_root`)."""
-    if cache_dir is None:
-        return usercache.user_cache_root()
-    return usercache.cache_root_in(cache_dir, "--cache-dir")
 
 
 def graph_root(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -223,13 +215,6 @@ class _suppress:
 
     def __exit__(self, kind, value, tb) -> bool:
         return kind is not None and issubclass(kind, self.kinds)
-
-
-def _write_text(path: Path, text: str) -> None:
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(handle, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(temp, path)
 
 
 def _scandir(folder: Path) -> Iterable[os.DirEntry]:
