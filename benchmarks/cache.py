@@ -311,7 +311,7 @@ def node_table(folder: Path) -> None:
         inputs = {"project_dir": str(path), "overrides": overrides, "user_request": REQUEST}
         for label in ("plain", "hit"):
             timer = Timer()
-            builder = h_driver.Builder().with_modules(*driver.NODE_MODULES).with_config(dict(driver._default_variants()))
+            builder = h_driver.Builder().with_modules(*driver.NODE_MODULES)
             if label == "hit":
                 builder = builder.with_adapters(caching.new_adapter(folder / f"nodes-{index}"))
             dr = builder.with_adapters(timer).build()

@@ -31,7 +31,7 @@ def demo(tmp_path: Path) -> Path:
 
 
 def cached_driver():
-    return driver.driver_for(driver._default_variants(), True)
+    return driver.driver_for(cached=True)
 
 
 def build(project: Path, cache_dir: Path, request: str = REQUEST, overrides: dict | None = None):

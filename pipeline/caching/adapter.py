@@ -13,7 +13,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from hamilton.caching.adapter import CachingBehavior, CachingEventType, HamiltonCacheAdapter
 from hamilton.caching.stores.base import ResultRetrievalError
@@ -223,15 +223,15 @@ class CacheAdapter(HamiltonCacheAdapter):
 
 
 
-def new_adapter(cache_dir: str | os.PathLike | None = None, uncached: Iterable[str] = ()) -> CacheAdapter:
+def new_adapter(cache_dir: str | os.PathLike | None = None) -> CacheAdapter:
     """The cache adapter of a driver: every node is stored and served while its inputs are
     unchanged, except the loaders (``@cache(behavior="recompute")``: they always run, and their
-    values are fingerprinted, so an edited file invalidates what reads it) and the ``uncached``
-    nodes, which recompute. Its folder is the one of :func:`using` around a run, else ``cache_dir``."""
+    values are fingerprinted, so an edited file invalidates what reads it). Its folder is the
+    one of :func:`.store.using` around a run, else ``cache_dir``."""
     if cache_dir is not None:
         stores_for(cache_dir)  # fails now when the folder is unusable
     adapter = CacheAdapter(path=os.fspath(cache_dir or "."), metadata_store=_NO_STORE, result_store=_NO_STORE,
-                           recompute=sorted(uncached), ignore=list(IGNORED_INPUTS), default_behavior="default")
+                           ignore=list(IGNORED_INPUTS), default_behavior="default")
     adapter.home = cache_dir
     return adapter
 
