@@ -507,6 +507,11 @@ def test_a_round_is_fingerprinted_by_the_digest_set_when_it_was_made_here_and_in
     plain = Round(1, (Message("user", "hi", 1),))  # made elsewhere: by its pickle
     assert caching.fingerprint(plain) == caching.fingerprint(Round(1, (Message("user", "hi", 1),)))
     assert caching.fingerprint(plain) != caching.fingerprint(Round(1, (Message("user", "ho", 1),)))
+    # a tuple of rounds: by their digests, one hash; a round made without one counts by its content
+    assert caching.fingerprint((made, made)) != caching.fingerprint((made, other))
+    assert caching.fingerprint((plain, plain)) != caching.fingerprint((plain, Round(1, (Message("user", "ho", 1),))))
+    long = tuple(digested(Round(i, (Message("user", "hi", i),)), str(i).encode()) for i in range(300))
+    assert caching.fingerprint(long) != caching.fingerprint(long[:-1] + (plain,))
 
 
 def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():

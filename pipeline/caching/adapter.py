@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -28,16 +27,6 @@ from .store import _CURRENT, PRUNE_EVERY, Stores, materialize, prune, stores_for
 #: The data version of a recomputed value no cached node reads (never part of a cache key).
 NOT_VERSIONED = "<not versioned>"
 
-_LOGGER = logging.getLogger("hamilton.caching")
-_KEPT_EVENTS = frozenset({
-    CachingEventType.GET_RESULT, CachingEventType.EXECUTE_NODE, CachingEventType.SET_RESULT,
-    CachingEventType.MISSING_RESULT, CachingEventType.FAILED_RETRIEVAL, CachingEventType.FAILED_EXECUTION,
-    CachingEventType.UNHASHABLE_DATA_VERSION, CachingEventType.IS_OVERRIDE,
-})
-
-
-#: The same set by identity (an enum's hash is computed in Python: 5,000 events a build).
-_KEPT_IDS = frozenset(map(id, _KEPT_EVENTS))
 _DEFAULT, _RECOMPUTE = CachingBehavior.DEFAULT, CachingBehavior.RECOMPUTE
 
 
@@ -48,6 +37,11 @@ IGNORED_INPUTS = ("memo",)
 _IGNORE = CachingBehavior.IGNORE
 
 
+def _materialized(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A node's inputs as values: a :class:`.store.Lazy` hit unpickled."""
+    return {name: materialize(value) for name, value in kwargs.items()}
+
+
 class CacheAdapter(HamiltonCacheAdapter):
     """Hamilton's cache adapter with a fast path for the plain case (no task-based execution,
     every node DEFAULT or RECOMPUTE), where Hamilton's own bookkeeping costs more than a hit:
@@ -56,7 +50,14 @@ class CacheAdapter(HamiltonCacheAdapter):
     a cached node reads it. What Hamilton logs for a node (its cache logs) stays the same for
     what the tests and ``run_summary`` read: ``get_result: hit`` and ``execute_node``."""
 
-    home: str | os.PathLike | None = None
+    def __init__(self, *args: Any, home: str | os.PathLike | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.home = home  # the folder of a run outside :func:`.store.using`
+        self.hits: dict[str, set[str]] = {}  # run id -> the nodes served from the cache
+        self.versioned: dict[str, frozenset[str]] = {}  # run id -> what :meth:`_versioned` returns
+        #: run id -> the run's fingerprints by identity (a node's value shares its sections with
+        #: its inputs: the 4 MB history is walked once a run, not once a node; see benchmarks/cache.py)
+        self.run_fingerprints: dict[str, dict] = {}
 
     def _stores(self) -> Stores:
         current = _CURRENT.get()
@@ -97,10 +98,12 @@ class CacheAdapter(HamiltonCacheAdapter):
 
     def do_node_execute(self, *, run_id, node_, kwargs, task_id=None, **future_kwargs):
         """A recomputed node runs, and its value is fingerprinted only when a cached node reads
-        it; a cached node whose key the metadata knows and whose result is there is a hit."""
+        it; a cached node whose key the metadata knows and whose result is there is a hit. A node
+        that runs gets its inputs' values (a hit read from disk is unpickled only now)."""
         behavior, name = self.behaviors[run_id][node_.name], node_.name
         if task_id is not None or behavior not in (_DEFAULT, _RECOMPUTE):
-            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id, **future_kwargs)
+            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=_materialized(kwargs), task_id=task_id,
+                                           **future_kwargs)
         if behavior is _DEFAULT:
             key = self.cache_keys[run_id].get(name)
             data_version = self.metadata_store.get(cache_key=key) if key else None
@@ -112,48 +115,22 @@ class CacheAdapter(HamiltonCacheAdapter):
                     self.result_store.delete(data_version)
                 else:
                     self.data_versions[run_id][name] = data_version
-                    self.__dict__.setdefault("_hits", {}).setdefault(run_id, set()).add(name)
+                    self.hits.setdefault(run_id, set()).add(name)
                     self._log_event(run_id, name, "result_store", CachingEventType.GET_RESULT, "hit", data_version)
                     return result
-            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id, **future_kwargs)
+            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=_materialized(kwargs), task_id=task_id,
+                                           **future_kwargs)
         result = self._execute_node(run_id=run_id, node_name=name, node_callable=node_.callable,
-                                    node_kwargs=self._resolve_default_parameter_values(node_, kwargs))
+                                    node_kwargs=self._resolve_default_parameter_values(node_, _materialized(kwargs)))
         if name in self._versioned(run_id):
             self.data_versions[run_id][name] = self._version_data(name, run_id, result)
         return result
 
-    def _execute_node(self, run_id, node_name, node_callable, node_kwargs, task_id=None):
-        """A node that runs gets its inputs' values (a hit read from disk is unpickled now)."""
-        kwargs = {name: materialize(value) for name, value in node_kwargs.items()}
-        return super()._execute_node(run_id=run_id, node_name=node_name, node_callable=node_callable,
-                                     node_kwargs=kwargs, task_id=task_id)
-
-    def resolve_behaviors(self, run_id: str) -> dict:
-        """Hamilton's behaviors, resolved once per graph (about 1 ms a run otherwise)."""
-        graph = self._fn_graphs[run_id]
-        known = self.__dict__.get("_behavior_memo")
-        if known is None or known[0] is not graph:
-            self._behavior_memo = known = (graph, super().resolve_behaviors(run_id))
-        return dict(known[1])
-
-    def resolve_code_versions(self, run_id: str, final_vars=None, inputs=None, overrides=None) -> dict:
-        """Hamilton's code versions of the nodes a run needs, resolved once per graph, outputs and overrides."""
-        graph = self._fn_graphs[run_id]
-        key = (id(graph), tuple(final_vars or ()), tuple(sorted(inputs or ())), tuple(sorted(overrides or ())))
-        memo = self.__dict__.setdefault("_code_versions_memo", {})
-        if memo.get(key, (None,))[0] is not graph:
-            if len(memo) > 64:
-                memo.clear()
-            memo[key] = (graph, super().resolve_code_versions(run_id=run_id, final_vars=final_vars, inputs=inputs,
-                                                              overrides=overrides))
-        return dict(memo[key][1])
-
     def post_node_execute(self, *, run_id, node_, result, success=True, error=None, task_id=None, **kwargs):
         if success and (self.behaviors[run_id][node_.name] is not _DEFAULT
-                        or node_.name in self.__dict__.get("_hits", {}).get(run_id, ())):
+                        or node_.name in self.hits.get(run_id, ())):
             return  # recomputed (never stored) or a hit (stored already)
         store = self.result_store
-        store.memo = self.__dict__.setdefault("_fp_memo", {}).setdefault(run_id, {})
         data_version = self.data_versions[run_id].get(node_.name)
         if success and task_id is None and isinstance(data_version, str):
             if not store.stored(data_version):  # in this folder (memory may hold it from another)
@@ -163,62 +140,45 @@ class CacheAdapter(HamiltonCacheAdapter):
         super().post_node_execute(run_id=run_id, node_=node_, result=result, success=success, error=error,
                                   task_id=task_id, **kwargs)
 
-    def _log_event(self, run_id, node_name, actor, event_type, msg=None, value=None, task_id=None) -> None:
-        """Hamilton logs about ten events a node (a dataclass with a timestamp each); only those
-        that say what happened to a node are kept (all of them at logging.DEBUG)."""
-        if id(event_type) in _KEPT_IDS or _LOGGER.isEnabledFor(logging.DEBUG):
-            super()._log_event(run_id=run_id, node_name=node_name, actor=actor, event_type=event_type,
-                               msg=msg, value=value, task_id=task_id)
-
     def _version_data(self, node_name: str, run_id: str, result: Any, task_id: str | None = None) -> str:
         """The fingerprint of a value (:func:`fingerprint`, 10-50x faster than Hamilton's
         recursive hash; Hamilton's for what neither pickles nor is a function). A recomputed
         value that no cached node reads is not fingerprinted: no cache key ever uses it."""
         if node_name is not None and run_id in self.behaviors and node_name not in self._versioned(run_id):
             return NOT_VERSIONED
-        memo = self.__dict__.setdefault("_fp_memo", {}).setdefault(run_id, {})
         result = materialize(result)
-        quick = fingerprint(result, memo)
+        quick = fingerprint(result, self.run_fingerprints.setdefault(run_id, {}))
         if quick is not None:
             return quick
         return super()._version_data(node_name=node_name, run_id=run_id, result=result, task_id=task_id)  # UNHASHABLE: always a miss
 
     def _versioned(self, run_id: str) -> frozenset[str]:
         """The nodes whose value enters a cache key or is stored: the cached nodes and their inputs."""
-        graph, behaviors = self._fn_graphs[run_id], self.behaviors[run_id]
-        known = self.__dict__.get("_versioned_memo")
-        if known is None or known[0] is not graph:
+        known = self.versioned.get(run_id)
+        if known is None:
+            graph, behaviors = self._fn_graphs[run_id], self.behaviors[run_id]
             cached = [n for n in graph.nodes.values() if behaviors.get(n.name) == CachingBehavior.DEFAULT]
             names = {n.name for n in cached} | {d.name for n in cached for d in n.dependencies
                                                  if behaviors.get(d.name) is not _IGNORE}
-            self._versioned_memo = known = (graph, frozenset(names))
-        return known[1]
-
-    def _set_stored_metadata(self, run_id, node_name, cache_key, data_version, task_id=None):
-        """Only cached nodes are looked up later: a recomputed node's metadata is not written
-        (a SQLite commit each, the largest part of a cached run's overhead)."""
-        if self.behaviors[run_id][node_name] == CachingBehavior.DEFAULT:
-            super()._set_stored_metadata(run_id=run_id, node_name=node_name, cache_key=cache_key,
-                                         data_version=data_version, task_id=task_id)
+            known = self.versioned[run_id] = frozenset(names)
+        return known
 
     def version_code(self, node_name: str, run_id: str | None = None) -> str:
         """The code version of a node: the folder's :func:`code_version` (every node source and
         helper) with the node's name and function. Hamilton's own (inspect + ast of each node's
         source, every run) costs about 5 ms a node, half a second a fresh process."""
-        memo = self.__dict__.setdefault("_code_memo", {})
-        if node_name not in memo:
-            run_id = self.last_run_id if run_id is None else run_id
-            fn = getattr(self._fn_graphs[run_id].nodes[node_name], "originating_functions", None) or ()
-            where = ",".join(f"{f.__module__}.{f.__qualname__}" for f in fn)
-            memo[node_name] = _digest(folders.code_version().encode(), node_name.encode(), where.encode())
-        return memo[node_name]
+        run_id = self.last_run_id if run_id is None else run_id
+        fn = getattr(self._fn_graphs[run_id].nodes[node_name], "originating_functions", None) or ()
+        where = ",".join(f"{f.__module__}.{f.__qualname__}" for f in fn)
+        return _digest(folders.code_version().encode(), node_name.encode(), where.encode())
 
     def forget_runs(self, keep: int = 1) -> None:
         """Drop what the adapter keeps in memory of every run but the last ``keep``."""
         old, self.run_ids = self.run_ids[:-keep], self.run_ids[-keep:]
         for run_id in old:
-            for table in (self.__dict__.get("_fp_memo", {}), self.__dict__.get("_hits", {}), self._fn_graphs, self._data_savers, self._data_loaders, self.behaviors,
-                          self.data_versions, self.code_versions, self.cache_keys, self._logs):
+            for table in (self.hits, self.versioned, self.run_fingerprints, self.behaviors, self.data_versions,
+                          self.code_versions, self.cache_keys, self._fn_graphs, self._data_savers, self._data_loaders,
+                          self._logs):
                 table.pop(run_id, None)
 
 
@@ -230,10 +190,8 @@ def new_adapter(cache_dir: str | os.PathLike | None = None) -> CacheAdapter:
     one of :func:`.store.using` around a run, else ``cache_dir``."""
     if cache_dir is not None:
         stores_for(cache_dir)  # fails now when the folder is unusable
-    adapter = CacheAdapter(path=os.fspath(cache_dir or "."), metadata_store=_NO_STORE, result_store=_NO_STORE,
-                           ignore=list(IGNORED_INPUTS), default_behavior="default")
-    adapter.home = cache_dir
-    return adapter
+    return CacheAdapter(path=os.fspath(cache_dir or "."), metadata_store=_NO_STORE, result_store=_NO_STORE,
+                        ignore=list(IGNORED_INPUTS), default_behavior="default", home=cache_dir)
 
 
 # ----------------------------------------------------------------------------- after a run
@@ -256,11 +214,12 @@ def run_summary(adapter: CacheAdapter, run_id: str | None = None) -> RunSummary:
     """Hits, misses and recomputed nodes of a run (default: the last), from the adapter's logs."""
     run_id = run_id or adapter.last_run_id
     hits, executed = [], []
-    for event in adapter._logs.get(run_id, []):
-        if event.event_type == CachingEventType.GET_RESULT and event.msg == "hit":
-            hits.append(event.node_name)
-        elif event.event_type == CachingEventType.EXECUTE_NODE:
-            executed.append(event.node_name)
+    for name, events in adapter.logs(run_id=run_id, level="info").items():
+        for event in events:
+            if event.event_type == CachingEventType.GET_RESULT and event.msg == "hit":
+                hits.append(name)
+            elif event.event_type == CachingEventType.EXECUTE_NODE:
+                executed.append(name)
     behaviors = adapter.behaviors.get(run_id, {})
     misses = [n for n in executed if behaviors.get(n) == CachingBehavior.DEFAULT]
     recomputed = [n for n in executed if behaviors.get(n) != CachingBehavior.DEFAULT]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import operator
 import pickle
 import types
 from typing import Any
@@ -80,8 +81,8 @@ def _fp(value: Any, memo: dict) -> str:
                          _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
     elif kind is tuple and len(value) > SHARED_MIN_ITEMS:  # by its chunks, as the result store keeps it
         result = _digest(b"chunks", *[chunk_fingerprint(part, memo).encode() for part in chunks_of(value)])
-    elif kind is tuple and value and all(type(item) is Round for item in value):  # rounds: by their digests
-        result = _digest(b"rounds", *map(round_digest, value))
+    elif kind is tuple and value and (rounds := _rounds_fingerprint(value)) is not None:
+        result = rounds  # by the digests the rounds were made with
     elif kind is tuple and len(value) > _WIDE and all(type(item) in _PLAIN for item in value):
         result = _pickled(value)  # a long tuple of plain values (a round's token uses): one pickle, C speed
     elif kind is tuple or (kind is list and len(value) <= _WIDE):  # a tuple never changes: walked at any length
@@ -129,6 +130,21 @@ _BY_CONTENT = {Round: _round_fingerprint, DigestedText: _text_fingerprint, Memo:
                CodeFiles: _code_fingerprint, CodeTags: _code_fingerprint}
 for _type, _function in _BY_CONTENT.items():
     _hamilton_fingerprints.hash_value.register(_type)(_function)
+
+
+def _rounds_fingerprint(items: tuple) -> str | None:
+    """The fingerprint of a tuple of rounds, from the digests they were made with (one hash of
+    their concatenation: each is 16 bytes); None when an item is not a round."""
+    if set(map(type, items)) != {Round}:
+        return None
+    digests = list(map(_ROUND_DIGEST, items))
+    if not all(digests):  # a round made without its digest: by its pickle
+        digests = list(map(round_digest, items))
+    return _digest(b"rounds", b"".join(digests))
+
+
+#: A round's digest as it was made (empty when it was made without one).
+_ROUND_DIGEST = operator.attrgetter("digest")
 
 
 def chunks_of(items: tuple) -> list[tuple]:

@@ -28,7 +28,8 @@ from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from ..nodes.lib import usercache
 from ..nodes.lib.memo import MemoTable
-from .fingerprints import SHARED_MIN_ITEMS, _long_text_digest, _Unhashable, chunk_fingerprint, chunks_of
+from ..nodes.lib.digest import text_digest
+from .fingerprints import SHARED_MIN_ITEMS, _Unhashable, chunk_fingerprint, chunks_of
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _suppress, _tree_size,
                       open_project_folder)
 from . import folders
@@ -178,8 +179,6 @@ class SQLiteResultStore(ResultStore):
         self.written = 0  # bytes stored by this process since the last prune
         self._pending: dict[str, bytes] = {}
         self._touched: set[str] = set()
-        self._memo: dict = {}
-        self._chunked: dict[int, tuple] = {}  # long tuple (by identity) -> its chunk keys, this run
         self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
         #: the memo's table (nodes/lib/memo.py), written with the results
         self.memo_table = MemoTable(lambda: metadata.connection, key, str(metadata._directory / DATABASE))
@@ -188,16 +187,6 @@ class SQLiteResultStore(ResultStore):
                 "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
                 "payload BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL)")
             metadata.connection.commit()
-
-    @property
-    def memo(self) -> dict:
-        """The run's fingerprints by identity (set by the adapter before it stores a value)."""
-        return self._memo
-
-    @memo.setter
-    def memo(self, memo: dict) -> None:
-        if memo is not self._memo:
-            self._memo, self._chunked = memo, {}
 
     def sign(self, data_version: str, payload: bytes) -> bytes:
         """The MAC of a row: its data version and pickle, under the user's key."""
@@ -247,18 +236,14 @@ class SQLiteResultStore(ResultStore):
     def chunk_keys(self, items: tuple) -> tuple[str, ...] | None:
         """The keys of the chunks of a long tuple, each stored once in this folder (and kept as
         recent as the values that refer to it); None when part of it cannot be fingerprinted."""
-        known = self._chunked.get(id(items))
-        if known is not None and known[0] is items:
-            return known[1]
         keys = []
         for part in chunks_of(items):
             try:
-                fp = chunk_fingerprint(part, self.memo)
+                fp = chunk_fingerprint(part, {})
             except _Unhashable:
                 return None
             keys.append(_SHARED + fp)
             self._keep_shared(keys[-1], part)
-        self._chunked[id(items)] = (items, tuple(keys))
         return tuple(keys)
 
     def _keep_shared(self, key: str, part: tuple | str) -> None:
@@ -275,7 +260,7 @@ class SQLiteResultStore(ResultStore):
 
     def text_key(self, text: str) -> str:
         """The key of a long text stored once in this folder (kept as recent as what refers to it)."""
-        key = _SHARED + "t" + _long_text_digest(text, self.memo).hex()
+        key = _SHARED + "t" + text_digest(text).hex()
         self._keep_shared(key, text)
         return key
 
@@ -367,11 +352,25 @@ def _now() -> float:
     return time.time()
 
 
+class _TunedConnection(sqlite3.Connection):
+    """A connection to a cache database (given to Hamilton's store as ``connection_kwargs``):
+    write-ahead log (readers never block), a bounded log, pages given back by pruning."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        with _suppress(sqlite3.Error):
+            if self.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (else it needs the write lock)
+                self.execute("PRAGMA auto_vacuum=INCREMENTAL")  # pruning can give pages back
+            self.execute("PRAGMA journal_size_limit=4194304")
+            self.execute("PRAGMA journal_mode=WAL")
+            self.execute("PRAGMA synchronous=NORMAL")
+
+
 class _MetadataStore(SQLiteMetadataStore):
     """SQLite with a long busy timeout and WAL: concurrent builds wait, readers never block."""
 
     def __init__(self, path: str) -> None:
-        super().__init__(path, connection_kwargs={"timeout": SQLITE_TIMEOUT})
+        super().__init__(path, connection_kwargs={"timeout": SQLITE_TIMEOUT, "factory": _TunedConnection})
         self._known: OrderedDict[str, str] = OrderedDict()  # cache key -> data version, seen by this process
 
     # A metadata store that cannot be read or written (disk full, file size limit, a lock held
@@ -431,17 +430,6 @@ class _MetadataStore(SQLiteMetadataStore):
         with _suppress(sqlite3.Error):
             super().delete(cache_key)
 
-    def _get_connection(self) -> sqlite3.Connection:
-        fresh = not hasattr(self._thread_local, "connection")
-        connection = super()._get_connection()
-        if fresh:
-            with _suppress(sqlite3.Error):
-                if connection.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (else it needs the write lock)
-                    connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # pruning can give pages back
-                connection.execute("PRAGMA journal_size_limit=4194304")
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute("PRAGMA synchronous=NORMAL")
-        return connection
 
 
 _LOGGER = logging.getLogger("hamilton.caching")
