@@ -181,7 +181,7 @@ class SQLiteResultStore(ResultStore):
         self._touched: set[str] = set()
         self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
         #: the memo's table (nodes/lib/memo.py), written with the results
-        self.memo_table = MemoTable(lambda: metadata.connection, key, str(metadata._directory / DATABASE))
+        self.memo_table = MemoTable(lambda: metadata.connection, key, str(metadata.folder / DATABASE))
         with _suppress(sqlite3.Error):
             metadata.connection.execute(
                 "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
@@ -200,7 +200,7 @@ class SQLiteResultStore(ResultStore):
         if not self.warned:
             self.warned = True
             _WARN.warning("warning: cache: a stored result in %s does not carry this user's MAC (written by "
-                          "someone else, or torn); it is discarded and rebuilt", self.metadata._directory)
+                          "someone else, or torn); it is discarded and rebuilt", self.metadata.folder)
         return False
 
     def _row(self, data_version: str, columns: str):
@@ -326,7 +326,7 @@ class SQLiteResultStore(ResultStore):
             return
         if self.metadata.busy:  # another process held the write lock past the timeout at the start
             _WARN.warning("warning: cache: %s is being written by another process; this build waited %.0f s, "
-                          "then built without storing its results", self.metadata._directory, SQLITE_TIMEOUT)
+                          "then built without storing its results", self.metadata.folder, SQLITE_TIMEOUT)
             return
         now = _now()
         try:
@@ -341,7 +341,7 @@ class SQLiteResultStore(ResultStore):
             self.written += sum(map(len, pending.values()))
         except sqlite3.Error as exc:  # a full disk, a file size limit: the next build tries again
             log = _WARN.warning if "locked" in str(exc) else _LOGGER.debug
-            log("warning: cache: this build's results were not stored in %s: %s", self.metadata._directory, exc)
+            log("warning: cache: this build's results were not stored in %s: %s", self.metadata.folder, exc)
             with _suppress(sqlite3.Error):
                 self.metadata.connection.rollback()
 
@@ -371,7 +371,9 @@ class _MetadataStore(SQLiteMetadataStore):
 
     def __init__(self, path: str) -> None:
         super().__init__(path, connection_kwargs={"timeout": SQLITE_TIMEOUT, "factory": _TunedConnection})
+        self.folder = Path(path).resolve()  # the code version's folder holding the database
         self._known: OrderedDict[str, str] = OrderedDict()  # cache key -> data version, seen by this process
+        self._pending: list[tuple] = []  # metadata rows set since the last flush
 
     # A metadata store that cannot be read or written (disk full, file size limit, a lock held
     # past the timeout) makes the run uncached, never failed: a failed read is a miss, a failed
@@ -399,11 +401,11 @@ class _MetadataStore(SQLiteMetadataStore):
         """Remembered now, written by :meth:`flush` after the run: one transaction a build, not a
         commit per node (a result is always written before the metadata pointing at it)."""
         self._remember(cache_key, data_version)
-        self.__dict__.setdefault("_pending", []).append((cache_key, run_id, node_name, code_version, data_version))
+        self._pending.append((cache_key, run_id, node_name, code_version, data_version))
 
     def take_pending(self) -> list[tuple]:
         """The metadata rows set since the last call (written by :meth:`SQLiteResultStore.flush`)."""
-        pending, self._pending = self.__dict__.get("_pending") or [], []
+        pending, self._pending = self._pending, []
         return pending
 
     @staticmethod
@@ -488,7 +490,7 @@ def stores_for(cache_dir: str | os.PathLike) -> Stores:
     key = os.path.abspath(os.fspath(cache_dir))
     with _STORES_LOCK:
         found = _STORES.get(key)
-        if found is not None and found.metadata._directory.name == folders.code_version():
+        if found is not None and found.metadata.folder.name == folders.code_version():
             _STORES.move_to_end(key)
             return found
     made = Stores(key)
