@@ -8,6 +8,7 @@ its inputs' fingerprints (:mod:`.fingerprints`); its value goes to the folder's 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,7 +20,7 @@ from hamilton.caching.stores.base import ResultRetrievalError
 
 from ..nodes.lib.atomic import write_atomically
 from .fingerprints import _digest, fingerprint
-from .folders import (DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _suppress, _tree_size,
+from .folders import (DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _tree_size,
                       prune_root)
 from . import folders
 from .store import _CURRENT, PRUNE_EVERY, Stores, materialize, prune, stores_for
@@ -237,7 +238,7 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
     for name, text in ((PROJECT_FILE, os.path.realpath(project_dir) + "\n"),
                        (LAST_RUN_FILE, json.dumps(summary.as_dict()) + "\n")):
         if stores.written_files.get(name) != text:  # an unchanged rerun writes nothing
-            with _suppress():
+            with contextlib.suppress(OSError):
                 write_atomically(folder / name, text, mode=0o600)
                 stores.written_files[name] = text
     runs = stores.runs_since_prune

@@ -28,7 +28,6 @@ import re
 import sqlite3
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 from ..nodes.lib import usercache
 from ..nodes.lib.usercache import cache_root
@@ -146,12 +145,7 @@ def total_bytes(root: Path) -> int:
 
 def last_used(folder: Path) -> float:
     """When a project's cache folder was last written (its newest file)."""
-    newest = 0.0
-    for base, _, files in os.walk(folder):
-        for name in files:
-            with _suppress():
-                newest = max(newest, os.lstat(os.path.join(base, name)).st_mtime)
-    return newest
+    return max((info.st_mtime for info in _file_stats(folder)), default=0.0)
 
 
 def stale(folder: Path) -> bool:
@@ -167,16 +161,16 @@ def stale(folder: Path) -> bool:
 def stats(cache_dir: Path) -> dict:
     """Size, entries, the last run's hits and whether the project still exists, of one project's cache folder."""
     entries = 0
-    with _suppress(sqlite3.Error):
+    with contextlib.suppress(sqlite3.Error):
         path = store_dir(cache_dir) / DATABASE
         if path.is_file():
             with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=SQLITE_TIMEOUT)) as db:
                 entries = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     last = {}
-    with _suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError):
         last = json.loads((cache_dir / LAST_RUN_FILE).read_text(encoding="utf-8"))
     project = ""
-    with _suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError):
         project = (cache_dir / PROJECT_FILE).read_text(encoding="utf-8").strip()
     return {
         "folder": str(cache_dir),
@@ -204,34 +198,25 @@ def clear(cache_dir: Path) -> int:
 # ----------------------------------------------------------------------------- helpers
 
 
-class _suppress:
-    """Ignore OSError (and the given exception types): the cache never fails a build."""
-
-    def __init__(self, *kinds: type[BaseException]) -> None:
-        self.kinds = kinds or (OSError,)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb) -> bool:
-        return kind is not None and issubclass(kind, self.kinds)
-
-
-def _scandir(folder: Path) -> Iterable[os.DirEntry]:
+def _children(folder: Path) -> list[Path]:
+    """The entries of ``folder`` (none when it cannot be read)."""
     try:
-        return list(os.scandir(folder))
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries]
     except OSError:
         return []
 
 
-def _children(folder: Path) -> list[Path]:
-    return [Path(e.path) for e in _scandir(folder)]
+def _file_stats(folder: Path) -> list[os.stat_result]:
+    """The lstat of every file under ``folder`` (those that vanish meanwhile left out)."""
+    found = []
+    for base, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                found.append(os.lstat(os.path.join(base, name)))
+    return found
 
 
 def _tree_size(folder: Path) -> int:
-    total = 0
-    for base, _, files in os.walk(folder):
-        for name in files:
-            with _suppress():
-                total += os.lstat(os.path.join(base, name)).st_size
-    return total
+    """The bytes of the files under ``folder``."""
+    return sum(info.st_size for info in _file_stats(folder))

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from cachetools import LRUCache
 from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
@@ -30,7 +31,7 @@ from ..nodes.lib import usercache
 from ..nodes.lib.memo import MemoTable
 from ..nodes.lib.digest import text_digest
 from .fingerprints import SHARED_MIN_ITEMS, _Unhashable, chunk_fingerprint, chunks_of
-from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _suppress, _tree_size,
+from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
                       open_project_folder)
 from . import folders
 
@@ -113,13 +114,18 @@ class MemoryLayer:
     """Results by data version in this process, in front of the folders (a data version is a
     fingerprint of the value, so it names the same value in any folder): a warm process (the
     API, a Session, a server) serves a hit without reading or unpickling a file. Bounded by the
-    pickled size of what it holds; nodes never mutate their inputs, so values are shared."""
+    pickled size of what it holds (cachetools' LRU cache); nodes never mutate their inputs, so
+    values are shared."""
 
     def __init__(self, max_bytes: int = MEMORY_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
-        self.bytes = 0
-        self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
+        self.clear()
+
+    @property
+    def bytes(self) -> int:
+        """The pickled bytes of the values held."""
+        return self._items.currsize
 
     def __contains__(self, data_version: str) -> bool:
         return data_version in self._items
@@ -127,33 +133,20 @@ class MemoryLayer:
     def get(self, data_version: str) -> Any:
         """The value, or :data:`_UNSET`."""
         with self._lock:
-            item = self._items.get(data_version)
-            if item is None:
-                return _UNSET
-            self._items.move_to_end(data_version)
-            return item[0]
+            return self._items.get(data_version, (_UNSET,))[0]
 
     def put(self, data_version: str, value: Any, size: int) -> None:
-        if size > self.max_bytes // 4:
-            return  # one value never pushes out everything else
-        with self._lock:
-            old = self._items.pop(data_version, None)
-            self.bytes += size - (old[1] if old else 0)
-            self._items[data_version] = (value, size)
-            while self.bytes > self.max_bytes and self._items:
-                _, (_, gone) = self._items.popitem(last=False)
-                self.bytes -= gone
+        if size <= self.max_bytes // 4:  # one value never pushes out everything else
+            with self._lock:
+                self._items[data_version] = (value, size)
 
     def discard(self, data_version: str) -> None:
         with self._lock:
-            item = self._items.pop(data_version, None)
-            if item is not None:
-                self.bytes -= item[1]
+            self._items.pop(data_version, None)
 
     def clear(self) -> None:
         with self._lock:
-            self._items.clear()
-            self.bytes = 0
+            self._items: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=lambda item: item[1])
 
 
 #: The memory layer of this process (``MEMORY.clear()`` empties it).
@@ -182,7 +175,7 @@ class SQLiteResultStore(ResultStore):
         self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
         #: the memo's table (nodes/lib/memo.py), written with the results
         self.memo_table = MemoTable(lambda: metadata.connection, key, str(metadata.folder / DATABASE))
-        with _suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):
             metadata.connection.execute(
                 "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
                 "payload BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL)")
@@ -304,13 +297,13 @@ class SQLiteResultStore(ResultStore):
     def delete(self, data_version: str) -> None:
         MEMORY.discard(data_version)
         self._pending.pop(data_version, None)
-        with _suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):
             self.metadata.connection.execute("DELETE FROM results WHERE data_version = ?", (data_version,))
             self.metadata.connection.commit()
 
     def delete_all(self) -> None:
         self._pending.clear()
-        with _suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):
             self.metadata.connection.execute("DELETE FROM results")
             self.metadata.connection.commit()
 
@@ -342,7 +335,7 @@ class SQLiteResultStore(ResultStore):
         except sqlite3.Error as exc:  # a full disk, a file size limit: the next build tries again
             log = _WARN.warning if "locked" in str(exc) else _LOGGER.debug
             log("warning: cache: this build's results were not stored in %s: %s", self.metadata.folder, exc)
-            with _suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):
                 self.metadata.connection.rollback()
 
 
@@ -358,7 +351,7 @@ class _TunedConnection(sqlite3.Connection):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        with _suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):
             if self.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (else it needs the write lock)
                 self.execute("PRAGMA auto_vacuum=INCREMENTAL")  # pruning can give pages back
             self.execute("PRAGMA journal_size_limit=4194304")
@@ -424,12 +417,12 @@ class _MetadataStore(SQLiteMetadataStore):
             super().initialize(run_id)
         except sqlite3.Error as exc:
             self.busy = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
-            with _suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error):
                 self.connection.rollback()
 
     def delete(self, cache_key: str) -> None:
         self._known.pop(cache_key, None)
-        with _suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):
             super().delete(cache_key)
 
 
@@ -457,7 +450,7 @@ class Stores:
         by code that differs from this one in a way the code version did not see."""
         self.results.delete_all()
         self.metadata._known.clear()
-        with _suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):
             self.metadata.connection.execute("DELETE FROM cache_metadata")
             self.metadata.connection.commit()
 
@@ -474,7 +467,7 @@ def open_metadata(folder: Path) -> "_MetadataStore":
             raise  # locked, read-only, full: not corrupt
         _WARN.warning("warning: cache: %s is not a valid cache database (%s); it is rebuilt", folder / DATABASE, exc)
     for suffix in ("", "-wal", "-shm", "-journal"):
-        with _suppress():
+        with contextlib.suppress(OSError):
             os.unlink(folder / (DATABASE + suffix))
     return _MetadataStore(str(folder))
 
@@ -526,7 +519,7 @@ def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore |
             removed += size if usercache.remove_owned(child, VERSION_NAME) else 0
     if metadata_store is None or getattr(metadata_store, "busy", False):
         return removed
-    with _suppress(sqlite3.Error):
+    with contextlib.suppress(sqlite3.Error):
         connection = metadata_store.connection
         over = _tree_size(cache_dir) > max_bytes
         if over:  # the space no row holds first: the write-ahead log, the pages the memo table freed
