@@ -92,12 +92,9 @@ def _fp(value: Any, memo: dict) -> str:
     elif kind is dict and len(value) <= _WIDE:
         result = _digest(b"dict", *[b"%d:%s=%s" % (len(key), key, _part(v, memo))
                                     for key, v in ((_part(k, memo), v) for k, v in value.items())])
-    elif (fields := _FIELDS.get(kind)) is not None or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
-        if fields is None:
-            fields = _FIELDS[kind] = (f"{kind.__module__}.{kind.__qualname__}".encode(),
-                                      tuple(f.name for f in dataclasses.fields(value)))
-        result = _digest(fields[0], *[b"%s=%s" % (name.encode(), _part(getattr(value, name), memo))
-                                      for name in fields[1]])
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        result = _digest(f"{kind.__module__}.{kind.__qualname__}".encode(),
+                         *[b"%s=%s" % (f.name.encode(), _part(getattr(value, f.name), memo)) for f in dataclasses.fields(value)])
     else:
         result = _pickled(value)
     memo[id(value)] = (value, result)
@@ -164,10 +161,6 @@ _LONG_TEXT = 1 << 16
 
 #: Values whose pickle is their content: a long tuple of these is hashed through one pickle.
 _PLAIN = frozenset({*_SCALARS, RoundUse})
-
-#: Dataclass types met -> (qualified name, field names).
-_FIELDS: dict[type, tuple[bytes, tuple[str, ...]]] = {}
-
 
 def _part(value: Any, memo: dict) -> bytes:
     """How ``value`` enters the hash of what holds it: a scalar by its bytes (tagged with its
