@@ -20,8 +20,7 @@ from hamilton.caching.stores.base import ResultRetrievalError
 
 from ..nodes.lib.atomic import write_atomically
 from .fingerprints import _digest, fingerprint
-from .folders import (DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _tree_size,
-                      prune_root)
+from .folders import DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _tree_size, prune_root
 from . import folders
 from .store import _CURRENT, PRUNE_EVERY, Stores, materialize, prune, stores_for
 
@@ -144,7 +143,9 @@ class CacheAdapter(HamiltonCacheAdapter):
     def _version_data(self, node_name: str, run_id: str, result: Any, task_id: str | None = None) -> str:
         """The fingerprint of a value (:func:`fingerprint`, 10-50x faster than Hamilton's
         recursive hash; Hamilton's for what neither pickles nor is a function). A recomputed
-        value that no cached node reads is not fingerprinted: no cache key ever uses it."""
+        value that no cached node reads is not fingerprinted: no cache key ever uses it. The one
+        private member of Hamilton's overridden (Hamilton versions it on inputs, overrides and the
+        results it computes): tests/test_hamilton_contract.py checks its signature."""
         if node_name is not None and run_id in self.behaviors and node_name not in self._versioned(run_id):
             return NOT_VERSIONED
         result = materialize(result)
