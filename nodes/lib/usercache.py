@@ -125,7 +125,7 @@ def owned_folder(path: Path, kind: str, adopt: bool = False) -> Path:
         raise CacheFolderError(f"cache folder {path} is writable by other users or not yours; "
                                "fix its permissions (chmod 700) or pass another --cache-dir")
     if made or (adopt and not marked(path)):
-        write_atomically(path / MARKER, _SIGNATURE + _MARKER_LINE % kind.encode(), mode=0o600)
+        write_private(path / MARKER, _SIGNATURE + _MARKER_LINE % kind.encode())
     elif not marked(path):
         raise CacheFolderError(f"cache folder {path} was not made by ctxengine (it has no {MARKER}); "
                                "remove it or pass another --cache-dir")
@@ -243,6 +243,12 @@ def trusted_file(path: str) -> bool:
             and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
+def write_private(path: str | os.PathLike, data: bytes | str) -> None:
+    """``data`` as the whole content of the cache file ``path`` (:func:`.atomic.write_atomically`),
+    readable by this user only when it is new (mode 0600)."""
+    write_atomically(path, data, mode=0o600)
+
+
 def program_output(program: str, args: tuple[str, ...], run: Callable[[], str | None]) -> str | None:
     """``run()`` (what ``program`` with ``args`` prints), remembered in the user cache by the
     program's binary (real path, inode, size, modification time) when it is a compiled
@@ -267,7 +273,7 @@ def program_output(program: str, args: tuple[str, ...], run: Callable[[], str | 
         while len(outputs) > _PROGRAMS_MAX:
             outputs.pop(next(iter(outputs)))
         try:
-            write_atomically(os.path.join(user_cache_dir(), _PROGRAMS), json.dumps(outputs).encode("utf-8"), mode=0o600)
+            write_private(os.path.join(user_cache_dir(), _PROGRAMS), json.dumps(outputs).encode("utf-8"))
         except OSError:
             pass  # a read-only home: the program runs again next time
     return value

@@ -18,7 +18,7 @@ from typing import Any
 from hamilton.caching.adapter import CachingBehavior, CachingEventType, HamiltonCacheAdapter
 from hamilton.caching.stores.base import ResultRetrievalError
 
-from ..nodes.lib.atomic import write_atomically
+from ..nodes.lib import usercache
 from .fingerprints import _digest, fingerprint
 from .folders import DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _tree_size, prune_root
 from . import folders
@@ -240,7 +240,7 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
                        (LAST_RUN_FILE, json.dumps(summary.as_dict()) + "\n")):
         if stores.written_files.get(name) != text:  # an unchanged rerun writes nothing
             with contextlib.suppress(OSError):
-                write_atomically(folder / name, text, mode=0o600)
+                usercache.write_private(folder / name, text)
                 stores.written_files[name] = text
     runs = stores.runs_since_prune
     if (runs is None or runs >= PRUNE_EVERY or stores.results.written > max_bytes // 8
