@@ -168,14 +168,14 @@ def _part(value: Any, memo: dict) -> bytes:
     kind = type(value)
     if kind is str:
         if len(value) > _LONG_TEXT:  # by its digest, computed once a run
-            return b"S" + _long_text_digest(value, memo)
+            return b"S" + long_text_digest(value, memo)
         return b"s" + value.encode("utf-8", "surrogatepass")
     if kind in _SCALARS:
         return kind.__name__.encode() + b":" + repr(value).encode()
     return b"#" + _fp(value, memo).encode()
 
 
-def _long_text_digest(text: str, memo: dict) -> bytes:
+def long_text_digest(text: str, memo: dict) -> bytes:
     """The digest of a long text, computed once a run (``memo``: the run's fingerprints; the
     fitted context and the transcript sit in several values of a build)."""
     known = memo.get(id(text))
