@@ -1,6 +1,7 @@
 """The cache between runs: unchanged rebuilds, the 4.1 MB transcript through the CLI, memory.
 
-    python benchmarks/cache.py [--repeat N] [--builds N] [--nodes] [--skip-corpus] [--skip-cli] [--skip-memory]
+    python benchmarks/cache.py [--repeat N] [--builds N] [--nodes] [--memo-only] [--skip-corpus] [--skip-cli]
+                               [--skip-memory]
 
 Times are CPU seconds (this process's, or the child's for the CLI): the machine is shared, and
 wall time there measures the neighbours. Wall medians are printed beside them.
@@ -25,6 +26,9 @@ wall time there measures the neighbours. Wall medians are printed beside them.
    (it should stay flat), and the cache folder's size against its cap.
 --nodes: per node, its compute time in a warm uncached run against the cost of a hit (memory
 layer off), over the GSD corpus and the transcript project.
+--memo-only: whether per-node caching still pays now that the memo persists: the transcript's
+build in a fresh process with Hamilton's cache against the memo alone (every node recomputed,
+the memo's table read and written), unchanged, with a new request, one round appended.
 """
 
 from __future__ import annotations
@@ -258,7 +262,7 @@ def _trim_messages(history: Path) -> dict | None:
 
 
 def memory_table(builds: int, folder: Path) -> None:
-    from ctxengine import cache, driver
+    from ctxengine import caching, driver
 
     demo = REPO / "examples" / "demo"
     cache_dir = folder / "memory-cache"
@@ -277,11 +281,11 @@ def memory_table(builds: int, folder: Path) -> None:
     for n in range(1, builds + 1):
         driver.execute(["build_result"], demo, {"cache.maxBytes": cap}, f"request {n}", cache_dir=cache_dir)
         if n in marks:
-            size = cache.stats(Path(driver.cache_dir_for(demo, cache_dir)))["bytes"] / 1e6
-            print(f"{n:>7} {rss():>8.1f} {size:>10.2f} {cache.MEMORY.bytes / 1e6:>16.2f} "
+            size = caching.stats(Path(driver.cache_dir_for(demo, cache_dir)))["bytes"] / 1e6
+            print(f"{n:>7} {rss():>8.1f} {size:>10.2f} {caching.MEMORY.bytes / 1e6:>16.2f} "
                   f"{(time.perf_counter() - start) / n:>8.3f}")
-    print(f"folder cap {cap / 1e6:.1f} MB (default cache.maxBytes {cache.DEFAULT_MAX_BYTES / 1e6:.0f} MB); "
-          f"memory layer cap {cache.MEMORY.max_bytes / 1e6:.0f} MB")
+    print(f"folder cap {cap / 1e6:.1f} MB (default cache.maxBytes {caching.DEFAULT_MAX_BYTES / 1e6:.0f} MB); "
+          f"memory layer cap {caching.MEMORY.max_bytes / 1e6:.0f} MB")
 
 
 def node_table(folder: Path) -> None:
@@ -289,7 +293,7 @@ def node_table(folder: Path) -> None:
     from hamilton import driver as h_driver
     from hamilton.lifecycle import NodeExecutionHook
 
-    from ctxengine import cache, driver
+    from ctxengine import caching, driver
 
     class Timer(NodeExecutionHook):
         def __init__(self) -> None:
@@ -311,9 +315,9 @@ def node_table(folder: Path) -> None:
         inputs = {"project_dir": str(path), "overrides": overrides, "user_request": REQUEST}
         for label in ("plain", "hit"):
             timer = Timer()
-            builder = h_driver.Builder().with_modules(*driver.NODE_MODULES).with_config(dict(driver._default_variants()))
+            builder = h_driver.Builder().with_modules(*driver.NODE_MODULES)
             if label == "hit":
-                builder = builder.with_adapters(cache.new_adapter(folder / f"nodes-{index}"))
+                builder = builder.with_adapters(caching.new_adapter(folder / f"nodes-{index}"))
             dr = builder.with_adapters(timer).build()
             dr.execute(["build_result"], inputs=inputs)
             if label == "hit":
@@ -321,7 +325,7 @@ def node_table(folder: Path) -> None:
             best = {}
             for _ in range(3):
                 timer.times = {}
-                cache.MEMORY.clear()
+                caching.MEMORY.clear()
                 dr.execute(["build_result"], inputs=inputs)
                 for name, seconds in timer.times.items():
                     best[name] = min(best.get(name, seconds), seconds)
@@ -336,6 +340,58 @@ def node_table(folder: Path) -> None:
         print(f"{name:<34} {plain * 1e3:>8.2f} {hit * 1e3:>8.2f}  {'yes' if name in cached_nodes else 'loader'}")
 
 
+#: One build in a fresh process (argv: mode, project, cache folder, request); prints its CPU ms.
+#: ``memo-only``: the cached driver with every node recomputed: the memo's table is read and
+#: written with the build, but no node's result is stored or served.
+_ONE_BUILD = """
+import os, sys, time
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
+mode, project, cache_dir, request = sys.argv[1:5]
+from ctxengine import driver
+from ctxengine.caching import adapter
+if mode == "memo-only":
+    init = adapter.CacheAdapter.__init__
+    adapter.CacheAdapter.__init__ = lambda self, *a, **k: init(self, *a, **{**k, "default_behavior": "recompute"})
+start = time.process_time()
+driver.execute(["build_result"], project, {"budget.maxTokens": 125600, "budget.reserveTokens": 25600}, request,
+               cache=True, cache_dir=cache_dir)
+print((time.process_time() - start) * 1e3)
+"""
+
+
+def memo_only_table(repeat: int, folder: Path) -> None:
+    """Whether per-node caching still pays now that the memo persists: the transcript's build in
+    a fresh process (the build only: no interpreter or imports), with Hamilton's cache as it is
+    against the memo alone, unchanged, with a new request, one round appended."""
+    rows: dict[tuple[str, str], list[float]] = {}
+    projects = {}
+    for mode in ("cached", "memo-only"):
+        project = folder / f"memo-only-{mode}"
+        project.mkdir()
+        shutil.copyfile(TRANSCRIPT, project / ".aider.chat.history.md")
+        projects[mode] = project
+
+    def build(mode: str, request: str = REQUEST) -> float:
+        out = subprocess.run([sys.executable, "-c", _ONE_BUILD, mode, str(projects[mode]),
+                              str(folder / f"memo-only-cache-{mode}"), request], check=True, capture_output=True, text=True)
+        return float(out.stdout.strip().splitlines()[-1])
+
+    for mode in projects:
+        build(mode)  # the cache and the memo's table filled
+    for n in range(repeat):
+        for mode in projects:  # interleaved: the load drifts
+            rows.setdefault(("unchanged", mode), []).append(build(mode))
+            rows.setdefault(("a new request", mode), []).append(build(mode, f"{REQUEST} ({n})"))
+            with (projects[mode] / ".aider.chat.history.md").open("a", encoding="utf-8") as fh:
+                fh.write(ROUND.replace("helper", f"helper {n}"))
+            rows.setdefault(("one round appended", mode), []).append(build(mode))
+    print(f"\n4. per-node caching once the memo persists: the transcript's build in a fresh process (CPU ms, median of {repeat})")
+    print(f"{'what':<22} {'cached':>8} {'memo only':>10}")
+    for what in ("unchanged", "a new request", "one round appended"):
+        cached, memo = (statistics.median(rows[(what, mode)]) for mode in projects)
+        print(f"{what:<22} {cached:>8.0f} {memo:>10.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -344,6 +400,7 @@ def main() -> None:
     parser.add_argument("--skip-corpus", action="store_true")
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--memo-only", action="store_true", help="also: per-node caching against the memo alone")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ctxengine-cache-bench-") as tmp:
         folder = Path(tmp)
@@ -355,6 +412,8 @@ def main() -> None:
             memory_table(args.builds, folder)
         if args.nodes and TRANSCRIPT.is_file():
             node_table(folder)
+        if args.memo_only and TRANSCRIPT.is_file():
+            memo_only_table(args.repeat, folder)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from . import cache, driver
+from . import caching, driver
 from .api import check_request
 from .nodes.config import user_config_path
 from .nodes.lib.tokens import token_counter_for
@@ -128,7 +128,7 @@ def job_fingerprint(job: Job) -> str:
     same digest means the same inputs (files outside the project and URLs are not covered)."""
     digest = hashlib.blake2b(digest_size=16)
     described = {"request": job.request, "overrides": dict(job.overrides), "facts": list(job.facts),
-                 "labels": dict(job.labels), "nodes": list(job.nodes), "version": cache.code_version()}
+                 "labels": dict(job.labels), "nodes": list(job.nodes), "version": caching.code_version()}
     digest.update(json.dumps(described, sort_keys=True, default=repr).encode())
     for path in (user_config_path(), *job.nodes):
         digest.update(f"\0{path}\0{_stat_key(path)}".encode("utf-8", "surrogateescape"))

@@ -625,27 +625,27 @@ def _dag(args: argparse.Namespace) -> int:
 
 def _cache_root(args: argparse.Namespace) -> Path:
     """The cache root of --cache-dir (relative to the working folder), else the user's."""
-    from . import cache
+    from . import caching
 
-    return cache.cache_root(None if args.cache_dir is None else os.path.abspath(args.cache_dir))
+    return caching.cache_root(None if args.cache_dir is None else os.path.abspath(args.cache_dir))
 
 
 def _cache_folders(args: argparse.Namespace) -> list[Path]:
     """The project cache folders a `cache` action is about: one project's (PROJECT_DIR or
     --example) or every one ctxengine made in the root."""
-    from . import cache
+    from . import caching
 
     if args.project_dir is not None or args.example is not None:
         given = None if args.cache_dir is None else os.path.abspath(args.cache_dir)
-        return [cache.project_cache_dir(_project(args), given)]
-    return cache.all_cache_dirs(_cache_root(args))
+        return [caching.project_cache_dir(_project(args), given)]
+    return caching.all_cache_dirs(_cache_root(args))
 
 
 def _cache_stats(args: argparse.Namespace) -> int:
-    from . import cache
+    from . import caching
 
-    rows = [cache.stats(folder) for folder in _cache_folders(args)]
-    total = cache.total_bytes(_cache_root(args))
+    rows = [caching.stats(folder) for folder in _cache_folders(args)]
+    total = caching.total_bytes(_cache_root(args))
     cap = _total_cap()
     if args.format == "json":
         _emit(json.dumps({"root": str(_cache_root(args)), "total_bytes": total, "max_total_bytes": cap,
@@ -678,7 +678,7 @@ def _total_cap() -> int:
 
 
 def _cache_clear(args: argparse.Namespace) -> int:
-    from . import cache
+    from . import caching
 
     one = args.project_dir is not None or args.example is not None
     if one + args.all + args.stale > 1 or not (one or args.all or args.stale or args.cache_dir is not None):
@@ -686,8 +686,8 @@ def _cache_clear(args: argparse.Namespace) -> int:
                              "or --cache-dir DIR alone for all of that folder's cache")
     folders = _cache_folders(args)
     if args.stale:
-        folders = [folder for folder in folders if cache.stale(folder)]
-    freed = sum(cache.clear(folder) for folder in folders)
+        folders = [folder for folder in folders if caching.stale(folder)]
+    freed = sum(caching.clear(folder) for folder in folders)
     _say(f"cleared {len(folders)} cache folder{'' if len(folders) == 1 else 's'} ({freed / 1e6:.2f} MB)")
     return 0
 

@@ -1,4 +1,4 @@
-"""The one Hamilton driver: built once per process and per variant set, reused by everything.
+"""The one Hamilton driver: built once per process (cached or not, per swap set), reused by everything.
 
 The CLI, the Python API, batch runs and experiments all execute through :func:`execute`.
 Node modules are listed in :data:`NODE_MODULES`; ``execute(..., nodes=[...])`` replaces nodes
@@ -49,7 +49,7 @@ from .nodes import (  # noqa: E402
 )
 from .nodes.lib.memo import Memo
 from .nodes.types import CtxEngineError  # noqa: E402
-from . import cache as _cache  # noqa: E402
+from . import caching  # noqa: E402
 
 #: The stage modules, in dataflow order.
 NODE_MODULES: tuple[ModuleType, ...] = (
@@ -99,63 +99,47 @@ def quiet_failures():
 for _name in ("hamilton.execution.graph_functions", "hamilton.driver"):
     logging.getLogger(_name).addFilter(_UserErrorFilter())
 
-#: Driver-level config: the keys that would pick `@config.when` variants. None left: a variant
-#: (the summarizer) is chosen at run time by a node reading the settings, so every build runs
-#: the graph once whatever the project sets.
-VARIANT_KEYS: dict[str, tuple[str, str]] = {}
-
-
-#: The nodes Hamilton's cache recomputes although they are not loaders; every other node is
-#: stored and served while its inputs are unchanged. Loaders (files, git, URLs, the environment,
-#: the clock) carry ``@cache(behavior="recompute")``: they always run, and their values are
-#: fingerprinted, so an edited file invalidates exactly what reads it. Measured with
-#: ``python benchmarks/cache.py --nodes``: with hits served from memory in a warm process and
-#: unpickled only when a node that runs needs them (:class:`ctxengine.cache.Lazy`), a hit costs
-#: less than computing every node, so none is left out.
-UNCACHED_NODES: frozenset[str] = frozenset()
-
-
 def cached_nodes(dr: h_driver.Driver | None = None) -> frozenset[str]:
-    """The nodes of ``dr`` (default: the shared driver) that Hamilton's cache stores and serves."""
+    """The nodes of ``dr`` (default: the shared driver) that Hamilton's cache stores and serves:
+    every node but the loaders (files, git, URLs, the environment, the clock), which carry
+    ``@cache(behavior="recompute")``: they always run, and their values are fingerprinted, so an
+    edited file invalidates exactly what reads it."""
     graph = (dr or default_driver()).graph
     return frozenset(n.name for n in graph.get_nodes()
-                     if not n.user_defined and n.tags.get("cache.behavior") != "recompute" and n.name not in UNCACHED_NODES)
+                     if not n.user_defined and n.tags.get("cache.behavior") != "recompute")
 
 
-def build_driver(variants: Mapping[str, str] | None = None, modules: Iterable[ModuleType] = NODE_MODULES,
-                 cache_dir: str | os.PathLike | None = None, uncached: Iterable[str] | None = None, *,
+def build_driver(modules: Iterable[ModuleType] = NODE_MODULES, cache_dir: str | os.PathLike | None = None, *,
                  cached: bool = False, swaps: Sequence[ModuleType] = (), adapters: Iterable[Any] = ()):
-    """A new Hamilton driver over ``modules`` with the given variant choices; ``cached`` (or a
-    ``cache_dir``): with Hamilton's cache (see :mod:`ctxengine.cache`), holding every node but
-    the loaders and the ``uncached`` ones (default :data:`UNCACHED_NODES`), in the folder of
-    ``ctxengine.cache.using(folder)`` around a run, else ``cache_dir``. ``swaps``: modules whose
+    """A new Hamilton driver over ``modules``; ``cached`` (or a ``cache_dir``): with Hamilton's
+    cache (see :mod:`ctxengine.caching`), holding every node but the loaders, in the folder of
+    ``ctxengine.caching.using(folder)`` around a run, else ``cache_dir``. ``swaps``: modules whose
     functions replace the nodes of the same name (checked first, see :func:`check_swaps`);
-    ``adapters``: more Hamilton lifecycle adapters."""
+    ``adapters``: more Hamilton lifecycle adapters. No driver config: a choice from the settings
+    (the summarizer) is a node reading them, so every build runs the graph once."""
     modules = tuple(modules)
-    builder = h_driver.Builder().with_modules(*modules).with_config(dict(variants or {}))
+    builder = h_driver.Builder().with_modules(*modules)
     if swaps:
-        check_swaps(swaps, modules, variants)
+        check_swaps(swaps, modules)
         builder = builder.with_modules(*swaps).allow_module_overrides()  # later modules win
     extra = list(adapters)
     if cached or cache_dir is not None:
-        extra.append(_cache.new_adapter(cache_dir, UNCACHED_NODES if uncached is None else uncached))
+        extra.append(caching.new_adapter(cache_dir))
     if extra:
         builder = builder.with_adapters(*extra)
     return builder.build()
 
 
-def driver_for(variant_items: tuple[tuple[str, str], ...] = (), cached: bool = False,
-               swaps: tuple[ModuleType, ...] = ()) -> h_driver.Driver:
-    """The shared driver for one set of variant choices, with Hamilton's cache or without (one
-    cached driver serves every cache folder) and one swap set (:func:`swap_modules`), built on
-    first use, then reused."""
-    return _shared_driver(tuple(variant_items), bool(cached), tuple(swaps))
+def driver_for(cached: bool = False, swaps: tuple[ModuleType, ...] = ()) -> h_driver.Driver:
+    """The shared driver with Hamilton's cache or without (one cached driver serves every cache
+    folder) and one swap set (:func:`swap_modules`), built on first use, then reused."""
+    return _shared_driver(bool(cached), tuple(swaps))
 
 
 @lru_cache(maxsize=16)
-def _shared_driver(variant_items: tuple, cached: bool, swaps: tuple) -> h_driver.Driver:
-    """One driver per (variants, cached, swaps), keyed the same however :func:`driver_for` is called."""
-    return build_driver(dict(variant_items), cached=cached, swaps=swaps)
+def _shared_driver(cached: bool, swaps: tuple) -> h_driver.Driver:
+    """One driver per (cached, swaps), keyed the same however :func:`driver_for` is called."""
+    return build_driver(cached=cached, swaps=swaps)
 
 
 driver_for.cache_clear = _shared_driver.cache_clear  # type: ignore[attr-defined]  # lru_cache's own API
@@ -182,7 +166,7 @@ def set_cache_defaults(cache: bool = True, cache_dir: str | os.PathLike | None =
     _CACHE_DEFAULTS.update(cache=bool(cache), cache_dir=None if cache_dir is None else os.path.abspath(os.fspath(cache_dir)))
 
 
-def last_cache_run() -> "_cache.RunSummary | None":
+def last_cache_run() -> "caching.RunSummary | None":
     """Hits and misses of the last cached :func:`execute` in this process (None: uncached)."""
     return _LAST_CACHE_RUN[0]
 
@@ -194,12 +178,12 @@ def cache_dir_for(project_dir: str | os.PathLike, cache_dir: str | os.PathLike |
     path, or a relative ``$CTXENGINE_CACHE_DIR`` is a CtxEngineError (exit 2) naming the folder:
     what a project could have written is never unpickled."""
     given = None if cache_dir is None else os.path.abspath(os.fspath(cache_dir))
-    return str(_cache.checked_project_cache_dir(project_dir, given))
+    return str(caching.checked_project_cache_dir(project_dir, given))
 
 
 def default_driver() -> h_driver.Driver:
-    """The shared driver with the default variants."""
-    return driver_for(_default_variants())
+    """The shared driver, uncached."""
+    return driver_for()
 
 
 def execute(
@@ -220,7 +204,7 @@ def execute(
     functions of the same name: modules, functions, or paths to .py files (loaded under a
     unique module name; paths keep a job picklable for process workers). ``cache``: Hamilton's cache between
     runs, in ``cache_dir`` (default: the project's folder under the user cache, see
-    :mod:`ctxengine.cache`); None for both: the process default (:func:`set_cache_defaults`,
+    :mod:`ctxengine.caching`); None for both: the process default (:func:`set_cache_defaults`,
     cached unless the CLI's --no-cache or ``set_cache_defaults(False)`` said otherwise).
     """
     if not os.path.isdir(project_dir):
@@ -237,7 +221,7 @@ def execute(
     if cache_dir is None:
         cache_dir = _CACHE_DEFAULTS["cache_dir"]
     folder = cache_dir_for(inputs["project_dir"], cache_dir) if cache else None
-    dr, folder = _driver_with_cache(_default_variants(), folder, swap_modules(nodes))
+    dr, folder = _driver_with_cache(folder, swap_modules(nodes))
     out = _run(dr, wanted, inputs, dict(node_overrides or {}), folder)  # one run, whatever the project sets
     keep_tokenizer_files(out["context_config"])
     return {name: out[name] for name in outputs}
@@ -253,21 +237,21 @@ def keep_tokenizer_files(context_config: Mapping[str, Any]) -> None:
         tokens.keep_tokenizer_files(str(preset["encoding"]))
 
 
-def _driver_with_cache(variants: tuple, folder: str | None, swaps: tuple = ()) -> tuple[h_driver.Driver, str | None]:
+def _driver_with_cache(folder: str | None, swaps: tuple = ()) -> tuple[h_driver.Driver, str | None]:
     """The cached driver when ``folder`` is given; the uncached one when that folder cannot be
     created or opened (a read-only home, a full disk; with a warning, a folder refused: a
     symbolic link, one ctxengine did not make, another user's): the cache never fails a build."""
     if folder is None:
-        return driver_for(variants, False, swaps), None
+        return driver_for(False, swaps), None
     try:
-        _cache.stores_for(folder)
+        caching.stores_for(folder)
     except (OSError, sqlite3.Error, CtxEngineError) as exc:
         # a folder refused (a link, not ctxengine's, another user's) is said; a full or read-only disk is not
         log = logging.getLogger("ctxengine.cache").warning if isinstance(exc, CtxEngineError) else \
             logging.getLogger(__name__).debug
         log("warning: cache: %s cannot be used (%s); building without the cache", folder, exc)
-        return driver_for(variants, False, swaps), None
-    return driver_for(variants, True, swaps), folder
+        return driver_for(False, swaps), None
+    return driver_for(True, swaps), folder
 
 
 def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, folder: str | None) -> dict:
@@ -276,20 +260,20 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
     if folder is None:
         _LAST_CACHE_RUN[0] = None
         return _execute_materialized(dr, wanted, inputs, overrides)
-    with _CACHED_RUN_LOCK, _cache.using(folder):  # one cached run at a time: the adapter keeps per-run state
-        stores = _cache.stores_for(folder)
+    with _CACHED_RUN_LOCK, caching.using(folder):  # one cached run at a time: the adapter keeps per-run state
+        stores = caching.stores_for(folder)
         MEMO.open(stores.memo_table)  # what earlier processes made (a transcript that grew), read on the first miss
         out = None
         try:
             out = _execute_materialized(dr, wanted, inputs, overrides)
-        except _cache.StaleResult:  # a stored pickle that no longer loads: the folder's results go
-            _cache.stores_for(folder).forget_results()
+        except caching.StaleResult:  # a stored pickle that no longer loads: the folder's results go
+            caching.stores_for(folder).forget_results()
             out = _execute_materialized(dr, wanted, inputs, overrides)
         finally:
-            limit = int(out["context_config"]["cache"]["maxBytes"]) if out else _cache.DEFAULT_MAX_BYTES
+            limit = int(out["context_config"]["cache"]["maxBytes"]) if out else caching.DEFAULT_MAX_BYTES
             dr.cache.result_store.flush(MEMO.close(), limit // 8)  # the memo's new entries in the build's transaction
             dr.cache.forget_runs(keep=1)
-        _LAST_CACHE_RUN[0] = _cache.after_run(dr.cache, folder, inputs["project_dir"], limit,
+        _LAST_CACHE_RUN[0] = caching.after_run(dr.cache, folder, inputs["project_dir"], limit,
                                               total_cap(out["resolved_config"], inputs["project_dir"]))
     return out
 
@@ -306,19 +290,7 @@ def total_cap(resolved: Any, project_dir: str) -> int:
 
 def _execute_materialized(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict) -> dict:
     out = dr.execute(wanted, inputs=inputs, overrides=overrides)
-    return {name: _cache.materialize(value) for name, value in out.items()}
-
-
-def _variants_of(context_config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    items = []
-    for name, (section, key) in VARIANT_KEYS.items():
-        items.append((name, str(context_config[section][key])))
-    return tuple(sorted(items))
-
-
-@lru_cache(maxsize=1)
-def _default_variants() -> tuple[tuple[str, str], ...]:
-    return _variants_of(config.defaults())
+    return {name: caching.materialize(value) for name, value in out.items()}
 
 
 # ----------------------------------------------------------------------------- node swaps
@@ -391,13 +363,12 @@ def _functions_module(functions: tuple[Callable, ...]) -> ModuleType:
     return ad_hoc_utils.create_temporary_module(*functions, module_name=f"ctxengine_swap_functions_{id(functions):x}")
 
 
-def check_swaps(swaps: Sequence[ModuleType], modules: Iterable[ModuleType] = NODE_MODULES,
-                variants: Mapping[str, str] | None = None) -> dict[str, str]:
+def check_swaps(swaps: Sequence[ModuleType], modules: Iterable[ModuleType] = NODE_MODULES) -> dict[str, str]:
     """Check that every public function of ``swaps`` replaces a node of ``modules``: one that
     exists (else the closest names), returns what the replaced node returns (what its users
     expect), and takes only parameters the graph has, of matching types. Returns node name ->
     the replacing function's name; raises a CtxEngineError naming the function otherwise."""
-    config = dict(variants or {})
+    config: dict = {}
     base = h_graph.create_function_graph(*modules, config=config)
     known = sorted(name for name, n in base.items() if n.user_defined is False)
     replaced: dict[str, h_node.Node] = {}

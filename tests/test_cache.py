@@ -18,7 +18,7 @@ import pytest
 
 from conftest import DEMO
 import ctxengine
-from ctxengine import cache, driver
+from ctxengine import caching, driver
 from ctxengine.cli import main
 
 REQUEST = "Fix the login endpoint: a bad password must return 401"
@@ -31,7 +31,7 @@ def demo(tmp_path: Path) -> Path:
 
 
 def cached_driver():
-    return driver.driver_for(driver._default_variants(), True)
+    return driver.driver_for(cached=True)
 
 
 def build(project: Path, cache_dir: Path, request: str = REQUEST, overrides: dict | None = None):
@@ -50,7 +50,7 @@ def build(project: Path, cache_dir: Path, request: str = REQUEST, overrides: dic
 
 def pf(given: Path) -> Path:
     """The one project folder ctxengine made in the cache folder ``given`` (``given/ctxengine-cache/projects/<hash>``)."""
-    (only,) = cache.all_cache_dirs(cache.cache_root(given))
+    (only,) = caching.all_cache_dirs(caching.cache_root(given))
     return only
 
 
@@ -153,27 +153,27 @@ def test_a_new_request_and_a_config_value_rerun_their_readers_only(demo, tmp_pat
 
 
 def test_the_code_version_follows_every_node_source_and_config_wherever_installed(tmp_path, monkeypatch):
-    folders = cache.code_folders()
+    folders = caching.code_folders()
     assert (folders[0] / "state.py").is_file() and (folders[1] / "defaults.yaml").is_file()
     copies = [Path(shutil.copytree(folder, tmp_path / folder.name)) for folder in folders]
-    monkeypatch.setattr(cache, "code_folders", lambda: copies)
+    monkeypatch.setattr(caching.folders, "code_folders", lambda: copies)
     versions = []
     for edit in (None, "nodes/lib/sessions/aider.py", "configs/defaults.yaml"):
         if edit:
             with (tmp_path / edit).open("a", encoding="utf-8") as fh:
                 fh.write("\n# edited\n")
-        cache.code_version.cache_clear()
-        versions.append(cache.code_version())
-    cache.code_version.cache_clear()
+        caching.code_version.cache_clear()
+        versions.append(caching.code_version())
+    caching.code_version.cache_clear()
     assert len(set(versions)) == 3 and all(v.startswith(ctxengine.__version__ + "-") for v in versions)
 
 
 def test_a_new_code_version_starts_an_empty_cache_and_removes_the_old(demo, tmp_path, monkeypatch):
     folder = tmp_path / "c"
     build(demo, folder)
-    old = cache.store_dir(pf(folder))
+    old = caching.store_dir(pf(folder))
     assert old.is_dir()
-    monkeypatch.setattr(cache, "code_version", lambda: "9.9.9-feedfacecafe")
+    monkeypatch.setattr(caching.folders, "code_version", lambda: "9.9.9-feedfacecafe")
     driver.driver_for.cache_clear()
     try:
         _, what = build(demo, folder)
@@ -184,7 +184,7 @@ def test_a_new_code_version_starts_an_empty_cache_and_removes_the_old(demo, tmp_
 
 
 def _db(folder: Path) -> sqlite3.Connection:
-    return sqlite3.connect(cache.store_dir(pf(folder)) / "metadata_store.db", timeout=30)
+    return sqlite3.connect(caching.store_dir(pf(folder)) / "metadata_store.db", timeout=30)
 
 
 def test_a_torn_result_is_recomputed(demo, tmp_path):
@@ -192,14 +192,14 @@ def test_a_torn_result_is_recomputed(demo, tmp_path):
     with contextlib.closing(_db(tmp_path / "c")) as db:
         db.execute("UPDATE results SET payload = x'8005746f726e'")
         db.commit()
-    cache.MEMORY.clear()
+    caching.MEMORY.clear()
     second, what = build(demo, tmp_path / "c")
     assert rendered(second) == rendered(first)
     assert {"build_result", "history_section", "budget_report"} <= {n for n, w in what.items() if w == "run"}
-    results = cache.stores_for(pf(tmp_path / "c")).results
+    results = caching.stores_for(pf(tmp_path / "c")).results
     with contextlib.closing(_db(tmp_path / "c")) as db:  # every torn row was written again, with its MAC
         assert all(results.sign(v, p) == d for v, d, p in db.execute("SELECT data_version, digest, payload FROM results"))
-    cache.MEMORY.clear()
+    caching.MEMORY.clear()
     _, what = build(demo, tmp_path / "c")
     assert set(what.values()) == {"hit"}
 
@@ -209,13 +209,13 @@ def test_a_result_that_no_longer_unpickles_never_fails_a_build(long_session, tmp
     node sources): found only when a value is needed, then dropped and the build run again."""
     first, _ = build(long_session, tmp_path / "c")
     bad = pickle.dumps(_Gone())
-    results = cache.stores_for(pf(tmp_path / "c")).results
+    results = caching.stores_for(pf(tmp_path / "c")).results
     with contextlib.closing(_db(tmp_path / "c")) as db:  # signed with the user's key: only the class changed
         for (name,) in db.execute("SELECT data_version FROM results WHERE data_version LIKE 'shared-%'").fetchall():
             db.execute("UPDATE results SET payload = ?, digest = ? WHERE data_version = ?",
                        (bad, results.sign(name, bad), name))
         db.commit()
-    cache.MEMORY.clear()
+    caching.MEMORY.clear()
     _Gone.broken = True
     try:
         second, _ = build(long_session, tmp_path / "c")
@@ -287,16 +287,16 @@ def test_the_folder_is_pruned_to_its_cap(long_session, tmp_path):
         write_long_session(long_session, f"why{n}?")
         driver.execute(["build_result"], long_session, overrides, "request", cache_dir=folder)
         stored.update(_rows(folder))
-        assert cache.stats(pf(folder))["bytes"] <= cap
+        assert caching.stats(pf(folder))["bytes"] <= cap
     assert sum(stored.values()) > 2 * cap  # without pruning the folder would be over its cap
-    cache.MEMORY.clear()
+    caching.MEMORY.clear()
     driver.execute(["build_result"], long_session, overrides, "request", cache_dir=folder)
     assert "history_section" in driver.last_cache_run().hits  # the newest results were kept
 
 
 def test_prune_drops_the_least_recently_used_results_and_their_metadata(tmp_path):
-    folder = cache.project_cache_dir(tmp_path, tmp_path / "c")
-    stores = cache.stores_for(folder)
+    folder = caching.project_cache_dir(tmp_path, tmp_path / "c")
+    stores = caching.stores_for(folder)
     db = stores.metadata.connection
     for index in range(10):
         payload = os.urandom(100_000)
@@ -306,23 +306,23 @@ def test_prune_drops_the_least_recently_used_results_and_their_metadata(tmp_path
                    (f"k{index}", "node", "code", f"r{index}"))
     db.commit()
     cap = 600_000
-    removed = cache.prune(folder, cap, stores.metadata)
+    removed = caching.prune(folder, cap, stores.metadata)
     left = sorted(row[0] for row in db.execute("SELECT data_version FROM results"))
     assert removed >= 400_000 and 3 <= len(left) <= 5 and left == [f"r{i}" for i in range(10 - len(left), 10)]
     assert sorted(row[0] for row in db.execute("SELECT data_version FROM cache_metadata")) == left
-    assert cache.stats(folder)["bytes"] <= cap  # the file gave the space back
+    assert caching.stats(folder)["bytes"] <= cap  # the file gave the space back
 
 
 def test_prune_never_drops_a_shared_part_before_a_value_of_the_same_time(tmp_path):
-    folder = cache.project_cache_dir(tmp_path, tmp_path / "c")
-    stores = cache.stores_for(folder)
+    folder = caching.project_cache_dir(tmp_path, tmp_path / "c")
+    stores = caching.stores_for(folder)
     db = stores.metadata.connection
     for name in ("shared-a", "value-a", "shared-b", "value-b"):  # one build: the same time for all
         payload = os.urandom(150_000)
         db.execute("INSERT INTO results VALUES (?, ?, ?, ?, ?)",
                    (name, hashlib.sha256(payload).digest()[:16], payload, len(payload), 1000))
     db.commit()
-    cache.prune(folder, 450_000, stores.metadata)
+    caching.prune(folder, 450_000, stores.metadata)
     left = {row[0] for row in db.execute("SELECT data_version FROM results")}
     assert left and left <= {"shared-a", "shared-b"}  # the values went first: nothing kept refers to a lost part
 
@@ -340,12 +340,12 @@ def test_long_tuples_are_stored_once_and_an_unchanged_rebuild_does_not_unpickle_
     assert holders <= driver.cached_nodes()
     for node in holders:  # each holder's row refers to it
         assert rows[versions()[node]] < rounds, node
-    cache.MEMORY.clear()  # a fresh process: every hit comes from the file
+    caching.MEMORY.clear()  # a fresh process: every hit comes from the file
     second, what = build(long_session, folder)
     assert set(what.values()) == {"hit"} and rendered(second) == rendered(first)
     history = versions()["session_history"]
-    assert history not in cache.MEMORY  # a hit no node needed stayed a row: never unpickled
-    assert versions()["build_result"] in cache.MEMORY
+    assert history not in caching.MEMORY  # a hit no node needed stayed a row: never unpickled
+    assert versions()["build_result"] in caching.MEMORY
 
 
 def test_a_warm_process_serves_hits_from_memory(demo, tmp_path):
@@ -381,7 +381,7 @@ def test_two_processes_share_one_cache_folder(demo, tmp_path):
     for tag in ("a", "b"):
         for n in range(4):
             assert Path(f"{folder}-{tag}-{n}.txt").read_text(encoding="utf-8") == expected[n % 2]
-    with sqlite3.connect(cache.store_dir(pf(folder)) / "metadata_store.db") as db:
+    with sqlite3.connect(caching.store_dir(pf(folder)) / "metadata_store.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     _, what = build(demo, folder, request="request 1")
     assert set(what.values()) == {"hit"}
@@ -395,7 +395,7 @@ def test_cli_flags_stats_and_clear(demo, tmp_path, monkeypatch, capsys):
         assert not (tmp_path / "root" / "ctxengine-cache" / "projects").exists()
         assert main(["build", str(demo), "--request", "x"]) == 0  # cached by default
         assert main(["build", str(demo), "--request", "x"]) == 0
-        folder = cache.project_cache_dir(demo)
+        folder = caching.project_cache_dir(demo)
         assert folder.parent == tmp_path / "root" / "ctxengine-cache" / "projects" and folder.is_dir()
         assert oct(folder.stat().st_mode & 0o777) == "0o700"
         capsys.readouterr()
@@ -408,13 +408,13 @@ def test_cli_flags_stats_and_clear(demo, tmp_path, monkeypatch, capsys):
         assert main(["cache", "stats"]) == 0
         assert os.path.realpath(demo) in capsys.readouterr().out
         assert main(["build", str(demo), "--request", "x", "--cache-dir", str(tmp_path / "mine")]) == 0
-        assert cache.store_dir(pf(tmp_path / "mine")).is_dir()
+        assert caching.store_dir(pf(tmp_path / "mine")).is_dir()
         assert main(["cache", "clear"]) == 2
         assert main(["cache", "clear", str(demo)]) == 0 and not folder.exists()
         assert main(["cache", "clear", "--cache-dir", str(tmp_path / "mine")]) == 0
-        assert cache.all_cache_dirs(cache.cache_root(tmp_path / "mine")) == [] and (tmp_path / "mine").is_dir()
+        assert caching.all_cache_dirs(caching.cache_root(tmp_path / "mine")) == [] and (tmp_path / "mine").is_dir()
         assert main(["build", str(demo), "--request", "x"]) == 0  # a cleared folder is made again
-        assert main(["cache", "clear", "--all"]) == 0 and cache.all_cache_dirs() == []
+        assert main(["cache", "clear", "--all"]) == 0 and caching.all_cache_dirs() == []
     finally:
         driver.set_cache_defaults()
 
@@ -424,7 +424,7 @@ def test_the_api_builds_with_the_cache_unless_told_not_to(demo, tmp_path, monkey
 
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "root"))
     ctxengine.build_context(demo, REQUEST)
-    assert driver.last_cache_run() is not None and cache.project_cache_dir(demo).is_dir()
+    assert driver.last_cache_run() is not None and caching.project_cache_dir(demo).is_dir()
     ctxengine.build_context(demo, REQUEST, cache=False)
     assert driver.last_cache_run() is None
 
@@ -458,7 +458,7 @@ def test_loaders_always_run_and_are_never_in_the_cached_table():
 
 FINGERPRINT = """
 import sys
-from ctxengine.cache import fingerprint
+from ctxengine.caching import fingerprint
 from ctxengine.nodes.types import Section, Source
 value = {"exact": frozenset({"plan", "history", "git", "rules"}), "sections": [Section(key="k", title="T", kind="plan",
          content="x" * 10, priority=80, pool="state", sources=(Source("file", "a.md", (1, 2)),))]}
@@ -474,24 +474,24 @@ def test_fingerprints_are_equal_across_processes_and_differ_for_other_values():
         assert done.returncode == 0, done.stderr
         prints.add(done.stdout.strip())
     assert len(prints) == 1
-    assert cache.fingerprint((1, "a")) != cache.fingerprint((1, "b")) != cache.fingerprint([1, "b"])
-    assert cache.fingerprint({"a": 1}) != cache.fingerprint({"a": True})
+    assert caching.fingerprint((1, "a")) != caching.fingerprint((1, "b")) != caching.fingerprint([1, "b"])
+    assert caching.fingerprint({"a": 1}) != caching.fingerprint({"a": True})
 
     def closure(n):
         return lambda: n
 
-    assert cache.fingerprint(closure(1)) != cache.fingerprint(closure(2))
-    assert cache.fingerprint(closure(1)) == cache.fingerprint(closure(1))
+    assert caching.fingerprint(closure(1)) != caching.fingerprint(closure(2))
+    assert caching.fingerprint(closure(1)) == caching.fingerprint(closure(1))
 
 
 def test_a_long_tuple_is_fingerprinted_by_its_chunks():
     from ctxengine.nodes.lib.monitor import RoundUse
 
     uses = tuple(RoundUse(i, 10 + i, 10 + i, 0) for i in range(300))  # three chunks: 128, 128, 44
-    first = cache.fingerprint(uses)
-    assert first == cache.fingerprint(tuple(RoundUse(i, 10 + i, 10 + i, 0) for i in range(300)))  # by content
+    first = caching.fingerprint(uses)
+    assert first == caching.fingerprint(tuple(RoundUse(i, 10 + i, 10 + i, 0) for i in range(300)))  # by content
     grown = uses + (RoundUse(300, 7, 7, 0),)
-    assert cache.fingerprint(grown) not in (first, cache.fingerprint(uses[:-1] + (RoundUse(299, 1, 1, 0),)))
+    assert caching.fingerprint(grown) not in (first, caching.fingerprint(uses[:-1] + (RoundUse(299, 1, 1, 0),)))
 
 
 def test_a_round_is_fingerprinted_by_the_digest_set_when_it_was_made_here_and_in_hamilton():
@@ -501,20 +501,25 @@ def test_a_round_is_fingerprinted_by_the_digest_set_when_it_was_made_here_and_in
     from ctxengine.nodes.types import Message, Round
 
     made = digested(Round(1, (Message("user", "hi", 1),)), b"its stretch")
-    assert cache.fingerprint(made) == "r" + made.digest.hex() == fingerprinting.hash_value(made)
+    assert caching.fingerprint(made) == "r" + made.digest.hex() == fingerprinting.hash_value(made)
     other = digested(Round(1, (Message("user", "hi", 1),)), b"another stretch")
-    assert cache.fingerprint(other) != cache.fingerprint(made)
+    assert caching.fingerprint(other) != caching.fingerprint(made)
     plain = Round(1, (Message("user", "hi", 1),))  # made elsewhere: by its pickle
-    assert cache.fingerprint(plain) == cache.fingerprint(Round(1, (Message("user", "hi", 1),)))
-    assert cache.fingerprint(plain) != cache.fingerprint(Round(1, (Message("user", "ho", 1),)))
+    assert caching.fingerprint(plain) == caching.fingerprint(Round(1, (Message("user", "hi", 1),)))
+    assert caching.fingerprint(plain) != caching.fingerprint(Round(1, (Message("user", "ho", 1),)))
+    # a tuple of rounds: by their digests, one hash; a round made without one counts by its content
+    assert caching.fingerprint((made, made)) != caching.fingerprint((made, other))
+    assert caching.fingerprint((plain, plain)) != caching.fingerprint((plain, Round(1, (Message("user", "ho", 1),))))
+    long = tuple(digested(Round(i, (Message("user", "hi", i),)), str(i).encode()) for i in range(300))
+    assert caching.fingerprint(long) != caching.fingerprint(long[:-1] + (plain,))
 
 
 def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
     rows = tuple({"n": i} for i in range(200))
-    before = cache.fingerprint(rows)
+    before = caching.fingerprint(rows)
     rows[3]["n"] = -1  # the same objects, changed in place
-    assert cache.fingerprint(rows) != before
-    assert cache.fingerprint(tuple(f"text {i}" for i in range(200))) == cache.fingerprint(
+    assert caching.fingerprint(rows) != before
+    assert caching.fingerprint(tuple(f"text {i}" for i in range(200))) == caching.fingerprint(
         tuple("".join(["text ", str(i)]) for i in range(200)))  # other str objects, same content
 
 
@@ -524,7 +529,7 @@ def test_a_large_text_is_hashed_once_a_run_and_its_digest_is_its_sha256(monkeypa
     text = "a fitted context line, é\n" * 4000
     assert digest.text_digest(text) == hashlib.sha256(text.encode("utf-8")).digest()[:16]
     hashed = []
-    monkeypatch.setattr(cache, "text_digest", lambda t: hashed.append(len(t)) or digest.text_digest(t))
+    monkeypatch.setattr(caching.fingerprints, "text_digest", lambda t: hashed.append(len(t)) or digest.text_digest(t))
     memo: dict = {}
-    assert cache.fingerprint((text, [text]), memo) == cache.fingerprint((text, [text]), memo)
+    assert caching.fingerprint((text, [text]), memo) == caching.fingerprint((text, [text]), memo)
     assert len(hashed) == 1  # one run (one memo): hashed once, wherever it sits

@@ -27,7 +27,7 @@ import pytest
 
 import ctxengine
 from conftest import DEMO
-from ctxengine import cache, driver
+from ctxengine import caching, driver
 from ctxengine.cli import main
 from ctxengine.nodes.lib import usercache
 from ctxengine.nodes.types import CtxEngineError
@@ -88,11 +88,11 @@ def test_a_cache_dir_full_of_the_user_s_files_keeps_every_one(demo, tmp_path, ca
     lookalike = folder / "0.0.9-feedfacecafe"  # named as a code version, without ctxengine's marker
     lookalike.mkdir()
     (lookalike / "mine.txt").write_text("the user's")
-    cache.prune(folder, 1 << 30)
+    caching.prune(folder, 1 << 30)
     assert (lookalike / "mine.txt").is_file()
     assert main(["cache", "clear", "--cache-dir", str(given)]) == 0
     assert tree(given) == before and usercache.marked(given / usercache.SUBFOLDER)
-    assert sorted(os.listdir(given / usercache.SUBFOLDER / cache.PROJECTS)) == ["CACHEDIR.TAG"]
+    assert sorted(os.listdir(given / usercache.SUBFOLDER / caching.PROJECTS)) == ["CACHEDIR.TAG"]
 
 
 def test_the_working_folder_as_cache_dir(demo, tmp_path, monkeypatch, capsys):
@@ -144,7 +144,7 @@ def _poison(given: Path, project: Path, marker: Path) -> None:
     that runs a command: signed as an attacker can (the old unkeyed digest, their own key)."""
     folder = Path(driver.cache_dir_for(project, given))
     bad = pickle.dumps(_Boom(marker))
-    with contextlib.closing(sqlite3.connect(cache.store_dir(folder) / cache.DATABASE)) as db:
+    with contextlib.closing(sqlite3.connect(caching.store_dir(folder) / caching.DATABASE)) as db:
         db.execute("UPDATE results SET payload = ?, digest = ?", (bad, hashlib.sha256(bad).digest()[:16]))
         assert db.execute("UPDATE memo SET payload = ?, mac = ?", (bad, usercache.mac(b"k" * 32, bad))).rowcount > 0
         db.commit()
@@ -163,7 +163,7 @@ def clone(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _fresh_process() -> None:
-    cache.MEMORY.clear()
+    caching.MEMORY.clear()
     driver.MEMO.clear()
 
 
@@ -223,7 +223,7 @@ def test_a_poisoned_tokenizer_pickle_is_not_loaded(tmp_path, monkeypatch, caplog
 
 
 def _pad(folder: Path, size: int) -> None:
-    (cache.store_dir(folder) / "pad.bin").write_bytes(b"\0" * size)
+    (caching.store_dir(folder) / "pad.bin").write_bytes(b"\0" * size)
 
 
 def test_a_project_s_config_bounds_its_own_folder_only(demo, tmp_path):
@@ -272,7 +272,7 @@ def test_the_total_cap_removes_folders_of_projects_gone_first(tmp_path, capsys):
 def test_a_held_write_lock_costs_a_few_seconds_then_the_build_goes_on(demo, tmp_path, caplog):
     given = tmp_path / "c"
     driver.execute(["build_result"], demo, {}, REQUEST, cache_dir=given)
-    path = cache.store_dir(Path(driver.cache_dir_for(demo, given))) / cache.DATABASE
+    path = caching.store_dir(Path(driver.cache_dir_for(demo, given))) / caching.DATABASE
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as other:
         other.execute("BEGIN IMMEDIATE")  # another process writing
         started = time.monotonic()
@@ -280,24 +280,24 @@ def test_a_held_write_lock_costs_a_few_seconds_then_the_build_goes_on(demo, tmp_
             out = driver.execute(["build_result"], demo, {}, "another request", cache_dir=given)
         took = time.monotonic() - started
         other.execute("ROLLBACK")
-    assert "another request" in out["build_result"].context and took < 3 * cache.SQLITE_TIMEOUT
+    assert "another request" in out["build_result"].context and took < 3 * caching.SQLITE_TIMEOUT
     assert sum("being written by another process" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_a_corrupt_database_is_rebuilt_with_a_warning(demo, tmp_path, caplog):
     given = tmp_path / "c"
     driver.execute(["build_result"], demo, {}, REQUEST, cache_dir=given)
-    store = cache.store_dir(Path(driver.cache_dir_for(demo, given)))
-    cache._STORES.clear()  # a fresh process
+    store = caching.store_dir(Path(driver.cache_dir_for(demo, given)))
+    caching.store._STORES.clear()  # a fresh process
     for name in os.listdir(store):
-        if name.startswith(cache.DATABASE):
+        if name.startswith(caching.DATABASE):
             (store / name).unlink()
-    (store / cache.DATABASE).write_bytes(os.urandom(8192))
+    (store / caching.DATABASE).write_bytes(os.urandom(8192))
     _fresh_process()
     with caplog.at_level(logging.WARNING, "ctxengine.cache"):
         driver.execute(["build_result"], demo, {}, REQUEST, cache_dir=given)
     assert driver.last_cache_run() is not None  # cached, not silently off
     assert any("not a valid cache database" in r.getMessage() for r in caplog.records)
-    cache.MEMORY.clear()
+    caching.MEMORY.clear()
     driver.execute(["build_result"], demo, {}, REQUEST, cache_dir=given)
     assert driver.last_cache_run().hits and not driver.last_cache_run().misses

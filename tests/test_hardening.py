@@ -61,10 +61,10 @@ def test_a_reserve_larger_than_the_window_is_a_config_error():
 
 def test_the_driver_needs_only_the_documented_inputs():
     """The three a caller gives, and the process's memo, which driver.execute supplies."""
-    from ctxengine.driver import DRIVER_INPUTS, VARIANT_KEYS
+    from ctxengine.driver import DRIVER_INPUTS
 
     required = {v.name for v in default_driver().list_available_variables() if v.is_external_input}
-    assert required - set(VARIANT_KEYS) == {"project_dir", "overrides", "user_request", "memo"} == set(DRIVER_INPUTS)
+    assert required == {"project_dir", "overrides", "user_request", "memo"} == set(DRIVER_INPUTS)
 
 
 def test_every_node_carries_a_stage_tag():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxengine import cache, driver
+from ctxengine import caching, driver
 from ctxengine.nodes.lib import usercache
 from ctxengine.nodes.lib.memo import NO_MEMO, Memo
 
@@ -24,7 +24,7 @@ OVERRIDES = {"state.maxHistoryRounds": 2, "state.summaryBlock": 1}
 def _new_process() -> None:
     """What a fresh process starts with: an empty memo, no results in memory."""
     driver.MEMO.clear()
-    cache.MEMORY.clear()
+    caching.MEMORY.clear()
 
 
 def _build(project: Path, folder: Path):
@@ -33,7 +33,7 @@ def _build(project: Path, folder: Path):
 
 
 def _db(project: Path, folder: Path) -> Path:
-    return cache.store_dir(driver.cache_dir_for(project, folder)) / cache.DATABASE
+    return caching.store_dir(driver.cache_dir_for(project, folder)) / caching.DATABASE
 
 
 @pytest.fixture
@@ -113,6 +113,6 @@ def test_a_grown_text_carries_the_digest_of_its_content():
     assert grown.digest == bytes_digest(("one\n" * 10 + "two\n").encode()) == text_digest(str(grown))
     assert text_digest(grown) == grown.digest != first.digest
     assert texts.text("k", b"one\n" * 10 + b"two\n", make, safe)[0] is grown  # unchanged: the same text
-    assert cache.fingerprint({"t": grown}) != cache.fingerprint({"t": first})
+    assert caching.fingerprint({"t": grown}) != caching.fingerprint({"t": first})
     again = pickle.loads(pickle.dumps(grown))
     assert again == grown and type(again) is str  # pickles as a plain text

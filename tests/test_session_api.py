@@ -35,8 +35,8 @@ def shared_driver(monkeypatch):
     modules = tuple(driver.NODE_MODULES) + extra
 
     @lru_cache(maxsize=8)
-    def driver_for(variant_items=()):
-        return driver.build_driver(dict(variant_items), modules=modules)
+    def driver_for(cached=False, swaps=()):
+        return driver.build_driver(modules=modules, cached=cached, swaps=swaps)
 
     monkeypatch.setattr(driver, "driver_for", driver_for)
     yield

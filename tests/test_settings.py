@@ -12,7 +12,7 @@ import pytest
 from hamilton.caching.fingerprinting import hash_value
 
 import ctxengine
-from ctxengine import cache, driver
+from ctxengine import caching, driver
 from ctxengine.nodes import settings as settings_nodes
 from ctxengine.nodes.config import defaults
 from ctxengine.nodes.lib.settings import FrozenMap, frozen
@@ -64,10 +64,10 @@ def test_a_changed_key_changes_only_the_settings_that_read_it(project, baseline,
     assert differ == changed
     for name in set(SETTINGS) - changed:  # equal values, so equal cache keys for their readers
         assert hash_value(after[name]) == hash_value(baseline[name])
-        assert cache.fingerprint(after[name]) == cache.fingerprint(baseline[name])
+        assert caching.fingerprint(after[name]) == caching.fingerprint(baseline[name])
     for name in changed:
         assert hash_value(after[name]) != hash_value(baseline[name])
-        assert cache.fingerprint(after[name]) != cache.fingerprint(baseline[name])
+        assert caching.fingerprint(after[name]) != caching.fingerprint(baseline[name])
 
 
 def test_a_template_key_leaves_truncation_settings_equal_and_a_truncation_key_leaves_render_settings(project,

@@ -356,8 +356,8 @@ def test_no_node_writes_tokenizer_files_the_driver_keeps_them_after_the_run(tmp_
     assert tokens._cached_encoding("o200k_base_offline").encode("hello world") == [24912, 2375]
     assert not root.exists()
     written: list[str] = []
-    real_write = tokens.write_atomically
-    monkeypatch.setattr(tokens, "write_atomically", lambda path, data: (written.append(path), real_write(path, data)))
+    real_write = tokens.write_private
+    monkeypatch.setattr(tokens, "write_private", lambda path, data: (written.append(path), real_write(path, data)))
     monkeypatch.setattr(driver, "keep_tokenizer_files", lambda config: None)  # the nodes alone
     driver.execute(["build_result"], DEMO, {"model": "gpt-4o", "budget.maxTokens": 1200}, "Fix it", cache=False)
     assert written == []

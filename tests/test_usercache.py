@@ -59,15 +59,15 @@ def test_a_relative_cache_root_from_the_environment_is_refused_or_ignored(tmp_pa
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", ".ctxcache")
     with pytest.raises(usercache.CacheFolderError, match=r"CTXENGINE_CACHE_DIR.*relative path"):
-        usercache.user_cache_root()
+        usercache.cache_root()
     monkeypatch.delenv("CTXENGINE_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", "rel-cache")  # the XDG spec: a relative path is ignored
-    assert usercache.user_cache_root() == tmp_path / "home" / ".cache" / "ctxengine"
+    assert usercache.cache_root() == tmp_path / "home" / ".cache" / "ctxengine"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert usercache.user_cache_root() == tmp_path / "xdg" / "ctxengine"
+    assert usercache.cache_root() == tmp_path / "xdg" / "ctxengine"
     monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "mine"))
-    assert usercache.user_cache_root() == tmp_path / "mine" / "ctxengine-cache"  # a folder of its own inside
+    assert usercache.cache_root() == tmp_path / "mine" / "ctxengine-cache"  # a folder of its own inside
 
 
 def test_the_key_is_private_made_once_and_a_foreign_one_is_refused(tmp_path, monkeypatch):

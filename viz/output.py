@@ -30,12 +30,12 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
+from ..nodes.lib.atomic import file_object, replacing
 from ..nodes.types import CtxEngineError
 from .dot import dot_program, piped_through_dot
 
@@ -153,37 +153,21 @@ def output_file(
         with _streamed(where, output, option, binary) as fh:
             yield fh
         return
-    path = where.path
+    path, entered = where.path, False
     try:
-        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with replacing(path, binary=binary, keep_on_interrupt=keep_on_interrupt) as fh:
+            entered = True
+            yield fh
     except OSError as exc:
-        raise CtxEngineError(
-            f"{option} {os.fspath(output)!r}: cannot create a file in {os.fspath(path.parent)!r} "
-            f"({exc.strerror}); choose a folder you can write to"
-        ) from None
-    committed = False
-    try:
-        with _file_object(handle, binary) as fh:
-            try:
-                yield fh
-            except KeyboardInterrupt:
-                if not keep_on_interrupt:
-                    raise
-                fh.flush()
-                _commit(temp, path)
-                committed = True
-                raise
-        _commit(temp, path)
-        committed = True
-    except OSError as exc:
+        if not entered:
+            raise CtxEngineError(
+                f"{option} {os.fspath(output)!r}: cannot create a file in {os.fspath(path.parent)!r} "
+                f"({exc.strerror}); choose a folder you can write to"
+            ) from None
         raise OutputWriteError(
             f"{option} {os.fspath(output)!r}: cannot write ({exc.strerror or exc}); "
             + ("the old file is unchanged" if path.exists() else "nothing was written")
         ) from None
-    finally:
-        if not committed:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
 
 
 def write_output(output: str | os.PathLike, data: str | bytes, option: str = "-o") -> Path:
@@ -231,11 +215,6 @@ def rendered(digraph, fmt: str, option: str = "-o", dot: str | None = None,
         raise OutputWriteError(f"{option}: graphviz 'dot' could not be run; write a .dot file instead") from None
 
 
-def _file_object(handle: int, binary: bool) -> IO:
-    """A file object owning the descriptor ``handle``: bytes, or UTF-8 text with no newline translation."""
-    return os.fdopen(handle, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": ""}))
-
-
 @contextlib.contextmanager
 def _streamed(where: Destination, output: str | os.PathLike, option: str, binary: bool) -> Iterator[IO]:
     """A file object over a device, a FIFO or one of this process's descriptors, written as it
@@ -253,7 +232,7 @@ def _streamed(where: Destination, output: str | os.PathLike, option: str, binary
     else:
         handle = _open_in_place(where.path, shown, option)
     try:
-        with _file_object(handle, binary) as fh:
+        with file_object(handle, binary) as fh:
             yield fh
     except OSError as exc:
         problem = "the reader closed it" if isinstance(exc, BrokenPipeError) else exc.strerror or str(exc)
@@ -280,15 +259,3 @@ def _open_in_place(path: Path, shown: str, option: str) -> int:
             time.sleep(0.02)
     fcntl.fcntl(handle, fcntl.F_SETFL, fcntl.fcntl(handle, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     return handle
-
-
-def _commit(temp: str, path: Path) -> None:
-    """Give the new file the mode the old one had (else the umask's), then rename it into place."""
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    os.chmod(temp, mode)
-    os.replace(temp, path)

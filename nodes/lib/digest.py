@@ -3,7 +3,7 @@ on a 4 MB transcript here), cut to 16 bytes, for memo and cache keys.
 
 A round's digest is computed once, when it is made (:func:`digested`), and kept on the round
 (``Round.digest``): the memo's keys of values made from a round and Hamilton's fingerprint of
-it (``ctxengine.cache``) read it instead of hashing the round again.
+it (``ctxengine.caching``) read it instead of hashing the round again.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from functools import lru_cache, partial
 from importlib import resources
 
 from .quote import quoted
-from .usercache import (MAC_BYTES, cache_key, existing_cache_key, mac, mac_ok, trusted_file, user_cache_dir,
-                        user_cache_root, write_atomically)
+from .usercache import (MAC_BYTES, cache_key, cache_root, existing_cache_key, mac, mac_ok, trusted_file, user_cache_dir,
+                        write_private)
 from ..types import BudgetReport
 from .yamlio import load_yaml
 
@@ -360,12 +360,12 @@ def _encoding_file(name: str) -> str:
     import tiktoken
 
     _, source = _constructor(name)
-    return os.path.join(user_cache_root(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
+    return os.path.join(cache_root(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
 
 
 def _table_marker(encoding: str, path: str) -> str:
     """The file remembering that the bundled table at ``path`` was checked (not created)."""
-    return os.path.join(user_cache_root(), f"{encoding}-{_stamp(path)}.sha256")
+    return os.path.join(cache_root(), f"{encoding}-{_stamp(path)}.sha256")
 
 
 def keep_tokenizer_files(encoding: str) -> None:
@@ -382,7 +382,7 @@ def keep_tokenizer_files(encoding: str) -> None:
             marker = _table_marker(base, path)
             if not trusted_file(marker):
                 verified_table_path(base)  # checks it again (once per table file), never writes
-                write_atomically(os.path.join(user_cache_dir(), os.path.basename(marker)),
+                write_private(os.path.join(user_cache_dir(), os.path.basename(marker)),
                                  BUNDLED_TABLES[base][1].encode("ascii"))
         if name.endswith("_offline") and _encoding.cache_info().currsize and not trusted_file(_encoding_file(name)):
             built = _encoding(name)  # this process's Encoding (made by an encode or decode)
@@ -390,7 +390,7 @@ def keep_tokenizer_files(encoding: str) -> None:
                                  "mergeable_ranks": built._mergeable_ranks,
                                  "special_tokens": built._special_tokens}, protocol=pickle.HIGHEST_PROTOCOL)
             target = os.path.join(user_cache_dir(), os.path.basename(_encoding_file(name)))
-            write_atomically(target, mac(cache_key(), body) + body)
+            write_private(target, mac(cache_key(), body) + body)
     except (OSError, TableError):  # an unwritable cache or a bad table (warned by the build): next time
         pass
 

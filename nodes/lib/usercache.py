@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..types import CtxEngineError
+from .atomic import write_atomically
 
 CACHE_ENV = "CTXENGINE_CACHE_DIR"
 #: The folder ctxengine makes inside a folder the user gives.
@@ -62,31 +63,29 @@ class CacheFolderError(CtxEngineError, OSError):
 # ----------------------------------------------------------------------------- where
 
 
-def user_cache_root() -> Path:
-    """The user's cache root (not created): ``$CTXENGINE_CACHE_DIR/ctxengine-cache``, else
-    ``$XDG_CACHE_HOME/ctxengine`` (an absolute one), else ``~/.cache/ctxengine``. A relative
-    ``$CTXENGINE_CACHE_DIR`` is a :class:`CacheFolderError`."""
-    named = os.environ.get(CACHE_ENV, "")
-    if named:
-        return cache_root_in(named, f"${CACHE_ENV}")
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cache root (not created), the one resolver: ``cache_dir/ctxengine-cache`` for a folder
+    given (``--cache-dir``, ``cache_dir=``), else ``$CTXENGINE_CACHE_DIR/ctxengine-cache``, else
+    ``$XDG_CACHE_HOME/ctxengine`` (an absolute one), else ``~/.cache/ctxengine``. A folder given
+    must be absolute (the CLI and the API resolve a relative --cache-dir against the working
+    folder first; a relative ``$CTXENGINE_CACHE_DIR`` would follow the working folder, which an
+    agent sets to the project): else a :class:`CacheFolderError` naming where it came from."""
+    origin = "--cache-dir"
+    if cache_dir is None and os.environ.get(CACHE_ENV, ""):
+        cache_dir, origin = os.environ[CACHE_ENV], f"${CACHE_ENV}"
+    if cache_dir is not None:
+        text = os.fspath(cache_dir)
+        if not os.path.isabs(text):
+            raise CacheFolderError(f"{origin}: {text!r} is a relative path, which would follow the working folder "
+                                   "(an agent's is the project); give an absolute folder")
+        return Path(os.path.normpath(text)) / SUBFOLDER
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
     return Path(os.path.normpath(base)) / "ctxengine"
 
 
-def cache_root_in(folder: str | os.PathLike, origin: str) -> Path:
-    """The folder ctxengine works in inside a folder the user gave (``origin`` names where it
-    came from): ``folder/ctxengine-cache``. ``folder`` must be absolute (the CLI resolves a
-    relative --cache-dir against the working folder first)."""
-    text = os.fspath(folder)
-    if not os.path.isabs(text):
-        raise CacheFolderError(f"{origin}: {text!r} is a relative path, which would follow the working folder "
-                               "(an agent's is the project); give an absolute folder")
-    return Path(os.path.normpath(text)) / SUBFOLDER
-
-
 def open_root(root: Path) -> Path:
-    """``root`` (a path of :func:`user_cache_root` or :func:`cache_root_in`) created and marked,
+    """``root`` (a path of :func:`cache_root`) created and marked,
     or entered when it is ctxengine's (see :func:`owned_folder`). The folder the user gave
     (``root``'s parent, for ``ctxengine-cache``) must not be a symbolic link."""
     if root.name == SUBFOLDER:
@@ -126,7 +125,7 @@ def owned_folder(path: Path, kind: str, adopt: bool = False) -> Path:
         raise CacheFolderError(f"cache folder {path} is writable by other users or not yours; "
                                "fix its permissions (chmod 700) or pass another --cache-dir")
     if made or (adopt and not marked(path)):
-        write_atomically(str(path / MARKER), _SIGNATURE + _MARKER_LINE % kind.encode())
+        write_private(path / MARKER, _SIGNATURE + _MARKER_LINE % kind.encode())
     elif not marked(path):
         raise CacheFolderError(f"cache folder {path} was not made by ctxengine (it has no {MARKER}); "
                                "remove it or pass another --cache-dir")
@@ -163,8 +162,8 @@ def remove_owned(folder: Path, name: re.Pattern[str]) -> bool:
 
 
 def user_cache_dir() -> str:
-    """The user's ctxengine cache root (created and marked; see :func:`user_cache_root`)."""
-    return str(open_root(user_cache_root()))
+    """The user's ctxengine cache root (created and marked; see :func:`cache_root`)."""
+    return str(open_root(cache_root()))
 
 
 # ----------------------------------------------------------------------------- trust
@@ -199,7 +198,7 @@ def existing_cache_key() -> bytes | None:
     """The user's key (see :func:`cache_key`) when it exists; None when it does not or cannot be
     used. Nothing is created: for readers that run inside the graph."""
     try:
-        return _read_key(user_cache_root() / KEY_FILE)
+        return _read_key(cache_root() / KEY_FILE)
     except OSError:  # missing, refused (CacheFolderError is one) or unreadable
         return None
 
@@ -244,17 +243,10 @@ def trusted_file(path: str) -> bool:
             and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """``data`` as the content of ``path`` (a reader sees the old file or the new one, whole)."""
-    handle, temp = tempfile.mkstemp(dir=os.path.dirname(path))
-    try:
-        with os.fdopen(handle, "wb") as fh:
-            fh.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+def write_private(path: str | os.PathLike, data: bytes | str) -> None:
+    """``data`` as the whole content of the cache file ``path`` (:func:`.atomic.write_atomically`),
+    readable by this user only when it is new (mode 0600)."""
+    write_atomically(path, data, mode=0o600)
 
 
 def program_output(program: str, args: tuple[str, ...], run: Callable[[], str | None]) -> str | None:
@@ -281,7 +273,7 @@ def program_output(program: str, args: tuple[str, ...], run: Callable[[], str | 
         while len(outputs) > _PROGRAMS_MAX:
             outputs.pop(next(iter(outputs)))
         try:
-            write_atomically(os.path.join(user_cache_dir(), _PROGRAMS), json.dumps(outputs).encode("utf-8"))
+            write_private(os.path.join(user_cache_dir(), _PROGRAMS), json.dumps(outputs).encode("utf-8"))
         except OSError:
             pass  # a read-only home: the program runs again next time
     return value

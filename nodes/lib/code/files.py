@@ -2,7 +2,7 @@
 
 Each text's digest is computed once, as it is read: it keys the file's tags in the memo
 (tags.py ``tags_digest``), and the digest of them all is the value's fingerprint for
-Hamilton's cache (pipeline/cache.py), so thousands of texts are never hashed twice.
+Hamilton's cache (pipeline/caching/), so thousands of texts are never hashed twice.
 """
 
 from __future__ import annotations

@@ -1,0 +1,583 @@
+"""The results of one cache folder: an SQLite store beside Hamilton's metadata, a memory layer
+in front of it, lazy hits, shared chunks, and the stores of each folder of a process.
+
+A build's results and metadata are written in one SQLite transaction after it (WAL; a
+concurrent writer is waited for a few seconds, then the build's results are not stored, with a
+warning); a result is unpickled only when its HMAC under the user's key checks, else it is
+discarded and rebuilt (one warning); a database that is not one is rebuilt (one warning). Hits
+come from a memory layer in a warm process and are unpickled only when needed. A project's
+folder is bounded by its ``cache.maxBytes`` (:func:`prune`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import io
+import logging
+import os
+import pickle
+import sqlite3
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from cachetools import LRUCache
+from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
+from hamilton.caching.stores.sqlite import SQLiteMetadataStore
+
+from ..nodes.lib import usercache
+from ..nodes.lib.memo import MemoTable
+from .fingerprints import SHARED_MIN_ITEMS, _Unhashable, chunk_fingerprint, chunks_of, long_text_digest
+from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
+                      open_project_folder)
+from . import folders
+
+#: Runs whose history rows stay in the metadata store.
+KEEP_RUNS = 20
+#: Builds of one process between two prunings of a folder it has not written much to.
+PRUNE_EVERY = 50
+
+#: Pickled bytes of results the memory layer of one process keeps (least recently used out).
+MEMORY_MAX_BYTES = 64 << 20
+_UNSET = object()
+
+
+class StaleResult(Exception):
+    """A stored result whose pickle no longer loads (found only when a node needed its value)."""
+
+    def __init__(self, data_version: str, reason: str) -> None:
+        super().__init__(f"cached result {data_version} does not load: {reason}")
+        self.data_version = data_version
+
+
+class Lazy:
+    """A stored result read from disk but not unpickled yet. A hit whose dependents are all hits
+    too is never unpickled (the 4 MB parsed transcript of an unchanged rebuild); a node that
+    runs gets the value (:func:`materialize`), as does the caller of the driver."""
+
+    __slots__ = ("data_version", "_payload", "_value", "_store")
+
+    def __init__(self, data_version: str, payload: bytes, store: "SQLiteResultStore") -> None:
+        self.data_version, self._payload, self._value, self._store = data_version, payload, _UNSET, store
+
+    def load(self) -> Any:
+        if self._value is _UNSET:
+            try:
+                self._value = self._store.loads(self._payload)
+            except Exception as exc:  # noqa: BLE001 - a shared part pruned, a class changed outside the nodes
+                raise StaleResult(self.data_version, f"{type(exc).__name__}: {exc}") from None
+            MEMORY.put(self.data_version, self._value, len(self._payload))
+            self._payload = b""
+        return self._value
+
+
+#: A text this long (characters) is stored once by its digest and referred to by every value
+#: holding it (the fitted context sits in half a dozen values of a build).
+SHARED_MIN_CHARS = 1 << 16
+_SHARED = "shared-"
+
+
+class _SharingPickler(pickle.Pickler):
+    """Pickles a value with each long tuple in it replaced by the keys of its chunks, and each
+    long text by its key (``fingerprints``: the run's, see :func:`.fingerprints.fingerprint`)."""
+
+    def __init__(self, file, store: "SQLiteResultStore", fingerprints: dict) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.store, self.fingerprints = store, fingerprints
+
+    def persistent_id(self, obj: Any) -> tuple | str | None:
+        kind = type(obj)
+        if kind is tuple and len(obj) >= SHARED_MIN_ITEMS:
+            return self.store.chunk_keys(obj, self.fingerprints)
+        if kind is str and len(obj) >= SHARED_MIN_CHARS:
+            return self.store.text_key(obj, self.fingerprints)
+        return None
+
+
+class _SharingUnpickler(pickle.Unpickler):
+    def __init__(self, file, store: "SQLiteResultStore") -> None:
+        super().__init__(file)
+        self.store = store
+
+    def persistent_load(self, pid: tuple | str) -> Any:
+        return self.store.shared(pid) if isinstance(pid, str) else self.store.joined(pid)
+
+
+def materialize(value: Any) -> Any:
+    """``value``, unpickled first when it is a :class:`Lazy` stored result."""
+    return value.load() if type(value) is Lazy else value
+
+
+class MemoryLayer:
+    """Results by data version in this process, in front of the folders (a data version is a
+    fingerprint of the value, so it names the same value in any folder): a warm process (the
+    API, a Session, a server) serves a hit without reading or unpickling a file. Bounded by the
+    pickled size of what it holds (cachetools' LRU cache); nodes never mutate their inputs, so
+    values are shared."""
+
+    def __init__(self, max_bytes: int = MEMORY_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self.clear()
+
+    @property
+    def bytes(self) -> int:
+        """The pickled bytes of the values held."""
+        return self._items.currsize
+
+    def __contains__(self, data_version: str) -> bool:
+        return data_version in self._items
+
+    def get(self, data_version: str) -> Any:
+        """The value, or :data:`_UNSET`."""
+        with self._lock:
+            return self._items.get(data_version, (_UNSET,))[0]
+
+    def put(self, data_version: str, value: Any, size: int) -> None:
+        if size <= self.max_bytes // 4:  # one value never pushes out everything else
+            with self._lock:
+                self._items[data_version] = (value, size)
+
+    def discard(self, data_version: str) -> None:
+        with self._lock:
+            self._items.pop(data_version, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=lambda item: item[1])
+
+
+#: The memory layer of this process (``MEMORY.clear()`` empties it).
+MEMORY = MemoryLayer()
+
+
+class SQLiteResultStore(ResultStore):
+    """Results as rows of the folder's SQLite file, beside Hamilton's metadata: a build's new
+    results and their metadata are written in one transaction after it (one file per result
+    and a commit per node cost more than the build), so two processes sharing the folder see
+    either all of a build's results or none. Each row keeps a digest of its pickle: a torn or
+    foreign row is a retrieval error, so the node recomputes. A hit comes from :data:`MEMORY`,
+    else its row is read and checked but unpickled only when a value is needed
+    (:class:`Lazy`); its time of last use (for pruning, least recently used first) is
+    refreshed at most once an hour, so an unchanged rebuild writes almost nothing."""
+
+    TOUCH_AFTER = 3600.0
+
+    def __init__(self, metadata: "_MetadataStore", key: bytes) -> None:
+        self.metadata = metadata
+        self.key = key  # the user's MAC key (usercache.cache_key): a row whose MAC fails is never unpickled
+        self.warned = False  # a forged row was reported in this build
+        self.written = 0  # bytes stored by this process since the last prune
+        self._pending: dict[str, bytes] = {}
+        self._touched: set[str] = set()
+        self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
+        #: the memo's table (nodes/lib/memo.py), written with the results
+        self.memo_table = MemoTable(lambda: metadata.connection, key, str(metadata.folder / DATABASE))
+        with contextlib.suppress(sqlite3.Error):
+            metadata.connection.execute(
+                "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
+                "payload BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL)")
+            metadata.connection.commit()
+
+    def sign(self, data_version: str, payload: bytes) -> bytes:
+        """The MAC of a row: its data version and pickle, under the user's key."""
+        return usercache.mac(self.key, data_version.encode("utf-8", "surrogatepass"), payload)
+
+    def _authentic(self, data_version: str, tag: bytes, payload: bytes) -> bool:
+        """Whether a row's MAC checks; a row that fails is reported (once a build), then
+        discarded by the caller and rebuilt: it was not written by this user's ctxengine."""
+        if usercache.mac_ok(self.key, tag, data_version.encode("utf-8", "surrogatepass"), payload):
+            return True
+        if not self.warned:
+            self.warned = True
+            _WARN.warning("warning: cache: a stored result in %s does not carry this user's MAC (written by "
+                          "someone else, or torn); it is discarded and rebuilt", self.metadata.folder)
+        return False
+
+    def _row(self, data_version: str, columns: str):
+        try:
+            return self.metadata.connection.execute(
+                f"SELECT {columns} FROM results WHERE data_version = ?", (data_version,)).fetchone()
+        except sqlite3.Error:
+            return None
+
+    def exists(self, data_version: str) -> bool:
+        """Whether a hit can be served (from memory, which holds values by content, or this folder)."""
+        return data_version in MEMORY or self.stored(data_version)
+
+    def stored(self, data_version: str) -> bool:
+        """Whether this folder holds the result (or will, after the flush)."""
+        return data_version in self._pending or self._row(data_version, "1") is not None
+
+    def set(self, data_version: str, result: Any, saver_cls=None, loader_cls=None, fingerprints: dict | None = None,
+            **kwargs) -> None:
+        """Keep a result for the flush after the build; one that does not pickle is not cached.
+        ``fingerprints``: the run's (the adapter's), so that a tuple or text shared by many values
+        is fingerprinted once a run."""
+        if saver_cls is not None:
+            return  # @cache(format=...) materializers: not used by ctxengine's nodes
+        try:
+            result = materialize(result)
+            buffer = io.BytesIO()
+            _SharingPickler(buffer, self, {} if fingerprints is None else fingerprints).dump(result)
+            payload = buffer.getvalue()
+        except Exception as exc:  # noqa: BLE001 - an unpicklable value never fails a build
+            _LOGGER.debug("result %s not cached: %s", data_version, exc)
+            return
+        MEMORY.put(data_version, result, len(payload))
+        self._pending[data_version] = payload
+
+    def chunk_keys(self, items: tuple, fingerprints: dict) -> tuple[str, ...] | None:
+        """The keys of the chunks of a long tuple, each stored once in this folder (and kept as
+        recent as the values that refer to it), computed once a run (``fingerprints``: the run's);
+        None when part of it cannot be fingerprinted."""
+        known = fingerprints.get(("chunks", id(items)))
+        if known is not None and known[0] is items:
+            return known[1]
+        keys = []
+        for part in chunks_of(items):
+            try:
+                fp = chunk_fingerprint(part, fingerprints)
+            except _Unhashable:
+                return None
+            keys.append(_SHARED + fp)
+            self._keep_shared(keys[-1], part)
+        fingerprints[("chunks", id(items))] = (items, tuple(keys))
+        return tuple(keys)
+
+    def _keep_shared(self, key: str, part: tuple | str) -> None:
+        if key in self._pending or key in self._shared_here:
+            return
+        row = self._row(key, "used")
+        if row is None:
+            data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
+            self._pending[key] = data
+            MEMORY.put(key, part, len(data))
+        else:  # as recent as the value now stored that refers to it: pruning never takes it first
+            self._touched.add(key)
+        self._shared_here.add(key)
+
+    def text_key(self, text: str, fingerprints: dict) -> str:
+        """The key of a long text stored once in this folder (kept as recent as what refers to it)."""
+        key = _SHARED + "t" + long_text_digest(text, fingerprints).hex()
+        self._keep_shared(key, text)
+        return key
+
+    def joined(self, keys: tuple[str, ...]) -> tuple:
+        """A long tuple from its chunks (from memory, else each unpickled from its row once)."""
+        return tuple(item for key in keys for item in self.shared(key))
+
+    def shared(self, key: str) -> Any:
+        """A shared part: from memory, else unpickled from its row (checked) once."""
+        value = MEMORY.get(key)
+        if value is _UNSET:
+            payload = self._pending.get(key)
+            if payload is None:
+                row = self._row(key, "digest, payload")
+                if row is None or not self._authentic(key, row[0], row[1]):
+                    raise ResultRetrievalError(f"shared part {key} is gone, torn or not ours")
+                payload = row[1]
+            value = pickle.loads(payload)
+            MEMORY.put(key, value, len(payload))
+        return value
+
+    def loads(self, payload: bytes) -> Any:
+        return _SharingUnpickler(io.BytesIO(payload), self).load()
+
+    def get(self, data_version: str, **kwargs) -> Any:
+        value = MEMORY.get(data_version)
+        if value is not _UNSET:
+            return value
+        payload = self._pending.get(data_version)
+        if payload is None:
+            row = self._row(data_version, "digest, payload, used")
+            if row is None:
+                raise ResultRetrievalError(f"result {data_version} is gone")
+            tag, payload, used = row
+            if not self._authentic(data_version, tag, payload):
+                raise ResultRetrievalError(f"result {data_version} is torn or not ours")
+            if used < _now() - self.TOUCH_AFTER:
+                self._touched.add(data_version)
+        return Lazy(data_version, payload, self)
+
+    def delete(self, data_version: str) -> None:
+        MEMORY.discard(data_version)
+        self._pending.pop(data_version, None)
+        with contextlib.suppress(sqlite3.Error):
+            self.metadata.connection.execute("DELETE FROM results WHERE data_version = ?", (data_version,))
+            self.metadata.connection.commit()
+
+    def delete_all(self) -> None:
+        self._pending.clear()
+        with contextlib.suppress(sqlite3.Error):
+            self.metadata.connection.execute("DELETE FROM results")
+            self.metadata.connection.commit()
+
+    def flush(self, memo_entries: dict | None = None, memo_max_bytes: int = DEFAULT_MAX_BYTES // 4) -> None:
+        """Write the results kept since the last flush, with their metadata and the memo's new
+        entries (``memo_entries``, the table kept within ``memo_max_bytes``), in one transaction
+        (a failure, such as a full disk or a lock held past the timeout, forgets them)."""
+        pending, touched = self._pending, self._touched
+        self._pending, self._touched, self.warned = {}, set(), False
+        self._shared_here = set()  # within one build only: another process may prune the folder
+        rows = self.metadata.take_pending()
+        if not (pending or touched or rows or memo_entries):
+            return
+        if self.metadata.busy:  # another process held the write lock past the timeout at the start
+            _WARN.warning("warning: cache: %s is being written by another process; this build waited %.0f s, "
+                          "then built without storing its results", self.metadata.folder, SQLITE_TIMEOUT)
+            return
+        now = _now()
+        try:
+            cur = self.metadata.connection.cursor()
+            cur.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
+                            [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
+            cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
+            self.metadata.write_rows(cur, rows)
+            if memo_entries:
+                self.memo_table.write(cur, memo_entries, memo_max_bytes)
+            self.metadata.connection.commit()
+            self.written += sum(map(len, pending.values()))
+        except sqlite3.Error as exc:  # a full disk, a file size limit: the next build tries again
+            log = _WARN.warning if "locked" in str(exc) else _LOGGER.debug
+            log("warning: cache: this build's results were not stored in %s: %s", self.metadata.folder, exc)
+            with contextlib.suppress(sqlite3.Error):
+                self.metadata.connection.rollback()
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
+
+
+class _TunedConnection(sqlite3.Connection):
+    """A connection to a cache database (given to Hamilton's store as ``connection_kwargs``):
+    write-ahead log (readers never block), a bounded log, pages given back by pruning."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        with contextlib.suppress(sqlite3.Error):
+            if self.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (else it needs the write lock)
+                self.execute("PRAGMA auto_vacuum=INCREMENTAL")  # pruning can give pages back
+            self.execute("PRAGMA journal_size_limit=4194304")
+            self.execute("PRAGMA journal_mode=WAL")
+            self.execute("PRAGMA synchronous=NORMAL")
+
+
+class _MetadataStore(SQLiteMetadataStore):
+    """SQLite with a long busy timeout and WAL: concurrent builds wait, readers never block."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, connection_kwargs={"timeout": SQLITE_TIMEOUT, "factory": _TunedConnection})
+        self.folder = Path(path).resolve()  # the code version's folder holding the database
+        self._known: OrderedDict[str, str] = OrderedDict()  # cache key -> data version, seen by this process
+        self._pending: list[tuple] = []  # metadata rows set since the last flush
+
+    # A metadata store that cannot be read or written (disk full, file size limit, a lock held
+    # past the timeout) makes the run uncached, never failed: a failed read is a miss, a failed
+    # write is forgotten. A key this process has read or written is answered from memory (a
+    # result pruned meanwhile by another process is then missing, and recomputed).
+    def get(self, cache_key: str) -> str | None:
+        known = self._known.get(cache_key)
+        if known is not None:
+            return known
+        try:
+            found = super().get(cache_key)
+        except sqlite3.Error:
+            return None
+        if found is not None:
+            self._remember(cache_key, found)
+        return found
+
+    def _remember(self, cache_key: str, data_version: str) -> None:
+        self._known[cache_key] = data_version
+        if len(self._known) > 20_000:
+            self._known.popitem(last=False)
+
+    def set(self, *, cache_key: str, data_version: str, run_id: str, node_name: str | None = None,
+            code_version: str | None = None, **kwargs: Any) -> None:
+        """Remembered now, written by :meth:`flush` after the run: one transaction a build, not a
+        commit per node (a result is always written before the metadata pointing at it)."""
+        self._remember(cache_key, data_version)
+        self._pending.append((cache_key, run_id, node_name, code_version, data_version))
+
+    def take_pending(self) -> list[tuple]:
+        """The metadata rows set since the last call (written by :meth:`SQLiteResultStore.flush`)."""
+        pending, self._pending = self._pending, []
+        return pending
+
+    @staticmethod
+    def write_rows(cur: sqlite3.Cursor, rows: list[tuple]) -> None:
+        cur.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
+        cur.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
+                        "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
+
+    busy = False  # the write lock was held by another process past the timeout at the start of this run
+
+    def initialize(self, run_id) -> None:
+        """A run's row; when another process holds the write lock past :data:`SQLITE_TIMEOUT`,
+        the run goes on (hits are read: WAL readers never wait) and stores nothing."""
+        self.busy = False
+        try:
+            super().initialize(run_id)
+        except sqlite3.Error as exc:
+            self.busy = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+            with contextlib.suppress(sqlite3.Error):
+                self.connection.rollback()
+
+    def delete(self, cache_key: str) -> None:
+        self._known.pop(cache_key, None)
+        with contextlib.suppress(sqlite3.Error):
+            super().delete(cache_key)
+
+
+
+_LOGGER = logging.getLogger("hamilton.caching")
+#: Warnings the user sees (on stderr in the CLI): a forged entry, a busy or corrupt database.
+_WARN = logging.getLogger("ctxengine.cache")
+
+
+class Stores:
+    """The metadata and result stores of one cache folder (for the code version in use)."""
+
+    def __init__(self, cache_dir: str | os.PathLike) -> None:
+        root = open_project_folder(Path(cache_dir))
+        self.folder = os.fspath(cache_dir)
+        self.key = usercache.cache_key()
+        self.metadata = open_metadata(root)
+        self.results = SQLiteResultStore(self.metadata, self.key)
+        self.memo_table = self.results.memo_table
+        self.written_files: dict[str, str] = {}  # project.txt and last_run.json as last written
+        self.runs_since_prune: int | None = None
+
+    def forget_results(self) -> None:
+        """Delete every result and its metadata: a stored pickle that no longer loads was written
+        by code that differs from this one in a way the code version did not see."""
+        self.results.delete_all()
+        self.metadata._known.clear()
+        with contextlib.suppress(sqlite3.Error):
+            self.metadata.connection.execute("DELETE FROM cache_metadata")
+            self.metadata.connection.commit()
+
+
+def open_metadata(folder: Path) -> "_MetadataStore":
+    """The metadata store of a code version's folder; a file that is not an SQLite database
+    (garbage bytes, a torn copy) is removed and made again, with a warning."""
+    try:
+        store = _MetadataStore(str(folder))
+        store.connection.execute("SELECT COUNT(*) FROM run_ids").fetchone()
+        return store
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):
+            raise  # locked, read-only, full: not corrupt
+        _WARN.warning("warning: cache: %s is not a valid cache database (%s); it is rebuilt", folder / DATABASE, exc)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            os.unlink(folder / (DATABASE + suffix))
+    return _MetadataStore(str(folder))
+
+
+_STORES: OrderedDict[str, Stores] = OrderedDict()
+_STORES_LOCK = threading.Lock()
+_CURRENT: contextvars.ContextVar[Stores | None] = contextvars.ContextVar("ctxengine_cache_stores", default=None)
+
+
+def stores_for(cache_dir: str | os.PathLike) -> Stores:
+    """The stores of ``cache_dir``, opened once per process (the last 32 folders are kept);
+    OSError (a CacheFolderError naming the folder) or sqlite3.Error when it cannot be made or opened."""
+    key = os.path.abspath(os.fspath(cache_dir))
+    with _STORES_LOCK:
+        found = _STORES.get(key)
+        if found is not None and found.metadata.folder.name == folders.code_version():
+            _STORES.move_to_end(key)
+            return found
+    made = Stores(key)
+    with _STORES_LOCK:
+        _STORES[key] = made
+        while len(_STORES) > 32:
+            _STORES.popitem(last=False)
+    return made
+
+
+@contextlib.contextmanager
+def using(cache_dir: str | os.PathLike):
+    """Runs of a cached driver inside this block use the cache folder ``cache_dir`` (one driver
+    serves every folder: building one costs about 40 ms)."""
+    token = _CURRENT.set(stores_for(cache_dir))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+
+def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore | None = None) -> int:
+    """Bound one project's cache folder: folders of other code versions go, then the least
+    recently used results until the folder is within ``max_bytes`` (down to 80% of it); their
+    metadata and that of older runs is deleted and the file gives the space back. Returns the
+    bytes removed. Never fails a build."""
+    removed = 0
+    current = folders.code_version()
+    for child in _children(cache_dir):
+        if child.name != current:
+            size = _tree_size(child)
+            removed += size if usercache.remove_owned(child, VERSION_NAME) else 0
+    if metadata_store is None or getattr(metadata_store, "busy", False):
+        return removed
+    with contextlib.suppress(sqlite3.Error):
+        connection = metadata_store.connection
+        over = _tree_size(cache_dir) > max_bytes
+        if over:  # the space no row holds first: the write-ahead log, the pages the memo table freed
+            _give_space_back(connection)
+        for _ in range(3):  # a page holds more than its rows: measure again after giving space back
+            total = _tree_size(cache_dir)
+            dropped: list[str] = []
+            if total > max_bytes * (0.8 if over else 1.0):  # once over: down to 80%, room for some builds
+                # at equal times a value goes before the shared parts it refers to (a part is as
+                # recent as the newest value referring to it): no kept value loses a part
+                rows = connection.execute("SELECT data_version, size FROM results "
+                                          "ORDER BY used, data_version LIKE 'shared-%'").fetchall()
+                for data_version, size in rows:
+                    if total <= max_bytes * 0.8:
+                        break
+                    dropped.append(data_version)
+                    removed += size
+                    total -= size
+            _trim_metadata(connection, dropped)
+            for data_version in dropped:
+                MEMORY.discard(data_version)
+            if not dropped:
+                break
+            _give_space_back(connection)
+    return removed
+
+
+def _give_space_back(connection: sqlite3.Connection) -> None:
+    """The database file's free pages returned and its write-ahead log emptied, so that the
+    folder's size counts only what its rows hold (a build's deletes, the memo table's trim
+    among them, leave free pages that no result row accounts for)."""
+    connection.executescript("PRAGMA incremental_vacuum;")  # execute() would free one page
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+
+def _trim_metadata(connection: sqlite3.Connection, dropped: list[str]) -> None:
+    """History of the last KEEP_RUNS runs only; no metadata pointing at a removed result."""
+    cur = connection.cursor()
+    cur.execute("SELECT COUNT(*) FROM run_ids")
+    if cur.fetchone()[0] > 2 * KEEP_RUNS or dropped:
+        cur.execute("SELECT run_id FROM run_ids ORDER BY id DESC LIMIT ?", (KEEP_RUNS,))
+        keep = [row[0] for row in cur.fetchall()]
+        marks = ",".join("?" * len(keep))
+        cur.execute(f"DELETE FROM run_ids WHERE run_id NOT IN ({marks})", keep)
+        cur.execute(f"DELETE FROM history WHERE run_id NOT IN ({marks})", keep)
+        for start in range(0, len(dropped), 500):
+            chunk = dropped[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            cur.execute(f"DELETE FROM results WHERE data_version IN ({marks})", chunk)
+            cur.execute(f"DELETE FROM cache_metadata WHERE data_version IN ({marks})", chunk)
+        connection.commit()
+
+
