@@ -73,11 +73,14 @@ class Memo:
             self._rows: dict[tuple[str, bytes], tuple[Any, int]] = {}
             self._rows_bytes = 0
 
-    def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True) -> Any:
+    def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True,
+            size: int | None = None) -> Any:
         """The value of ``kind`` made from the content of ``digest``: remembered (in this process,
         else in the open table), else ``make()`` (counted in ``made[kind]``; kept, and written
         with the build when ``persist``). ``make`` must return the same value for the same
-        content, and a value nobody mutates.
+        content, and a value nobody mutates. ``size``: about the bytes the value costs, when the
+        caller knows it (the length of the text it was made from); else it is measured (a text's
+        or a scalar's at a glance, any other value's pickle).
 
         ``digest`` may be a short text itself (a piece whose tokens are counted): this process
         keeps it by the text (a dict lookup, no hashing of its bytes), and its digest
@@ -96,21 +99,32 @@ class Memo:
                         self._store(key, found, (_plain_size(found) or _SCALAR_BYTES) + _key_bytes(key) - _SCALAR_BYTES)
                 return found
         value = make()
-        self._keep(key, row_key, value, persist)
+        self._keep(key, row_key, value, persist, size)
         return value
 
     def peek(self, kind: str, digest: bytes) -> Any:
-        """The value kept under (kind, digest), or None (nothing is made or read)."""
+        """The value kept under (kind, digest) in this process, else in the open table, or None
+        (nothing is made)."""
         with self._lock:
             found = self._values.get((kind, digest))
-        return None if found is None else found[0]
+        if found is not None:
+            return found[0]
+        if self._rows or self._table is not None:
+            found = self._stored((kind, digest), (kind, digest))
+            if found is not _MISSING:
+                return found
+        return None
 
-    def put(self, kind: str, digest: bytes, value: Any, size: int) -> None:
-        """Keep ``value`` (about ``size`` bytes) under (kind, digest) in this process only, in
-        place of what was there (a parser's record of its last parse of a source, to go on from
-        when the source only grew)."""
+    def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
+        """Keep ``value`` (about ``size`` bytes) under (kind, digest), in place of what was there
+        (a parser's record of its last parse of a source, to go on from when the source only
+        grew); with ``persist``, written with the build too, in place of the row that held it
+        (:meth:`MemoTable.write`: a row of one value is keyed by that value's key)."""
         with self._lock:
             self._store((kind, digest), value, size)
+            self._rows.pop((kind, digest), None)
+            if persist and self._table is not None:
+                self._new[(kind, digest)] = value
 
     def __len__(self) -> int:
         return len(self._values)
@@ -168,8 +182,10 @@ class Memo:
             self._rows.setdefault((kind, digest), (value, each))
         self._rows_bytes += size
 
-    def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool) -> None:
-        size = _plain_size(value)
+    def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool,
+              size: int | None) -> None:
+        if size is None:
+            size = _plain_size(value)
         if size is None:
             size = _pickled_size(value)
         with self._lock:
@@ -186,10 +202,14 @@ class Memo:
 class _NoMemo(Memo):
     """A memo that keeps nothing: every value is made (library functions called on their own)."""
 
-    def get(self, kind: str, digest: bytes, make: Callable[[], Any], *, persist: bool = True) -> Any:
+    def get(self, kind: str, digest: bytes, make: Callable[[], Any], *, persist: bool = True,
+            size: int | None = None) -> Any:
         return make()
 
-    def put(self, kind: str, digest: bytes, value: Any, size: int) -> None:
+    def peek(self, kind: str, digest: bytes) -> Any:
+        return None
+
+    def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
         return None
 
     def open(self, table: "MemoTable") -> None:
@@ -328,7 +348,10 @@ class MemoTable:
         """Insert ``entries`` (inside the caller's transaction) as one row a kind (the pickle of
         its values by digest, one MAC: a build's thousands of entries cost a few rows), then,
         when the table holds more than ``max_bytes`` (its pickles and :data:`ROW_BYTES` a row),
-        delete the oldest rows down to half of it."""
+        delete the oldest rows down to half of it. A row of many values is keyed by its pickle's
+        digest (the same values written twice are one row); a row of one value by that value's
+        key, in place of the row that held it before (:meth:`Memo.put`: the last parse of a
+        transcript, written again by each build that parsed it, leaves no copy behind)."""
         by_kind: dict[str, dict[bytes, Any]] = {}
         for (kind, digest), value in entries.items():
             by_kind.setdefault(kind, {})[digest] = value
@@ -337,8 +360,10 @@ class MemoTable:
             payload = _pickled_values(values)
             if payload is None:
                 continue
-            digest = bytes_digest(payload)
-            cursor.execute("INSERT OR IGNORE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
+            alone = next(iter(values)) if len(values) == 1 else None
+            digest = bytes_digest(payload) if alone is None else alone
+            cursor.execute(f"INSERT OR {'IGNORE' if alone is None else 'REPLACE'} INTO memo "
+                           "(kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
                            (kind, digest, self.sign(kind, digest, payload), payload))
             row_id = cursor.lastrowid if cursor.rowcount else cursor.execute(
                 "SELECT id FROM memo WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()[0]
