@@ -48,7 +48,7 @@ MAX_ROUNDS = 10_000
 MAX_LOG_LINES = 200_000
 
 #: The memo kinds of the values made from a transcript (see nodes/lib/memo.py).
-LINE, STRETCH, AIDER_ROUND, LAST_PARSE, SUMMARY = "line", "aider-stretch", "aider-round", "aider-last-parse", "summary"
+LINE, STRETCH, LAST_PARSE, SUMMARY = "line", "aider-stretch", "aider-last-parse", "summary"
 ROUNDS = "aider-rounds"  # a run of the rounds of a last parse (:func:`_round_chunks`)
 
 
@@ -350,7 +350,7 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
         group, last, header, found = stretch
         sessions += found
         if group:
-            rounds.append(_aider_round_of(key, group, last, skipped + len(rounds) + 1, memo, end - begin))
+            rounds.append(_aider_round_of(key, group, last, skipped + len(rounds) + 1))
     newlines = line - 1 + text.count("\n", position)  # line: the number of the line at position
     rounds = tuple(rounds)
     changed = resumed is None or resumed[0].length != len(text)  # else: the parse read or written before
@@ -362,7 +362,7 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
 
 
 #: What a parsed stretch or a round costs in the memo beyond twice its text's length (its
-#: tuples and messages).
+#: tuples, or its messages).
 _STRETCH_BYTES = 512
 #: Rounds a run of the last parse holds: the runs before the last one never change as the
 #: transcript grows, so a build writes the last run only.
@@ -624,12 +624,10 @@ def _aider_round(text: str, begin: int, end: int, first_line: int, header):
     return tuple(group), last, header, sessions
 
 
-def _aider_round_of(key: bytes, group, last: int, index: int, memo: Memo, length: int) -> Round:
-    """The Round of a parsed stretch (``key``: its digest; ``length``: its text's) as round
-    ``index``, its digest made of both."""
-    digest = digest16(key, index.to_bytes(8, "little"))
-    return memo.get(AIDER_ROUND, digest, lambda: _round_from(group, last, index, digest), persist=False,
-                    size=_STRETCH_BYTES + 2 * length)
+def _aider_round_of(key: bytes, group, last: int, index: int) -> Round:
+    """The Round of a parsed stretch (``key``: its digest) as round ``index``, its digest made
+    of both (made again when the stretch is parsed again: cheaper than a memo entry)."""
+    return _round_from(group, last, index, digest16(key, index.to_bytes(8, "little")))
 
 
 def _round_from(group, last: int, index: int, digest: bytes) -> Round:
