@@ -365,8 +365,8 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
 #: tuples, or its messages).
 _STRETCH_BYTES = 512
 #: Rounds a run of the last parse holds: the runs before the last one never change as the
-#: transcript grows, so a build writes the last run only.
-ROUNDS_CHUNK = 256
+#: transcript grows, so a build writes the last run only (at most this many rounds).
+ROUNDS_CHUNK = 64
 
 
 @dataclass(frozen=True)
@@ -627,13 +627,14 @@ def _aider_round(text: str, begin: int, end: int, first_line: int, header):
 def _aider_round_of(key: bytes, group, last: int, index: int) -> Round:
     """The Round of a parsed stretch (``key``: its digest) as round ``index``, its digest made
     of both (made again when the stretch is parsed again: cheaper than a memo entry)."""
-    return _round_from(group, last, index, digest16(key, index.to_bytes(8, "little")))
+    return _round_from(group, last, index, round_digest_of(key, index.to_bytes(8, "little")))
 
 
 def _round_from(group, last: int, index: int, digest: bytes) -> Round:
+    """Round ``index`` of a parsed stretch, carrying ``digest`` (:func:`.digest.round_digest_of`)."""
     messages = tuple([_message(role, body, index, first) for role, body, first in group])
     begin = next((line for role, _, line in group if role == "user"), group[0][2])
-    return Round(index=index, messages=messages, lines=(begin, last), digest=round_digest_of(digest))
+    return Round(index=index, messages=messages, lines=(begin, last), digest=digest)
 
 
 _MESSAGE_FIELDS = tuple(f.name for f in fields(Message))
