@@ -2,20 +2,25 @@
 
 One interface, :meth:`Memo.get` ``(kind, digest, make)``: the value of ``kind`` made from the
 content whose digest (:mod:`.digest`, 16 bytes) is ``digest``, remembered, else ``make()``.
-What it keeps: the parse of a transcript's stretch, a round's summary line and token use, the
-exact token count of a text piece, the reading of a transcript line. Keys are content
-digests only (never the identity of an object, never a file stamp), so an entry can never be
-stale: changed content has another digest; a short text may be its own key in the process
-(a counted piece: no hashing of its bytes), its digest used only for the table.
+What it keeps: the parse of a transcript's stretch (in the process only), runs of a
+transcript's rounds, a round's summary line and token use, the exact token count of a text
+piece, the reading of a transcript line. Keys are content digests (never the identity of an
+object, never a file stamp), so an entry can never be stale: changed content has another
+digest; a short text may be its own key in the process (a counted piece: no hashing of its
+bytes), its digest used only for the table. One exception, :meth:`Memo.put`/:meth:`Memo.peek`:
+a parser's record of its last parse of a source, by the digest of the source's path, replaced
+at each parse and checked against the content before use (``session._AiderParse``).
 
 It enters the Hamilton graph as the driver input ``memo`` that the cache ignores: the nodes
 that reuse work take ``memo`` as a parameter (the DAG drawing shows them); library functions
 take ``memo=NO_MEMO`` (keeps nothing). One bound: the least recently used entries go past
-:data:`MAX_BYTES` (sizes: a text's length, a few bytes for a number, else the pickle's;
-cachetools' LRU cache). One persistence: the table ``memo`` of the project's cache database
-(:class:`MemoTable`), whose rows the memo reads on its first miss of a cached build and to
-which the entries the build made are written in the build's transaction, one row a kind (the
-pickle of its values by digest: a build's thousands of entries are a few rows); each row
+:data:`MAX_BYTES` (sizes: given by the caller who knows the text a value was made from, else a
+text's length, a few bytes for a number, else the pickle's; cachetools' LRU cache). One
+persistence: the table ``memo`` of the project's cache database (:class:`MemoTable`), whose
+rows the memo reads on its first miss of a cached build and to which the entries the build
+made (those not made with ``persist=False``: what is cheaper to make again than to write and
+read) are written in the build's transaction, one row a kind (the pickle of its values by
+digest: a build's thousands of entries are a few rows, pickled once, one MAC each); each row
 carries the HMAC of its pickle under the user's key (:func:`usercache.mac`), and a row whose MAC
 fails is never unpickled.
 """

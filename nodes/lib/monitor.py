@@ -91,6 +91,11 @@ class RoundUse:
         return "usage" if self.reported else "measured"
 
 
+#: What a RoundUse costs in the memo (its pickle and the entry's slot, measured): sized
+#: without pickling each one.
+USE_BYTES = 192
+
+
 def round_use(
     round_: Round, count: Callable[[str], int], render: Callable[[Round], str] | None = None
 ) -> RoundUse:
@@ -138,7 +143,8 @@ def round_uses(
     def uses(part: tuple[Round, ...], exact: bool) -> list[RoundUse]:
         counter, name = ways[exact]
         kind = f"use:{name}:{shape}"
-        return [memo.get(kind, round_digest(r), lambda r=r: round_use(r, counter, render)) for r in part]
+        return [memo.get(kind, round_digest(r), lambda r=r: round_use(r, counter, render), size=USE_BYTES)
+                for r in part]
 
     return tuple(uses(rounds[:cut], False) + uses(rounds[cut:], True))
 

@@ -302,9 +302,11 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
 
     The text is cut into one stretch per round (from a run of ``#### `` lines to the next) and
     each stretch is parsed on its own through the ``memo``, keyed by the hash of its text,
-    its first line and the session header it inherits: a transcript that only grew parses just
-    its new rounds; when this process parsed it before it grew, the stretches before the last
-    one are not even cut and hashed again. Line-oriented without a Python loop per line: compiled regexes with a
+    its first line and the session header it inherits (kept in the process only). The last
+    parse of the transcript (:class:`_AiderParse`, by its path) is kept in the ``memo`` and
+    written with a cached build: when this process or an earlier build parsed the text before
+    it grew, the stretches before the last one are not even cut and hashed again, and only the
+    new ones are parsed. Line-oriented without a Python loop per line: compiled regexes with a
     literal newline prefix find the runs of ``#### `` and ``> `` lines and the session headers;
     the text between two runs is the assistant's.
 
