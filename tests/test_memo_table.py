@@ -142,3 +142,23 @@ def test_a_last_parse_whose_rounds_are_gone_is_not_resumed(table):
     grown = _grown(text, 1)
     assert S.parse_aider(grown, path, second) == S.parse_aider(grown, path)
     assert second.made[S.STRETCH] == 21
+
+
+def test_a_sequence_that_grew_by_one_is_looked_up_by_runs():
+    memo, made = _Asked(), []
+
+    def square(item: int) -> int:
+        made.append(item)
+        return item * item
+
+    def digests(items):
+        return [item.to_bytes(16, "little") for item in items]
+
+    items = list(range(200))
+    assert memo.values_of("square", items, digests(items), square) == tuple(i * i for i in items)
+    assert memo.asked["square"] == 200 and len(made) == 200
+    grown = items + [200]
+    assert memo.values_of("square", grown, digests(grown), square) == tuple(i * i for i in grown)
+    # three runs of 64 unchanged (one lookup each); the last run looked up item by item, one made
+    assert memo.asked["square"] - 200 == 200 - 3 * 64 + 1 and made[200:] == [200]
+    assert memo.values_of("square", [5, 3], digests([5, 3]), square) == (25, 9) and made[201:] == []

@@ -32,15 +32,17 @@ import pickle
 import sqlite3
 import threading
 from collections import Counter
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from cachetools import LRUCache
 
 from . import usercache
-from .digest import bytes_digest, text_digest
+from .digest import bytes_digest, digest16, text_digest
 
 #: Bytes of entries the memo of a process holds (least recently used out).
 MAX_BYTES = 96 << 20
+#: Items a run of :meth:`Memo.values_of` holds.
+RUN = 64
 #: A value pickled to more than this share of :data:`MAX_BYTES` is made, never kept.
 _LARGEST = 4
 _SCALAR_BYTES = 64  # what an int, a float or None costs as an entry (key and slot included)
@@ -106,6 +108,21 @@ class Memo:
         value = make()
         self._keep(key, row_key, value, persist, size)
         return value
+
+    def values_of(self, kind: str, items: Sequence[Any], digests: Sequence[bytes], make: Callable[[Any], Any],
+                  size: int | None = None) -> tuple:
+        """``make(item)`` for each of ``items`` (``digests``: their content digests, in order),
+        each value kept under (``kind``, its digest) as :meth:`get` keeps it (``size``: what one
+        costs, when known), and the values of each run of :data:`RUN` items under (``kind`` +
+        ``":run"``, the digest of the run's digests), in this process only: a long sequence that
+        grew by one item (a transcript's rounds) costs one lookup a run, not one an item."""
+        out: list = []
+        for start in range(0, len(items), RUN):
+            part, keys = items[start:start + RUN], digests[start:start + RUN]
+            out.extend(self.get(kind + ":run", digest16(b"run", b"".join(keys)), lambda part=part, keys=keys: tuple(
+                [self.get(kind, key, lambda item=item: make(item), size=size) for item, key in zip(part, keys)]),
+                persist=False, size=_SCALAR_BYTES + 8 * len(part)))  # the run's tuple: its values are the items'
+        return tuple(out)
 
     def peek(self, kind: str, digest: bytes) -> Any:
         """The value kept under (kind, digest) in this process, else in the open table, or None
