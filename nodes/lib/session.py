@@ -417,7 +417,7 @@ def _round_chunks(rounds: tuple[Round, ...], kept: tuple[bytes, ...], memo: Memo
     keys = list(kept)
     for start in range(len(kept) * ROUNDS_CHUNK, len(rounds), ROUNDS_CHUNK):
         run = rounds[start:start + ROUNDS_CHUNK]
-        key = digest16(b"rounds", *(r.digest for r in run))
+        key = digest16(b"rounds", b"".join([r.digest for r in run]))  # 16 bytes each: the join is unambiguous
         memo.get(ROUNDS, key, lambda run=run: run,
                  size=sum(_STRETCH_BYTES + 2 * sum(len(m.content) for m in r.messages) for r in run))
         keys.append(key)
