@@ -2,20 +2,25 @@
 
 One interface, :meth:`Memo.get` ``(kind, digest, make)``: the value of ``kind`` made from the
 content whose digest (:mod:`.digest`, 16 bytes) is ``digest``, remembered, else ``make()``.
-What it keeps: the parse of a transcript's stretch, a round's summary line and token use, the
-exact token count of a text piece, the reading of a transcript line. Keys are content
-digests only (never the identity of an object, never a file stamp), so an entry can never be
-stale: changed content has another digest; a short text may be its own key in the process
-(a counted piece: no hashing of its bytes), its digest used only for the table.
+What it keeps: the parse of a transcript's stretch (in the process only), runs of a
+transcript's rounds, a round's summary line and token use, the exact token count of a text
+piece, the reading of a transcript line. Keys are content digests (never the identity of an
+object, never a file stamp), so an entry can never be stale: changed content has another
+digest; a short text may be its own key in the process (a counted piece: no hashing of its
+bytes), its digest used only for the table. One exception, :meth:`Memo.put`/:meth:`Memo.peek`:
+a parser's record of its last parse of a source, by the digest of the source's path, replaced
+at each parse and checked against the content before use (``session._AiderParse``).
 
 It enters the Hamilton graph as the driver input ``memo`` that the cache ignores: the nodes
 that reuse work take ``memo`` as a parameter (the DAG drawing shows them); library functions
 take ``memo=NO_MEMO`` (keeps nothing). One bound: the least recently used entries go past
-:data:`MAX_BYTES` (sizes: a text's length, a few bytes for a number, else the pickle's;
-cachetools' LRU cache). One persistence: the table ``memo`` of the project's cache database
-(:class:`MemoTable`), whose rows the memo reads on its first miss of a cached build and to
-which the entries the build made are written in the build's transaction, one row a kind (the
-pickle of its values by digest: a build's thousands of entries are a few rows); each row
+:data:`MAX_BYTES` (sizes: given by the caller who knows the text a value was made from, else a
+text's length, a few bytes for a number, else the pickle's; cachetools' LRU cache). One
+persistence: the table ``memo`` of the project's cache database (:class:`MemoTable`), whose
+rows the memo reads on its first miss of a cached build and to which the entries the build
+made (those not made with ``persist=False``: what is cheaper to make again than to write and
+read) are written in the build's transaction, one row a kind (the pickle of its values by
+digest: a build's thousands of entries are a few rows, pickled once, one MAC each); each row
 carries the HMAC of its pickle under the user's key (:func:`usercache.mac`), and a row whose MAC
 fails is never unpickled.
 """
@@ -27,15 +32,17 @@ import pickle
 import sqlite3
 import threading
 from collections import Counter
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from cachetools import LRUCache
 
 from . import usercache
-from .digest import bytes_digest, text_digest
+from .digest import bytes_digest, digest16, text_digest
 
 #: Bytes of entries the memo of a process holds (least recently used out).
 MAX_BYTES = 96 << 20
+#: Items a run of :meth:`Memo.values_of` holds.
+RUN = 64
 #: A value pickled to more than this share of :data:`MAX_BYTES` is made, never kept.
 _LARGEST = 4
 _SCALAR_BYTES = 64  # what an int, a float or None costs as an entry (key and slot included)
@@ -73,11 +80,14 @@ class Memo:
             self._rows: dict[tuple[str, bytes], tuple[Any, int]] = {}
             self._rows_bytes = 0
 
-    def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True) -> Any:
+    def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True,
+            size: int | None = None) -> Any:
         """The value of ``kind`` made from the content of ``digest``: remembered (in this process,
         else in the open table), else ``make()`` (counted in ``made[kind]``; kept, and written
         with the build when ``persist``). ``make`` must return the same value for the same
-        content, and a value nobody mutates.
+        content, and a value nobody mutates. ``size``: about the bytes the value costs, when the
+        caller knows it (the length of the text it was made from); else it is measured (a text's
+        or a scalar's at a glance, any other value's pickle).
 
         ``digest`` may be a short text itself (a piece whose tokens are counted): this process
         keeps it by the text (a dict lookup, no hashing of its bytes), and its digest
@@ -96,21 +106,47 @@ class Memo:
                         self._store(key, found, (_plain_size(found) or _SCALAR_BYTES) + _key_bytes(key) - _SCALAR_BYTES)
                 return found
         value = make()
-        self._keep(key, row_key, value, persist)
+        self._keep(key, row_key, value, persist, size)
         return value
 
+    def values_of(self, kind: str, items: Sequence[Any], digests: Sequence[bytes], make: Callable[[Any], Any],
+                  size: int | None = None) -> tuple:
+        """``make(item)`` for each of ``items`` (``digests``: their content digests, in order),
+        each value kept under (``kind``, its digest) as :meth:`get` keeps it (``size``: what one
+        costs, when known), and the values of each run of :data:`RUN` items under (``kind`` +
+        ``":run"``, the digest of the run's digests), in this process only: a long sequence that
+        grew by one item (a transcript's rounds) costs one lookup a run, not one an item."""
+        out: list = []
+        for start in range(0, len(items), RUN):
+            part, keys = items[start:start + RUN], digests[start:start + RUN]
+            out.extend(self.get(kind + ":run", digest16(b"run", b"".join(keys)), lambda part=part, keys=keys: tuple(
+                [self.get(kind, key, lambda item=item: make(item), size=size) for item, key in zip(part, keys)]),
+                persist=False, size=_SCALAR_BYTES + 8 * len(part)))  # the run's tuple: its values are the items'
+        return tuple(out)
+
     def peek(self, kind: str, digest: bytes) -> Any:
-        """The value kept under (kind, digest), or None (nothing is made or read)."""
+        """The value kept under (kind, digest) in this process, else in the open table, or None
+        (nothing is made)."""
         with self._lock:
             found = self._values.get((kind, digest))
-        return None if found is None else found[0]
+        if found is not None:
+            return found[0]
+        if self._rows or self._table is not None:
+            found = self._stored((kind, digest), (kind, digest))
+            if found is not _MISSING:
+                return found
+        return None
 
-    def put(self, kind: str, digest: bytes, value: Any, size: int) -> None:
-        """Keep ``value`` (about ``size`` bytes) under (kind, digest) in this process only, in
-        place of what was there (a parser's record of its last parse of a source, to go on from
-        when the source only grew)."""
+    def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
+        """Keep ``value`` (about ``size`` bytes) under (kind, digest), in place of what was there
+        (a parser's record of its last parse of a source, to go on from when the source only
+        grew); with ``persist``, written with the build too, in place of the row that held it
+        (:meth:`MemoTable.write`: a row of one value is keyed by that value's key)."""
         with self._lock:
             self._store((kind, digest), value, size)
+            self._rows.pop((kind, digest), None)
+            if persist and self._table is not None:
+                self._new[(kind, digest)] = value
 
     def __len__(self) -> int:
         return len(self._values)
@@ -168,8 +204,10 @@ class Memo:
             self._rows.setdefault((kind, digest), (value, each))
         self._rows_bytes += size
 
-    def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool) -> None:
-        size = _plain_size(value)
+    def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool,
+              size: int | None) -> None:
+        if size is None:
+            size = _plain_size(value)
         if size is None:
             size = _pickled_size(value)
         with self._lock:
@@ -186,10 +224,14 @@ class Memo:
 class _NoMemo(Memo):
     """A memo that keeps nothing: every value is made (library functions called on their own)."""
 
-    def get(self, kind: str, digest: bytes, make: Callable[[], Any], *, persist: bool = True) -> Any:
+    def get(self, kind: str, digest: bytes, make: Callable[[], Any], *, persist: bool = True,
+            size: int | None = None) -> Any:
         return make()
 
-    def put(self, kind: str, digest: bytes, value: Any, size: int) -> None:
+    def peek(self, kind: str, digest: bytes) -> Any:
+        return None
+
+    def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
         return None
 
     def open(self, table: "MemoTable") -> None:
@@ -328,7 +370,10 @@ class MemoTable:
         """Insert ``entries`` (inside the caller's transaction) as one row a kind (the pickle of
         its values by digest, one MAC: a build's thousands of entries cost a few rows), then,
         when the table holds more than ``max_bytes`` (its pickles and :data:`ROW_BYTES` a row),
-        delete the oldest rows down to half of it."""
+        delete the oldest rows down to half of it. A row of many values is keyed by its pickle's
+        digest (the same values written twice are one row); a row of one value by that value's
+        key, in place of the row that held it before (:meth:`Memo.put`: the last parse of a
+        transcript, written again by each build that parsed it, leaves no copy behind)."""
         by_kind: dict[str, dict[bytes, Any]] = {}
         for (kind, digest), value in entries.items():
             by_kind.setdefault(kind, {})[digest] = value
@@ -337,8 +382,10 @@ class MemoTable:
             payload = _pickled_values(values)
             if payload is None:
                 continue
-            digest = bytes_digest(payload)
-            cursor.execute("INSERT OR IGNORE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
+            alone = next(iter(values)) if len(values) == 1 else None
+            digest = bytes_digest(payload) if alone is None else alone
+            cursor.execute(f"INSERT OR {'IGNORE' if alone is None else 'REPLACE'} INTO memo "
+                           "(kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
                            (kind, digest, self.sign(kind, digest, payload), payload))
             row_id = cursor.lastrowid if cursor.rowcount else cursor.execute(
                 "SELECT id FROM memo WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()[0]

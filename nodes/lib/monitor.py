@@ -91,6 +91,11 @@ class RoundUse:
         return "usage" if self.reported else "measured"
 
 
+#: What a RoundUse costs in the memo (its pickle and the entry's slot, measured): sized
+#: without pickling each one.
+USE_BYTES = 192
+
+
 def round_use(
     round_: Round, count: Callable[[str], int], render: Callable[[Round], str] | None = None
 ) -> RoundUse:
@@ -135,12 +140,13 @@ def round_uses(
     ways = ((estimate, "estimate"), (count, "exact:" + counted_as))
     shape = "rendered" if render is not None else "text"
 
-    def uses(part: tuple[Round, ...], exact: bool) -> list[RoundUse]:
+    def uses(part: tuple[Round, ...], exact: bool) -> tuple[RoundUse, ...]:
         counter, name = ways[exact]
         kind = f"use:{name}:{shape}"
-        return [memo.get(kind, round_digest(r), lambda r=r: round_use(r, counter, render)) for r in part]
+        return memo.values_of(kind, part, [round_digest(r) for r in part], lambda r: round_use(r, counter, render),
+                              size=USE_BYTES)
 
-    return tuple(uses(rounds[:cut], False) + uses(rounds[cut:], True))
+    return uses(rounds[:cut], False) + uses(rounds[cut:], True)
 
 
 def growth_rate(tokens: Sequence[int], window: int = GROWTH_WINDOW) -> float:

@@ -13,7 +13,7 @@ from itertools import chain as _chain
 from ...types import Message, Round
 from ..digest import digest16, round_digest_of, text_digest
 from ..memo import NO_MEMO, Memo
-from .history import AIDER, AIDER_ROUND, LAST_PARSE, MAX_ROUNDS, STRETCH, SessionHistory, rounds_cap_warning
+from .history import AIDER, LAST_PARSE, MAX_ROUNDS, ROUNDS, STRETCH, SessionHistory, rounds_cap_warning
 
 
 def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
@@ -30,9 +30,11 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
 
     The text is cut into one stretch per round (from a run of ``#### `` lines to the next) and
     each stretch is parsed on its own through the ``memo``, keyed by the hash of its text,
-    its first line and the session header it inherits: a transcript that only grew parses just
-    its new rounds; when this process parsed it before it grew, the stretches before the last
-    one are not even cut and hashed again. Line-oriented without a Python loop per line: compiled regexes with a
+    its first line and the session header it inherits (kept in the process only). The last
+    parse of the transcript (:class:`_AiderParse`, by its path) is kept in the ``memo`` and
+    written with a cached build: when this process or an earlier build parsed the text before
+    it grew, the stretches before the last one are not even cut and hashed again, and only the
+    new ones are parsed. Line-oriented without a Python loop per line: compiled regexes with a
     literal newline prefix find the runs of ``#### `` and ``> `` lines and the session headers;
     the text between two runs is the assistant's.
 
@@ -40,14 +42,16 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     before them are not cut or hashed, their lines and session headers only counted, and the
     rounds kept are numbered as if each request left out made a round.
     """
-    source = path.encode("utf-8", "surrogatepass")
-    resumed = _resume_point(memo.peek(LAST_PARSE, digest16(source)), text)
+    source = digest16(path.encode("utf-8", "surrogatepass"))
+    resumed = _resume_point(memo.peek(LAST_PARSE, source), text, memo)
     warnings: tuple[str, ...] = ()
+    tail, kept = None, ()
     if resumed is not None:
-        prev, k = resumed
+        prev, k, prev_rounds = resumed
         starts = prev.starts[:k] + _request_starts(text, prev.starts[k] - 1)
-        state, rounds, cursors = prev.cursors[k], list(prev.rounds[:prev.cursors[k][-1]]), list(prev.cursors[:k])
-        skipped = prev.skipped
+        state, cursors = prev.cursors[k], list(prev.cursors[:k])
+        rounds = list(prev_rounds[:state[-1]])
+        skipped, tail, kept = prev.skipped, prev.tail, prev.chunks[:state[-1] // ROUNDS_CHUNK]
     if resumed is None or len(starts) > MAX_ROUNDS:
         starts = _user_run_starts(text)
         skipped = max(0, len(starts) - MAX_ROUNDS)
@@ -57,6 +61,7 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
         starts = starts[skipped:]
         rounds: list[Round] = []
         cursors: list[tuple] = []
+        tail, kept = None, ()
     line, position, header, sessions, _ = state
     for i in range(len(cursors), len(starts)):
         cursors.append((line, position, header, sessions, len(rounds)))
@@ -66,28 +71,94 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
         position = begin
         key = digest16(text_digest(text[begin:end].rstrip()), line.to_bytes(8, "little"),
                        b"" if header is None else pickle.dumps(header))  # most stretches have no header
-        group, last, header, found = memo.get(STRETCH, key, lambda: _aider_round(text, begin, end, line, header))
+        if tail is not None and tail[0] == key:  # the last parse's last stretch, unchanged
+            stretch = tail[1]
+        else:
+            stretch = memo.get(STRETCH, key, lambda: _aider_round(text, begin, end, line, header), persist=False,
+                               size=_STRETCH_BYTES + 2 * (end - begin))
+        tail = (key, stretch)
+        group, last, header, found = stretch
         sessions += found
         if group:
-            rounds.append(_aider_round_of(key, group, last, skipped + len(rounds) + 1, memo))
+            rounds.append(_aider_round_of(key, group, last, skipped + len(rounds) + 1))
     newlines = line - 1 + text.count("\n", position)  # line: the number of the line at position
-    memo.put(LAST_PARSE, digest16(source), _AiderParse(text, starts, tuple(cursors), tuple(rounds), skipped),
-             2 * len(text))
+    rounds = tuple(rounds)
+    changed = resumed is None or resumed[0].length != len(text)  # else: the parse read or written before
+    parsed = _AiderParse(text, len(text), text_digest(text), text.endswith("\n"), starts, tuple(cursors),
+                         _round_chunks(rounds, kept, memo) if changed else prev.chunks, skipped, tail, rounds)
+    memo.put(LAST_PARSE, source, parsed, 4 * len(text), persist=changed)
     total = newlines + (0 if text.endswith("\n") or not text else 1)
-    return SessionHistory(tuple(rounds), warnings, path, AIDER, sessions, total)
+    return SessionHistory(rounds, warnings, path, AIDER, sessions, total)
+
+
+#: What a parsed stretch or a round costs in the memo beyond twice its text's length (its
+#: tuples, or its messages).
+_STRETCH_BYTES = 512
+#: Rounds a run of the last parse holds: the runs before the last one never change as the
+#: transcript grows, so a build writes the last run only (at most this many rounds).
+ROUNDS_CHUNK = 64
 
 
 @dataclass(frozen=True)
 class _AiderParse:
-    """The last parse of a transcript: its text, where each round's stretch starts, and the
-    parser's state before each start (line, position, header, sessions, rounds made); the
-    requests before the first start left out (:data:`MAX_ROUNDS`)."""
+    """The last parse of a transcript: its text's length and digest (and the text itself in
+    this process), whether it ended a line, where each round's stretch starts, the parser's
+    state before each start (line, position, header, sessions, rounds made), the memo keys of
+    its rounds in runs of :data:`ROUNDS_CHUNK` (:func:`_round_chunks`), the requests before the
+    first start left out (:data:`MAX_ROUNDS`), its last stretch (its key and what it parsed to:
+    the one stretch a grown text parses again, most often unchanged), and, in this process, its
+    rounds.
 
-    text: str
+    Kept in the memo by the digest of the transcript's path and written with the build that
+    changed it (one row a transcript, replaced by the next build that parsed it; its runs of
+    rounds beside it, each written once): a new process given the transcript with a round
+    appended parses only the new round."""
+
+    text: str | None
+    length: int
+    digest: bytes
+    finished: bool  # the text ends with a newline (its last line is whole)
     starts: list[int]
     cursors: tuple[tuple, ...]
-    rounds: tuple[Round, ...]
+    chunks: tuple[bytes, ...]
     skipped: int = 0
+    tail: tuple[bytes, tuple] | None = None
+    rounds: tuple[Round, ...] | None = None
+
+    def __reduce__(self):
+        """Pickled without its text and rounds (their digest, and the keys of the runs of rounds)."""
+        return (_AiderParse, (None, self.length, self.digest, self.finished, self.starts, self.cursors, self.chunks,
+                              self.skipped, self.tail))
+
+    def begins(self, text: str) -> bool:
+        """Whether ``text`` starts with this parse's text (compared, or, read from the database,
+        hashed: the digest of ``text``'s first :attr:`length` characters)."""
+        if self.text is not None:
+            return text.startswith(self.text)
+        return len(text) >= self.length and text_digest(text[:self.length]) == self.digest
+
+
+def _round_chunks(rounds: tuple[Round, ...], kept: tuple[bytes, ...], memo: Memo) -> tuple[bytes, ...]:
+    """The memo keys of ``rounds`` in runs of :data:`ROUNDS_CHUNK`, each run kept in the memo
+    (kind :data:`ROUNDS`, written with the build when new); the first ``len(kept)`` runs are the
+    last parse's, unchanged."""
+    keys = list(kept)
+    for start in range(len(kept) * ROUNDS_CHUNK, len(rounds), ROUNDS_CHUNK):
+        run = rounds[start:start + ROUNDS_CHUNK]
+        key = digest16(b"rounds", b"".join([r.digest for r in run]))  # 16 bytes each: the join is unambiguous
+        memo.get(ROUNDS, key, lambda run=run: run,
+                 size=sum(_STRETCH_BYTES + 2 * sum(len(m.content) for m in r.messages) for r in run))
+        keys.append(key)
+    return tuple(keys)
+
+
+def _rounds_of(parse: _AiderParse, memo: Memo) -> tuple[Round, ...] | None:
+    """The rounds of a last parse: kept with it in this process, else its runs read from the
+    memo; None when a run is no longer there."""
+    if parse.rounds is not None:
+        return parse.rounds
+    runs = [memo.peek(ROUNDS, key) for key in parse.chunks]
+    return None if any(run is None for run in runs) else tuple(_chain.from_iterable(runs))
 
 
 _HEADER = "\n# aider chat started at"
@@ -107,13 +178,15 @@ def _state_at_cut(text: str, starts: list[int], skipped: int) -> tuple:
     return text.count("\n", 0, cut) + 1, cut, header, sessions, 0
 
 
-def _resume_point(prev: _AiderParse | None, text: str) -> tuple[_AiderParse, int] | None:
-    """(the last parse, the index of its last stretch) when ``text`` is that parse's text with
-    lines appended: every stretch before its last one is unchanged, and parsing goes on from
-    there. None otherwise (another text, an edit, or a last line that was not finished)."""
-    if prev is None or len(prev.starts) < 2 or not prev.text.endswith("\n") or not text.startswith(prev.text):
+def _resume_point(prev: _AiderParse | None, text: str, memo: Memo) -> tuple[_AiderParse, int, tuple] | None:
+    """(the last parse, the index of its last stretch, its rounds) when ``text`` is that
+    parse's text with lines appended: every stretch before its last one is unchanged, and
+    parsing goes on from there. None otherwise (another text, an edit, a last line that was not
+    finished, or rounds the memo no longer holds)."""
+    if not isinstance(prev, _AiderParse) or len(prev.starts) < 2 or not prev.finished or not prev.begins(text):
         return None
-    return prev, len(prev.starts) - 1
+    rounds = _rounds_of(prev, memo)
+    return None if rounds is None else (prev, len(prev.starts) - 1, rounds)
 
 
 def _prelude_state(text: str, starts: list[int]) -> tuple:
@@ -267,16 +340,17 @@ def _aider_round(text: str, begin: int, end: int, first_line: int, header):
     return tuple(group), last, header, sessions
 
 
-def _aider_round_of(key: bytes, group, last: int, index: int, memo: Memo) -> Round:
-    """The Round of a parsed stretch (``key``: its digest) as round ``index``, its digest made of both."""
-    digest = digest16(key, index.to_bytes(8, "little"))
-    return memo.get(AIDER_ROUND, digest, lambda: _round_from(group, last, index, digest), persist=False)
+def _aider_round_of(key: bytes, group, last: int, index: int) -> Round:
+    """The Round of a parsed stretch (``key``: its digest) as round ``index``, its digest made
+    of both (made again when the stretch is parsed again: cheaper than a memo entry)."""
+    return _round_from(group, last, index, round_digest_of(key, index.to_bytes(8, "little")))
 
 
 def _round_from(group, last: int, index: int, digest: bytes) -> Round:
+    """Round ``index`` of a parsed stretch, carrying ``digest`` (:func:`.digest.round_digest_of`)."""
     messages = tuple([_message(role, body, index, first) for role, body, first in group])
     begin = next((line for role, _, line in group if role == "user"), group[0][2])
-    return Round(index=index, messages=messages, lines=(begin, last), digest=round_digest_of(digest))
+    return Round(index=index, messages=messages, lines=(begin, last), digest=digest)
 
 
 _MESSAGE_FIELDS = tuple(f.name for f in fields(Message))

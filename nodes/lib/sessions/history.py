@@ -23,7 +23,8 @@ MAX_ROUNDS = 10_000
 MAX_LOG_LINES = 200_000
 
 #: The memo kinds of the values made from a transcript (see nodes/lib/memo.py).
-LINE, STRETCH, AIDER_ROUND, LAST_PARSE, SUMMARY = "line", "aider-stretch", "aider-round", "aider-last-parse", "summary"
+LINE, STRETCH, LAST_PARSE, SUMMARY = "line", "aider-stretch", "aider-last-parse", "summary"
+ROUNDS = "aider-rounds"  # a run of the rounds of a last parse (aider._round_chunks)
 
 
 @dataclass(frozen=True)

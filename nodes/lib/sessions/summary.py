@@ -222,8 +222,10 @@ def round_summary(round_: Round, memo: Memo = NO_MEMO) -> str:
 
 
 def round_summaries(rounds: Iterable[Round], memo: Memo = NO_MEMO) -> tuple[str, ...]:
-    """The summary bullet of every round, oldest first (each made once: :func:`round_summary`)."""
-    return tuple(round_summary(r, memo) for r in rounds)
+    """The summary bullet of every round, oldest first (each made once: :func:`round_summary`;
+    in runs of rounds, :meth:`Memo.values_of`)."""
+    rounds = tuple(rounds)
+    return memo.values_of(SUMMARY, rounds, [round_digest(r) for r in rounds], _summarize_round)
 
 
 def _summarize_round(round_: Round) -> str:

@@ -1,0 +1,164 @@
+"""The memo's table (nodes/lib/memo.py: MemoTable) and the last aider parse kept through it: what a
+build writes is read back identical by the next process, a row without the user's MAC is never
+unpickled, and a transcript that only grew is parsed again only in its tail (counted, not timed)."""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ctxengine.nodes.lib.sessions import aider as S
+from ctxengine.nodes.lib import usercache
+from ctxengine.nodes.lib.memo import Memo, MemoTable
+
+from test_state_session import _aider_transcript
+
+KEY = b"k" * 32
+
+
+@pytest.fixture
+def table(tmp_path):
+    """A memo table in a real sqlite database under tmp_path (one connection, as the cache's)."""
+    with contextlib.closing(sqlite3.connect(tmp_path / "memo.db")) as db:
+        yield MemoTable(lambda: db, KEY, str(tmp_path / "memo.db"))
+
+
+def _written(memo: Memo, table: MemoTable) -> None:
+    """The end of a cached build: the memo's new entries written in one transaction."""
+    cursor = table.connection().cursor()
+    table.write(cursor, memo.close(), 32 << 20)
+    table.connection().commit()
+
+
+class _Asked(Memo):
+    """The memo, counting what it is asked for by kind (made or not)."""
+
+    def clear(self) -> None:
+        super().clear()
+        self.asked: Counter = Counter()
+
+    def get(self, kind, digest, make, **options):
+        self.asked[kind] += 1
+        return super().get(kind, digest, make, **options)
+
+
+def _process(table: MemoTable) -> _Asked:
+    """A new process's memo, its build started on ``table``."""
+    memo = _Asked()
+    memo.open(table)
+    return memo
+
+
+def _kinds(table: MemoTable) -> list[str]:
+    return [kind for (kind,) in table.connection().execute("SELECT kind FROM memo ORDER BY id")]
+
+
+def test_a_builds_entries_are_read_back_identical_by_the_next_process(table):
+    first = _process(table)
+    values = {i.to_bytes(16, "little"): (f"line {i}", i, (i, None)) for i in range(300)}
+    for digest, value in values.items():
+        first.get("summary", digest, lambda value=value: value)
+    first.get("count:x", "a short text", lambda: 3)
+    _written(first, table)
+    assert _kinds(table) == ["summary", "count:x"]  # one row a kind, whatever the number of entries
+    second = _process(table)
+    assert all(second.get("summary", d, lambda: pytest.fail("made again")) == v for d, v in values.items())
+    assert second.get("count:x", "a short text", lambda: pytest.fail("made again")) == 3
+    assert not second.made
+
+
+def test_a_row_without_the_users_mac_is_refused_unread(table, tmp_path):
+    memo = _process(table)
+    memo.get("summary", b"d" * 16, lambda: "kept")
+    _written(memo, table)
+    marker = tmp_path / "marker"
+    bad = pickle.dumps(_Touch(marker))
+    db = table.connection()
+    assert db.execute("UPDATE memo SET payload = ?, mac = ?", (bad, usercache.mac(b"x" * 32, bad))).rowcount == 1
+    db.commit()
+    again = _process(table)
+    assert again.get("summary", b"d" * 16, lambda: "made") == "made" and again.made["summary"] == 1
+    assert not marker.exists()  # never unpickled
+    assert db.execute("SELECT COUNT(*) FROM memo").fetchone()[0] == 0  # and deleted
+
+
+class _Touch:
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+def _grown(text: str, n: int) -> str:
+    return text + "".join(f"\n#### Step {i} added later\n\nDone: step {i}.\n" for i in range(n))
+
+
+def test_a_new_process_parses_only_the_tail_of_a_grown_transcript(table):
+    text, path = _aider_transcript("tail", 300), "/p/.aider.chat.history.md"
+    first = _process(table)
+    S.parse_aider(text, path, first)
+    assert first.made[S.STRETCH] == 300
+    _written(first, table)
+    grown = _grown(text, 2)
+    second = _process(table)
+    parsed = S.parse_aider(grown, path, second)
+    assert second.made[S.STRETCH] == 2  # the two new rounds; the last parse's last stretch was kept with it
+    assert second.asked[S.STRETCH] == 2  # the 300 before were not even cut and looked up
+    assert parsed == S.parse_aider(grown, path)  # what a parse from nothing gives
+    _written(second, table)
+    # the runs of rounds 1-256 were written once; the run after them and the last parse are replaced
+    kinds = _kinds(table)
+    assert S.ROUNDS_CHUNK == 64 and kinds.count(S.LAST_PARSE) == 1 and kinds.count(S.ROUNDS) == 2
+    third = _process(table)
+    assert S.parse_aider(_grown(text, 3), path, third) == S.parse_aider(_grown(text, 3), path)
+    assert third.made[S.STRETCH] == third.asked[S.STRETCH] == 1
+
+
+def test_an_edited_transcript_is_parsed_again_whole(table):
+    text, path = _aider_transcript("edit", 12), "/p/.aider.chat.history.md"
+    first = _process(table)
+    S.parse_aider(text, path, first)
+    _written(first, table)
+    edited = text.replace("Step 3 of edit", "Step three of edit")
+    second = _process(table)
+    assert S.parse_aider(edited, path, second) == S.parse_aider(edited, path)
+    assert second.made[S.STRETCH] == 12  # stretches are kept in a process only: all parsed again
+
+
+def test_a_last_parse_whose_rounds_are_gone_is_not_resumed(table):
+    text, path = _aider_transcript("gone", 20), "/p/.aider.chat.history.md"
+    first = _process(table)
+    S.parse_aider(text, path, first)
+    _written(first, table)
+    table.connection().execute("DELETE FROM memo WHERE kind = ?", (S.ROUNDS,))
+    table.connection().commit()
+    second = _process(table)
+    grown = _grown(text, 1)
+    assert S.parse_aider(grown, path, second) == S.parse_aider(grown, path)
+    assert second.made[S.STRETCH] == 21
+
+
+def test_a_sequence_that_grew_by_one_is_looked_up_by_runs():
+    memo, made = _Asked(), []
+
+    def square(item: int) -> int:
+        made.append(item)
+        return item * item
+
+    def digests(items):
+        return [item.to_bytes(16, "little") for item in items]
+
+    items = list(range(200))
+    assert memo.values_of("square", items, digests(items), square) == tuple(i * i for i in items)
+    assert memo.asked["square"] == 200 and len(made) == 200
+    grown = items + [200]
+    assert memo.values_of("square", grown, digests(grown), square) == tuple(i * i for i in grown)
+    # three runs of 64 unchanged (one lookup each); the last run looked up item by item, one made
+    assert memo.asked["square"] - 200 == 200 - 3 * 64 + 1 and made[200:] == [200]
+    assert memo.values_of("square", [5, 3], digests([5, 3]), square) == (25, 9) and made[201:] == []
