@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Iterator
 
 _STATUS_WORDS = {
     "M": "modified",
@@ -32,17 +33,20 @@ class StatusEntry:
 
 
 
+def _records(raw: str) -> Iterator[tuple[str, Iterator[str]]]:
+    """The non-empty NUL-separated records of a ``-z`` output, each with the fields after it (a
+    record that carries more fields, such as a rename's old path, takes them with ``next``)."""
+    fields = iter(raw.split("\0"))
+    for record in fields:
+        if record:
+            yield record, fields
+
+
 def parse_status(raw: str) -> tuple[dict[str, str], list[StatusEntry]]:
     """``git status --porcelain=v2 -z --branch`` -> (branch headers, entries)."""
     branch: dict[str, str] = {}
     entries: list[StatusEntry] = []
-    fields = raw.split("\0")
-    i = 0
-    while i < len(fields):
-        record = fields[i]
-        i += 1
-        if not record:
-            continue
+    for record, rest in _records(raw):
         kind = record[0]
         if kind == "#":
             parts = record.split(" ", 2)
@@ -54,8 +58,7 @@ def parse_status(raw: str) -> tuple[dict[str, str], list[StatusEntry]]:
                 entries.append(StatusEntry(parts[8], parts[1][0], parts[1][1]))
         elif kind == "2":
             parts = record.split(" ", 9)
-            orig = fields[i] if i < len(fields) else None
-            i += 1
+            orig = next(rest, None)
             if len(parts) == 10:
                 entries.append(StatusEntry(parts[9], parts[1][0], parts[1][1], orig, "renamed"))
         elif kind == "u":
@@ -72,22 +75,14 @@ def parse_status(raw: str) -> tuple[dict[str, str], list[StatusEntry]]:
 def parse_numstat(raw: str) -> list[tuple[str, int | None, int | None, str | None]]:
     """``git diff --numstat -z`` -> [(path, added, removed, old path of a rename)]; binary: None counts."""
     out = []
-    fields = raw.split("\0")
-    i = 0
-    while i < len(fields):
-        record = fields[i]
-        i += 1
-        if not record:
-            continue
+    for record, rest in _records(raw):
         parts = record.split("\t", 2)
         if len(parts) != 3:
             continue
         added = None if parts[0] == "-" else int(parts[0])
         removed = None if parts[1] == "-" else int(parts[1])
         if parts[2] == "":  # a rename: old and new path follow as their own fields
-            old = fields[i] if i < len(fields) else ""
-            new = fields[i + 1] if i + 1 < len(fields) else ""
-            i += 2
+            old, new = next(rest, ""), next(rest, "")
             out.append((new, added, removed, old))
         else:
             out.append((parts[2], added, removed, None))
