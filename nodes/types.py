@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .lib.digest import LONG_TEXT, DigestedRounds, DigestedText, digested_rounds, digested_text, text_digest
-
 IMMUTABLE = "immutable"
 SUMMARIZABLE = "summarizable"
 DISCARDABLE = "discardable"
@@ -132,19 +130,6 @@ class Section:
     sources: tuple[Source, ...] = ()
     deprecated: bool = False
     data: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        """A long content (over :data:`~.lib.digest.LONG_TEXT` characters) carries its digest from
-        here on (a :class:`~.lib.digest.DigestedText`, kept by ``with_content`` and ``replace``
-        when the content is unchanged): the cache fingerprints the section by it, so the dozen
-        truncation states sharing a 4 MB history section never hash it again. Its rounds
-        (``data["rounds"]``) likewise carry their digest (a :class:`~.lib.digest.DigestedRounds`)."""
-        content = self.content
-        if len(content) > LONG_TEXT and type(content) is not DigestedText:
-            object.__setattr__(self, "content", digested_text(content, text_digest(content)))
-        rounds = self.data.get("rounds")
-        if type(rounds) is tuple and rounds and all(type(item) is Round for item in rounds):
-            object.__setattr__(self, "data", {**self.data, "rounds": digested_rounds(rounds)})
 
     @property
     def tier(self) -> str:

@@ -327,24 +327,6 @@ def test_prune_never_drops_a_shared_part_before_a_value_of_the_same_time(tmp_pat
     assert left and left <= {"shared-a", "shared-b"}  # the values went first: nothing kept refers to a lost part
 
 
-def test_a_long_section_read_back_from_the_store_keeps_its_digest(tmp_path):
-    from ctxengine.nodes.lib import digest
-    from ctxengine.nodes.types import Section
-
-    text = "a history line\n" * 6000
-    section = Section("history", "History", "history", text, 50, "state")
-    stores = caching.stores_for(caching.project_cache_dir(tmp_path, tmp_path / "c"))
-    stores.results.set("v1", (section, section.with_content(section.content, priority=9)))
-    stores.results.flush()
-    shared = [row[0] for row in stores.metadata.connection.execute("SELECT data_version FROM results")]
-    assert sorted(shared) == ["shared-t" + section.content.digest.hex(), "v1"]  # the text stored once
-    caching.MEMORY.clear()  # a fresh process
-    back = caching.materialize(stores.results.get("v1"))
-    assert back == (section, section.with_content(section.content, priority=9))
-    assert type(back[0].content) is digest.DigestedText and back[0].content.digest == section.content.digest
-    assert caching.fingerprint(back) == caching.fingerprint((section, section.with_content(section.content, priority=9)))
-
-
 def test_long_tuples_are_stored_once_and_an_unchanged_rebuild_does_not_unpickle_them(long_session, tmp_path):
     folder = tmp_path / "c"
     first, _ = build(long_session, folder)
@@ -541,18 +523,13 @@ def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
         tuple("".join(["text ", str(i)]) for i in range(200)))  # other str objects, same content
 
 
-def test_a_long_section_is_hashed_once_when_made_and_its_digest_is_its_sha256(monkeypatch):
+def test_a_large_text_is_hashed_once_a_run_and_its_digest_is_its_sha256(monkeypatch):
     from ctxengine.nodes.lib import digest
-    from ctxengine.nodes.types import Section
 
     text = "a fitted context line, é\n" * 4000
     assert digest.text_digest(text) == hashlib.sha256(text.encode("utf-8")).digest()[:16]
-    section = Section("history", "History", "history", text, 50, "state")
-    assert type(section.content) is digest.DigestedText and section.content.digest == digest.text_digest(text)
     hashed = []
-    monkeypatch.setattr(digest, "bytes_digest", lambda data: hashed.append(len(data)) or hashlib.sha256(data).digest()[:16])
-    states = [(section, section.with_content(section.content, priority=p)) for p in range(15)]
-    assert len({caching.fingerprint(state) for state in states}) == 15
-    assert hashed == []  # fifteen states share the section: its 100 KB are never hashed again
-    other = Section("history", "History", "history", text.replace("é", "e"), 50, "state")
-    assert caching.fingerprint(other) != caching.fingerprint(section) and len(hashed) == 1  # made: hashed once
+    monkeypatch.setattr(caching.fingerprints, "text_digest", lambda t: hashed.append(len(t)) or digest.text_digest(t))
+    memo: dict = {}
+    assert caching.fingerprint((text, [text]), memo) == caching.fingerprint((text, [text]), memo)
+    assert len(hashed) == 1  # one run (one memo): hashed once, wherever it sits

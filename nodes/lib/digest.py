@@ -11,15 +11,8 @@ from __future__ import annotations
 import hashlib
 import pickle
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # nodes/types.py imports this module (a long section's text is digested as it is made)
-    from ..types import Round
-
-
-#: Texts longer than this (characters) are stored once and fingerprinted by their digest: a
-#: section's content this long is a :class:`DigestedText` from when the section is made.
-LONG_TEXT = 1 << 16
+from ..types import Round
 
 
 def digest16(*parts: bytes) -> bytes:
@@ -61,35 +54,6 @@ def digested_text(text: str, digest: bytes) -> DigestedText:
     """``text`` carrying ``digest`` (its :func:`text_digest`, computed by the caller)."""
     out = DigestedText(text)
     out.digest = digest
-    return out
-
-
-#: A long tuple of rounds is digested, and stored by the cache, in chunks of this many rounds:
-#: a history that grew by one round has one new chunk.
-CHUNK = 128
-
-
-class DigestedRounds(tuple):
-    """A tuple of rounds with its digest and its chunks' (:data:`CHUNK` rounds each), computed
-    when it was made (:func:`digested_rounds`: a session's rounds, a history section's), so the
-    cache fingerprints and stores the dozen values holding it without reading its rounds again.
-    It pickles as a plain ``tuple``."""
-
-    digest: bytes
-    chunk_digests: tuple[bytes, ...]
-
-    def __reduce__(self):
-        return (tuple, (tuple(self),))
-
-
-def digested_rounds(rounds: tuple) -> DigestedRounds:
-    """``rounds`` carrying their digest: of its chunks' digests, each of its rounds' :func:`round_digest`."""
-    if type(rounds) is DigestedRounds:
-        return rounds
-    out = DigestedRounds(rounds)
-    out.chunk_digests = tuple(digest16(b"rounds", b"".join(map(round_digest, rounds[start:start + CHUNK])))
-                              for start in range(0, len(rounds), CHUNK))
-    out.digest = digest16(b"chunks", *out.chunk_digests)
     return out
 
 

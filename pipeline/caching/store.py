@@ -29,8 +29,7 @@ from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from ..nodes.lib import usercache
 from ..nodes.lib.memo import MemoTable
-from ..nodes.lib.digest import LONG_TEXT, DigestedRounds, DigestedText, digested_text, text_digest
-from .fingerprints import SHARED_MIN_ITEMS, _fp, _Unhashable, chunks_of
+from .fingerprints import SHARED_MIN_ITEMS, _Unhashable, chunk_fingerprint, chunks_of, long_text_digest
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
                       open_project_folder)
 from . import folders
@@ -74,27 +73,26 @@ class Lazy:
         return self._value
 
 
-#: Shared parts' keys: a chunk's is this and its fingerprint; a long text's (over
-#: :data:`LONG_TEXT` characters: the fitted context sits in half a dozen values of a build, a
-#: long section's content in a dozen) is this and its digest.
+#: A text this long (characters) is stored once by its digest and referred to by every value
+#: holding it (the fitted context sits in half a dozen values of a build).
+SHARED_MIN_CHARS = 1 << 16
 _SHARED = "shared-"
-_TEXT = _SHARED + "t"
 
 
 class _SharingPickler(pickle.Pickler):
     """Pickles a value with each long tuple in it replaced by the keys of its chunks, and each
-    long text by its key."""
+    long text by its key (``fingerprints``: the run's, see :func:`.fingerprints.fingerprint`)."""
 
-    def __init__(self, file, store: "SQLiteResultStore") -> None:
+    def __init__(self, file, store: "SQLiteResultStore", fingerprints: dict) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.store = store
+        self.store, self.fingerprints = store, fingerprints
 
     def persistent_id(self, obj: Any) -> tuple | str | None:
         kind = type(obj)
-        if (kind is tuple or kind is DigestedRounds) and len(obj) >= SHARED_MIN_ITEMS:
-            return self.store.chunk_keys(obj)
-        if (kind is str or kind is DigestedText) and len(obj) > LONG_TEXT:
-            return self.store.text_key(obj)
+        if kind is tuple and len(obj) >= SHARED_MIN_ITEMS:
+            return self.store.chunk_keys(obj, self.fingerprints)
+        if kind is str and len(obj) >= SHARED_MIN_CHARS:
+            return self.store.text_key(obj, self.fingerprints)
         return None
 
 
@@ -213,14 +211,17 @@ class SQLiteResultStore(ResultStore):
         """Whether this folder holds the result (or will, after the flush)."""
         return data_version in self._pending or self._row(data_version, "1") is not None
 
-    def set(self, data_version: str, result: Any, saver_cls=None, loader_cls=None, **kwargs) -> None:
-        """Keep a result for the flush after the build; one that does not pickle is not cached."""
+    def set(self, data_version: str, result: Any, saver_cls=None, loader_cls=None, fingerprints: dict | None = None,
+            **kwargs) -> None:
+        """Keep a result for the flush after the build; one that does not pickle is not cached.
+        ``fingerprints``: the run's (the adapter's), so that a tuple or text shared by many values
+        is fingerprinted once a run."""
         if saver_cls is not None:
             return  # @cache(format=...) materializers: not used by ctxengine's nodes
         try:
             result = materialize(result)
             buffer = io.BytesIO()
-            _SharingPickler(buffer, self).dump(result)
+            _SharingPickler(buffer, self, {} if fingerprints is None else fingerprints).dump(result)
             payload = buffer.getvalue()
         except Exception as exc:  # noqa: BLE001 - an unpicklable value never fails a build
             _LOGGER.debug("result %s not cached: %s", data_version, exc)
@@ -228,19 +229,23 @@ class SQLiteResultStore(ResultStore):
         MEMORY.put(data_version, result, len(payload))
         self._pending[data_version] = payload
 
-    def chunk_keys(self, items: tuple) -> tuple[str, ...] | None:
+    def chunk_keys(self, items: tuple, fingerprints: dict) -> tuple[str, ...] | None:
         """The keys of the chunks of a long tuple, each stored once in this folder (and kept as
-        recent as the values that refer to it); None when part of it cannot be fingerprinted."""
-        try:
-            if type(items) is DigestedRounds:  # by the chunk digests it was made with
-                keys = [(_SHARED + "R" + digest.hex(), part) for digest, part in zip(items.chunk_digests, chunks_of(items))]
-            else:
-                keys = [(_SHARED + _fp(part), part) for part in chunks_of(items)]
-        except _Unhashable:
-            return None
-        for key, part in keys:
-            self._keep_shared(key, part)
-        return tuple(key for key, _ in keys)
+        recent as the values that refer to it), computed once a run (``fingerprints``: the run's);
+        None when part of it cannot be fingerprinted."""
+        known = fingerprints.get(("chunks", id(items)))
+        if known is not None and known[0] is items:
+            return known[1]
+        keys = []
+        for part in chunks_of(items):
+            try:
+                fp = chunk_fingerprint(part, fingerprints)
+            except _Unhashable:
+                return None
+            keys.append(_SHARED + fp)
+            self._keep_shared(keys[-1], part)
+        fingerprints[("chunks", id(items))] = (items, tuple(keys))
+        return tuple(keys)
 
     def _keep_shared(self, key: str, part: tuple | str) -> None:
         if key in self._pending or key in self._shared_here:
@@ -254,9 +259,9 @@ class SQLiteResultStore(ResultStore):
             self._touched.add(key)
         self._shared_here.add(key)
 
-    def text_key(self, text: str) -> str:
+    def text_key(self, text: str, fingerprints: dict) -> str:
         """The key of a long text stored once in this folder (kept as recent as what refers to it)."""
-        key = _TEXT + text_digest(text).hex()
+        key = _SHARED + "t" + long_text_digest(text, fingerprints).hex()
         self._keep_shared(key, text)
         return key
 
@@ -265,8 +270,7 @@ class SQLiteResultStore(ResultStore):
         return tuple(item for key in keys for item in self.shared(key))
 
     def shared(self, key: str) -> Any:
-        """A shared part: from memory, else unpickled from its row (checked) once; a long text
-        carries its digest again (its key), so what holds it is fingerprinted without hashing it."""
+        """A shared part: from memory, else unpickled from its row (checked) once."""
         value = MEMORY.get(key)
         if value is _UNSET:
             payload = self._pending.get(key)
@@ -276,8 +280,6 @@ class SQLiteResultStore(ResultStore):
                     raise ResultRetrievalError(f"shared part {key} is gone, torn or not ours")
                 payload = row[1]
             value = pickle.loads(payload)
-            if key.startswith(_TEXT):
-                value = digested_text(value, bytes.fromhex(key[len(_TEXT):]))
             MEMORY.put(key, value, len(payload))
         return value
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ...types import Message, Round
-from ..digest import digested, digested_rounds
+from ..digest import digested
 
 JSONL = "jsonl"
 AIDER = "aider"
@@ -36,11 +36,6 @@ class SessionHistory:
     format: str | None = None  # "jsonl" | "aider"
     sessions: int = 0  # aider: how many "# aider chat started" headers; jsonl: 1
     total_lines: int = 0
-
-    def __post_init__(self) -> None:
-        """The rounds carry their digest (a :class:`~..digest.DigestedRounds`, computed once
-        here): the cache fingerprints the values holding them without reading every round."""
-        object.__setattr__(self, "rounds", digested_rounds(self.rounds))
 
 
 def newest_lines_start(text: str, limit: int) -> tuple[int, int]:
