@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from cachetools import LRUCache
 
 from .digest import DigestedText, digested_text
 
@@ -37,9 +38,9 @@ class GrownTexts:
     """The last :data:`MAX_FILES` large files read, by key (their real path)."""
 
     def __init__(self, max_files: int = MAX_FILES, min_bytes: int = MIN_BYTES) -> None:
-        self.max_files, self.min_bytes = max_files, min_bytes
+        self.min_bytes = min_bytes
         self._lock = threading.Lock()
-        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._kept: LRUCache = LRUCache(maxsize=max_files)
 
     def clear(self) -> None:
         with self._lock:
@@ -55,7 +56,6 @@ class GrownTexts:
         with self._lock:
             kept = self._kept.get(key)
             if kept is not None and len(data) == len(kept.raw) and data == kept.raw:
-                self._kept.move_to_end(key)
                 return kept.text, kept.removed  # unchanged: the same text, its digest known
         if kept is not None and kept.safe and len(data) > len(kept.raw) and data.startswith(kept.raw):
             tail, removed, utf8 = make(data[len(kept.raw):])
@@ -68,9 +68,6 @@ class GrownTexts:
             text = digested_text(plain, state.digest()[:16])
         with self._lock:
             self._kept[key] = _Kept(data, text, removed, state, safe(data))
-            self._kept.move_to_end(key)
-            while len(self._kept) > self.max_files:
-                self._kept.popitem(last=False)
         return text, removed
 
 

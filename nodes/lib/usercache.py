@@ -135,11 +135,8 @@ def owned_folder(path: Path, kind: str, adopt: bool = False) -> Path:
 def marked(folder: Path) -> bool:
     """Whether ``folder`` carries ctxengine's marker (a regular file, read without following a link)."""
     try:
-        fd = os.open(folder / MARKER, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "rb") as fh:
+        with os.fdopen(os.open(folder / MARKER, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)),
+                       "rb") as fh:
             head = fh.read(512)
     except OSError:
         return False

@@ -51,16 +51,11 @@ VERSION_NAME = re.compile(r"[0-9A-Za-z.+_-]+-[0-9a-f]{12}")
 # ----------------------------------------------------------------------------- where
 
 
-def graph_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    """The folder holding one cache folder per project."""
-    return cache_root(cache_dir) / PROJECTS
-
-
 def project_cache_dir(project_dir: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> Path:
     """The cache folder of one project: named by a hash of its real path, in the root of
     ``cache_dir`` (else the user's)."""
     real = os.path.realpath(os.fspath(project_dir))
-    return graph_root(cache_dir) / hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return cache_root(cache_dir) / PROJECTS / hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def checked_project_cache_dir(project_dir: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> Path:
@@ -130,7 +125,8 @@ def prune_root(root: Path, max_total_bytes: int, keep: Path | None = None) -> in
     if total <= max_total_bytes:
         return 0
     removed = 0
-    for folder in sorted(folders, key=lambda f: (not stale(f), last_used(f))):
+    newest = {folder: max((info.st_mtime for info in _file_stats(folder)), default=0.0) for folder in folders}
+    for folder in sorted(folders, key=lambda f: (not stale(f), newest[f])):  # gone projects first, then least recently used
         if total - removed <= max_total_bytes * 0.8:
             break
         if folder != keep and clear(folder):
@@ -141,11 +137,6 @@ def prune_root(root: Path, max_total_bytes: int, keep: Path | None = None) -> in
 def total_bytes(root: Path) -> int:
     """The bytes of every project folder of a cache root (what ``cache.maxTotalBytes`` bounds)."""
     return sum(_tree_size(folder) for folder in all_cache_dirs(root))
-
-
-def last_used(folder: Path) -> float:
-    """When a project's cache folder was last written (its newest file)."""
-    return max((info.st_mtime for info in _file_stats(folder)), default=0.0)
 
 
 def stale(folder: Path) -> bool:

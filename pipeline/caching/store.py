@@ -19,7 +19,7 @@ import os
 import pickle
 import sqlite3
 import threading
-from collections import OrderedDict
+import time
 from pathlib import Path
 from typing import Any
 
@@ -298,7 +298,7 @@ class SQLiteResultStore(ResultStore):
             tag, payload, used = row
             if not self._authentic(data_version, tag, payload):
                 raise ResultRetrievalError(f"result {data_version} is torn or not ours")
-            if used < _now() - self.TOUCH_AFTER:
+            if used < time.time() - self.TOUCH_AFTER:
                 self._touched.add(data_version)
         return Lazy(data_version, payload, self)
 
@@ -329,7 +329,7 @@ class SQLiteResultStore(ResultStore):
             _WARN.warning("warning: cache: %s is being written by another process; this build waited %.0f s, "
                           "then built without storing its results", self.metadata.folder, SQLITE_TIMEOUT)
             return
-        now = _now()
+        now = time.time()
         try:
             cur = self.metadata.connection.cursor()
             cur.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
@@ -345,12 +345,6 @@ class SQLiteResultStore(ResultStore):
             log("warning: cache: this build's results were not stored in %s: %s", self.metadata.folder, exc)
             with contextlib.suppress(sqlite3.Error):
                 self.metadata.connection.rollback()
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
 
 
 class _TunedConnection(sqlite3.Connection):
@@ -373,7 +367,7 @@ class _MetadataStore(SQLiteMetadataStore):
     def __init__(self, path: str) -> None:
         super().__init__(path, connection_kwargs={"timeout": SQLITE_TIMEOUT, "factory": _TunedConnection})
         self.folder = Path(path).resolve()  # the code version's folder holding the database
-        self._known: OrderedDict[str, str] = OrderedDict()  # cache key -> data version, seen by this process
+        self._known: LRUCache = LRUCache(maxsize=20_000)  # cache key -> data version, seen by this process
         self._pending: list[tuple] = []  # metadata rows set since the last flush
 
     # A metadata store that cannot be read or written (disk full, file size limit, a lock held
@@ -389,19 +383,14 @@ class _MetadataStore(SQLiteMetadataStore):
         except sqlite3.Error:
             return None
         if found is not None:
-            self._remember(cache_key, found)
+            self._known[cache_key] = found
         return found
-
-    def _remember(self, cache_key: str, data_version: str) -> None:
-        self._known[cache_key] = data_version
-        if len(self._known) > 20_000:
-            self._known.popitem(last=False)
 
     def set(self, *, cache_key: str, data_version: str, run_id: str, node_name: str | None = None,
             code_version: str | None = None, **kwargs: Any) -> None:
         """Remembered now, written by :meth:`flush` after the run: one transaction a build, not a
         commit per node (a result is always written before the metadata pointing at it)."""
-        self._remember(cache_key, data_version)
+        self._known[cache_key] = data_version
         self._pending.append((cache_key, run_id, node_name, code_version, data_version))
 
     def take_pending(self) -> list[tuple]:
@@ -480,7 +469,7 @@ def open_metadata(folder: Path) -> "_MetadataStore":
     return _MetadataStore(str(folder))
 
 
-_STORES: OrderedDict[str, Stores] = OrderedDict()
+_STORES: LRUCache = LRUCache(maxsize=32)
 _STORES_LOCK = threading.Lock()
 _CURRENT: contextvars.ContextVar[Stores | None] = contextvars.ContextVar("ctxengine_cache_stores", default=None)
 
@@ -491,15 +480,11 @@ def stores_for(cache_dir: str | os.PathLike) -> Stores:
     key = os.path.abspath(os.fspath(cache_dir))
     with _STORES_LOCK:
         found = _STORES.get(key)
-        if found is not None and found.metadata.folder.name == folders.code_version():
-            _STORES.move_to_end(key)
-            return found
-    made = Stores(key)
-    with _STORES_LOCK:
-        _STORES[key] = made
-        while len(_STORES) > 32:
-            _STORES.popitem(last=False)
-    return made
+    if found is None or found.metadata.folder.name != folders.code_version():
+        found = Stores(key)
+        with _STORES_LOCK:
+            _STORES[key] = found
+    return found
 
 
 @contextlib.contextmanager
