@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from .quote import quoted
-from ..types import ConfigError, Document, ReferenceLoadError, Source
-from .fences import fenced
-from .markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
-from .textio import Refused, TextUnavailable
+from ..quote import quoted
+from ...types import ConfigError, Document, ReferenceLoadError, Source
+from ..fences import fenced
+from ..markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
+from ..textio import Refused, TextUnavailable
 
 GROUPS = ("core", "project", "session")
 INLINE = "inline"

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..types import ConfigError
-from .fences import without_code
-from .quote import quoted
+from ...types import ConfigError
+from ..fences import without_code
+from ..quote import quoted
 
 #: The GSD phase types (GSD's own engine: discuss, research, plan, execute, verify, repair).
 PHASES = ("execute", "research", "plan", "verify", "repair", "discuss")
