@@ -53,28 +53,33 @@ class DisclosureRules:
 def merge_rules(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict:
     """A project's rules file laid over the bundled one: ``modes`` and ``phases`` replace per
     mode or phase, ``triggers`` replace by name (new names are added), ``state`` replaces."""
-    out = {key: value for key, value in base.items()}
+    out = dict(base)
     for key in ("modes", "phases"):
         if key in over:
-            mine, theirs = base.get(key) or {}, over.get(key)
-            both = isinstance(mine, Mapping) and isinstance(theirs, Mapping)
-            out[key] = {**mine, **theirs} if both else theirs  # parse_rules names a wrong shape
+            out[key] = _merged_mapping(base.get(key) or {}, over.get(key))
     if "triggers" in over:
-        theirs = over.get("triggers")
-        if not isinstance(theirs, list):
-            out["triggers"] = theirs  # parse_rules names the wrong shape
-        else:
-            by_name = {str(t.get("name")): t for t in base.get("triggers") or [] if isinstance(t, Mapping)}
-            order = list(by_name)
-            for trigger in theirs:
-                name = str(trigger.get("name")) if isinstance(trigger, Mapping) else repr(trigger)
-                if name not in by_name:
-                    order.append(name)
-                by_name[name] = trigger
-            out["triggers"] = [by_name[name] for name in order]
+        out["triggers"] = _merged_triggers(base.get("triggers") or [], over.get("triggers"))
     if "state" in over:
         out["state"] = over["state"]
     return out
+
+
+def _merged_mapping(mine: Any, theirs: Any) -> Any:
+    """``theirs`` over ``mine`` key by key when both are mappings, else ``theirs`` as it is
+    (parse_rules names a wrong shape)."""
+    return {**mine, **theirs} if isinstance(mine, Mapping) and isinstance(theirs, Mapping) else theirs
+
+
+def _merged_triggers(mine: Any, theirs: Any) -> Any:
+    """The triggers of ``mine`` with those of ``theirs`` replacing the ones of the same name (in
+    place) and the new names added after; ``theirs`` as it is when not a list (parse_rules names
+    the wrong shape)."""
+    if not isinstance(theirs, list):
+        return theirs
+    by_name = {str(t.get("name")): t for t in mine if isinstance(t, Mapping)}
+    for trigger in theirs:
+        by_name[str(trigger.get("name")) if isinstance(trigger, Mapping) else repr(trigger)] = trigger
+    return list(by_name.values())
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
@@ -113,52 +118,67 @@ def parse_rules(data: Any, source: str) -> DisclosureRules:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: the top level must be a mapping with modes, triggers, phases, state")
     state = _strings(data.get("state"), f"{source}: key 'state'")
-    modes: dict[str, tuple[ModeRule, ...]] = {}
-    for mode, entries in _mapping(data.get("modes"), f"{source}: key 'modes'", "mode -> rules").items():
-        where = f"{source}: key 'modes.{mode}'"
-        rules = []
-        for index, entry in enumerate(_sequence(entries, where, "{name, load} rules")):
-            if isinstance(entry, str):
-                entry = {"name": entry, "load": [entry]}
-            if not isinstance(entry, Mapping):
-                raise ConfigError(f"{where}[{index}] must be a mapping with name and load")
-            load = _strings(entry.get("load"), f"{where}[{index}].load")
-            if not load:
-                raise ConfigError(f"{where}[{index}] needs a 'load' list of globs")
-            rules.append(ModeRule(str(entry.get("name") or load[0]), load))
-        modes[str(mode)] = tuple(rules)
-    triggers = []
-    for index, entry in enumerate(_sequence(data.get("triggers"), f"{source}: key 'triggers'", "trigger rules")):
-        where = f"{source}: key 'triggers[{index}]'"
+    modes = {str(mode): _mode_rules(entries, f"{source}: key 'modes.{mode}'")
+             for mode, entries in _mapping(data.get("modes"), f"{source}: key 'modes'", "mode -> rules").items()}
+    triggers = tuple(_trigger_rule(entry, index, f"{source}: key 'triggers[{index}]'") for index, entry
+                     in enumerate(_sequence(data.get("triggers"), f"{source}: key 'triggers'", "trigger rules")))
+    phases = {str(phase): _phase_entries(phase, spec, f"{source}: key 'phases.{phase}'") for phase, spec
+              in _mapping(data.get("phases"), f"{source}: key 'phases'", "phase -> manifest").items()}
+    return DisclosureRules(state, modes, triggers, phases, source)
+
+
+def _mode_rules(entries: Any, where: str) -> tuple[ModeRule, ...]:
+    """The rules of one mode (``where`` names its key): each a ``{name, load}`` mapping or a glob,
+    which is its own name and load list."""
+    rules = []
+    for index, entry in enumerate(_sequence(entries, where, "{name, load} rules")):
+        if isinstance(entry, str):
+            entry = {"name": entry, "load": [entry]}
         if not isinstance(entry, Mapping):
-            raise ConfigError(f"{where} must be a mapping with name, keywords or paths, and load")
-        load = _strings(entry.get("load"), f"{where}.load")
-        keywords = _strings(entry.get("keywords"), f"{where}.keywords")
-        paths = _strings(entry.get("paths"), f"{where}.paths")
-        where_in = _strings(entry.get("in"), f"{where}.in") or SIGNALS
-        bad = [w for w in where_in if w not in SIGNALS]
-        if bad:
-            raise ConfigError(f"{where}.in has {quoted(bad[0])}; use any of {', '.join(SIGNALS)}")
-        if not load or not (keywords or paths):
-            raise ConfigError(f"{where} needs 'load' globs and 'keywords' or 'paths' to fire on")
-        triggers.append(TriggerRule(str(entry.get("name") or f"trigger {index}"), load, keywords, paths, where_in))
-    phases: dict[str, tuple[PhaseEntry, ...]] = {}
-    for phase, spec in _mapping(data.get("phases"), f"{source}: key 'phases'", "phase -> manifest").items():
-        where = f"{source}: key 'phases.{phase}'"
-        if str(phase) not in PHASES:
-            raise ConfigError(f"{where}: unknown phase {quoted(phase)}; GSD phases are {', '.join(PHASES)}")
-        if not isinstance(spec, Mapping):
-            raise ConfigError(f"{where} must be a mapping with 'required' and 'optional' lists")
-        entries = []
-        for kind in ("required", "optional"):
-            for index, item in enumerate(_sequence(spec.get(kind), f"{where}.{kind}", "globs")):
-                if isinstance(item, str):
-                    item = {"glob": item}
-                if not isinstance(item, Mapping) or not isinstance(item.get("glob"), str):
-                    raise ConfigError(f"{where}.{kind}[{index}] must be a glob or {{glob, pick}}")
-                pick = str(item.get("pick", "all"))
-                if pick not in PICKS:
-                    raise ConfigError(f"{where}.{kind}[{index}].pick is {quoted(pick)}; use one of {', '.join(PICKS)}")
-                entries.append(PhaseEntry(item["glob"].strip(), kind == "required", pick))
-        phases[str(phase)] = tuple(entries)
-    return DisclosureRules(state, modes, tuple(triggers), phases, source)
+            raise ConfigError(f"{where}[{index}] must be a mapping with name and load")
+        load = _strings(entry.get("load"), f"{where}[{index}].load")
+        if not load:
+            raise ConfigError(f"{where}[{index}] needs a 'load' list of globs")
+        rules.append(ModeRule(str(entry.get("name") or load[0]), load))
+    return tuple(rules)
+
+
+def _trigger_rule(entry: Any, index: int, where: str) -> TriggerRule:
+    """One trigger (``where`` names its key): ``load`` globs, and ``keywords`` or ``paths`` to fire
+    on, looked for ``in`` some of the signals (all by default)."""
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} must be a mapping with name, keywords or paths, and load")
+    load = _strings(entry.get("load"), f"{where}.load")
+    keywords = _strings(entry.get("keywords"), f"{where}.keywords")
+    paths = _strings(entry.get("paths"), f"{where}.paths")
+    where_in = _strings(entry.get("in"), f"{where}.in") or SIGNALS
+    bad = [w for w in where_in if w not in SIGNALS]
+    if bad:
+        raise ConfigError(f"{where}.in has {quoted(bad[0])}; use any of {', '.join(SIGNALS)}")
+    if not load or not (keywords or paths):
+        raise ConfigError(f"{where} needs 'load' globs and 'keywords' or 'paths' to fire on")
+    return TriggerRule(str(entry.get("name") or f"trigger {index}"), load, keywords, paths, where_in)
+
+
+def _phase_entries(phase: Any, spec: Any, where: str) -> tuple[PhaseEntry, ...]:
+    """The manifest of one GSD phase (``where`` names its key): its ``required`` then ``optional``
+    globs."""
+    if str(phase) not in PHASES:
+        raise ConfigError(f"{where}: unknown phase {quoted(phase)}; GSD phases are {', '.join(PHASES)}")
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where} must be a mapping with 'required' and 'optional' lists")
+    return tuple(_phase_entry(item, kind == "required", f"{where}.{kind}[{index}]")
+                 for kind in ("required", "optional")
+                 for index, item in enumerate(_sequence(spec.get(kind), f"{where}.{kind}", "globs")))
+
+
+def _phase_entry(item: Any, required: bool, where: str) -> PhaseEntry:
+    """One glob of a phase manifest: a glob, or ``{glob, pick}`` (pick: one of PICKS)."""
+    if isinstance(item, str):
+        item = {"glob": item}
+    if not isinstance(item, Mapping) or not isinstance(item.get("glob"), str):
+        raise ConfigError(f"{where} must be a glob or {{glob, pick}}")
+    pick = str(item.get("pick", "all"))
+    if pick not in PICKS:
+        raise ConfigError(f"{where}.pick is {quoted(pick)}; use one of {', '.join(PICKS)}")
+    return PhaseEntry(item["glob"].strip(), required, pick)
