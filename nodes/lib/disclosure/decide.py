@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..quote import quoted
 from .globs import first_match, natural_key
 from .request import OUTSIDE, display_of
-from .rules import DisclosureRules
+from .rules import DisclosureRules, TriggerRule
 from .signals import SIGNALS, Signals, keyword_hit, path_hit
 
 
@@ -123,9 +123,9 @@ def decide(
     """The decision for every candidate document, and the warnings met (bad frontmatter).
 
     ``named`` holds the paths the request names (:func:`resolve_named`): layer 3, rule
-    "named in the request", even for a state file. ``already`` maps a project-relative path to (section key, rule) for documents another
-    stage already put in the context (configured references, the plan): they are reported
-    as loaded there and never loaded twice.
+    "named in the request", even for a state file. ``already`` maps a project-relative path to
+    (section key, rule) for documents another stage already put in the context (configured
+    references, the plan): they are reported as loaded there and never loaded twice.
     """
     decisions: list[Decision] = []
     warnings: list[str] = []
@@ -141,49 +141,81 @@ def section_key(display: str) -> str:
 NAMED = "named in the request"
 
 
-def _decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings, named) -> Decision:
-    display = doc.display
-    fm_modes = frontmatter_list(doc.metadata, "modes", display, warnings)
-    fm_phases = frontmatter_list(doc.metadata, "phases", display, warnings)
-    fm_triggers = frontmatter_list(doc.metadata, "triggers", display, warnings)
-    fm_paths = frontmatter_list(doc.metadata, "paths", display, warnings)
-    unknown = [m for m in fm_modes if m not in rules.modes and m not in ("dev", "review", "research")]
+@dataclass(frozen=True)
+class _Frontmatter:
+    """The disclosure keys of a document's frontmatter: the modes and phases it is for, the
+    keywords (``triggers``) and changed-file globs (``paths``) that load it."""
+
+    modes: tuple[str, ...] = ()
+    phases: tuple[str, ...] = ()
+    triggers: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+
+
+def _frontmatter_of(doc: Candidate, rules: DisclosureRules, warnings: list[str]) -> _Frontmatter:
+    """The disclosure keys of the document's frontmatter; bad types and unknown modes warn."""
+    fm = _Frontmatter(*(frontmatter_list(doc.metadata, key, doc.display, warnings)
+                        for key in ("modes", "phases", "triggers", "paths")))
+    unknown = [m for m in fm.modes if m not in rules.modes and m not in ("dev", "review", "research")]
     if unknown:
-        warnings.append(f"{display}: frontmatter modes names unknown mode {quoted(unknown[0])}")
+        warnings.append(f"{doc.display}: frontmatter modes names unknown mode {quoted(unknown[0])}")
+    return fm
 
-    loaded_by: tuple[int, str] | None = None
-    if doc.path.startswith(OUTSIDE):  # a project file outside .planning/: only the request loads it
-        loaded_by = (3, NAMED) if doc.path in named else None
-    elif phase and doc.path in phase_files:
-        loaded_by = (2, phase_files[doc.path])
-    elif phase and phase in fm_phases:
-        loaded_by = (2, f"frontmatter phases: [{', '.join(fm_phases)}]")
-    elif mode in fm_modes:
-        loaded_by = (2, f"frontmatter modes: [{', '.join(fm_modes)}]")
-    else:
-        for rule in rules.modes.get(mode, ()):
-            pattern = first_match(rule.load, doc.path)
-            if pattern is not None:
-                loaded_by = (2, f"{rules.source} modes.{mode} '{rule.name}' ({pattern})")
-                break
-    if loaded_by is None and doc.path in named:
-        loaded_by = (3, NAMED)
-    if loaded_by is None and not doc.path.startswith(OUTSIDE):
-        loaded_by = _trigger(doc, rules, signals, fm_triggers, fm_paths)
 
+def _decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings, named) -> Decision:
+    """The decision for one candidate: loaded by the first rule that selects it (or by the stage
+    that already holds it), else left out with the reason."""
+    fm = _frontmatter_of(doc, rules, warnings)
+    selected = _selected_by(doc, fm, rules, mode, phase, phase_files, signals, named)
+    decision = _selected_decision(doc, selected, already)
+    return decision if decision is not None else _left_out(doc, rules, mode, phase, fm)
+
+
+def _selected_by(doc, fm, rules, mode, phase, phase_files, signals, named) -> tuple[int, str] | None:
+    """(layer, rule) of the first rule that selects the document: the mode or phase (layer 2),
+    else the request naming it, else a trigger (layer 3). A project file outside .planning/ is
+    selected only by the request naming it."""
+    if doc.path.startswith(OUTSIDE):
+        return (3, NAMED) if doc.path in named else None
+    return (_on_demand(doc, fm, rules, mode, phase, phase_files)
+            or ((3, NAMED) if doc.path in named else None)
+            or _trigger(doc, rules, signals, fm))
+
+
+def _on_demand(doc, fm, rules, mode, phase, phase_files) -> tuple[int, str] | None:
+    """(2, rule) when the current phase's rules, the frontmatter phases or modes, or a rule of the
+    current mode select the document (in that order); else None."""
+    if phase and doc.path in phase_files:
+        return 2, phase_files[doc.path]
+    if phase and phase in fm.phases:
+        return 2, f"frontmatter phases: [{', '.join(fm.phases)}]"
+    if mode in fm.modes:
+        return 2, f"frontmatter modes: [{', '.join(fm.modes)}]"
+    for rule in rules.modes.get(mode, ()):
+        pattern = first_match(rule.load, doc.path)
+        if pattern is not None:
+            return 2, f"{rules.source} modes.{mode} '{rule.name}' ({pattern})"
+    return None
+
+
+def _selected_decision(doc, selected: tuple[int, str] | None, already) -> Decision | None:
+    """The row of a document another stage already holds (reported there, never loaded twice) or
+    a rule selected (loaded, or not when it could not be read); None when neither."""
+    display = doc.display
     if display in already:
         key, how = already[display]
-        layer = 1 if loaded_by is None else loaded_by[0]
-        rule = how if loaded_by is None else f"{loaded_by[1]}; already loaded by {how}"
+        layer = 1 if selected is None else selected[0]
+        rule = how if selected is None else f"{selected[1]}; already loaded by {how}"
         return Decision(display, layer, True, rule=rule, section=key, loaded_by_other=how)
-    if loaded_by is not None and doc.problem is None:
-        return Decision(display, loaded_by[0], True, rule=loaded_by[1], section=section_key(display))
-    if loaded_by is not None:
-        return Decision(display, loaded_by[0], False, reason=f"{loaded_by[1]} selected it, but {doc.problem}")
-    return _left_out(doc, rules, mode, phase, fm_modes, fm_phases, fm_triggers, fm_paths)
+    if selected is None:
+        return None
+    if doc.problem is None:
+        return Decision(display, selected[0], True, rule=selected[1], section=section_key(display))
+    return Decision(display, selected[0], False, reason=f"{selected[1]} selected it, but {doc.problem}")
 
 
-def _trigger(doc, rules, signals, fm_triggers, fm_paths) -> tuple[int, str] | None:
+def _trigger(doc, rules, signals, fm) -> tuple[int, str] | None:
+    """(3, rule) of the first trigger rule, then frontmatter trigger or path, that fires; else None."""
     for rule in rules.triggers:
         pattern = first_match(rule.load, doc.path)
         if pattern is None:
@@ -194,43 +226,52 @@ def _trigger(doc, rules, signals, fm_triggers, fm_paths) -> tuple[int, str] | No
         path = path_hit(rule.paths, signals.changed_files) if rule.paths else None
         if path:
             return 3, f"{rules.source} trigger '{rule.name}': the diff touches {path[1]} ({path[0]}) ({pattern})"
-    if fm_triggers:
-        hit = keyword_hit(fm_triggers, signals, SIGNALS)
-        if hit:
-            return 3, f"frontmatter triggers: {_describe(*hit)}"
-    if fm_paths:
-        path = path_hit(fm_paths, signals.changed_files)
-        if path:
-            return 3, f"frontmatter paths: the diff touches {path[1]} ({path[0]})"
+    hit = keyword_hit(fm.triggers, signals, SIGNALS) if fm.triggers else None
+    if hit:
+        return 3, f"frontmatter triggers: {_describe(*hit)}"
+    path = path_hit(fm.paths, signals.changed_files) if fm.paths else None
+    if path:
+        return 3, f"frontmatter paths: the diff touches {path[1]} ({path[0]})"
     return None
 
 
-def _left_out(doc, rules, mode, phase, fm_modes, fm_phases, fm_triggers, fm_paths) -> Decision:
+def _left_out(doc, rules, mode, phase, fm) -> Decision:
+    """The row of a document no rule selected, with the reason: for other modes or phases only,
+    triggers that did not fire, unreadable, or named by no rule."""
     display = doc.display
     other_modes = [m for m, rs in rules.modes.items() if m != mode and any(first_match(r.load, doc.path) for r in rs)]
-    if fm_modes or other_modes:
-        modes = list(dict.fromkeys([*fm_modes, *other_modes]))
+    if fm.modes or other_modes:
+        modes = list(dict.fromkeys([*fm.modes, *other_modes]))
         return Decision(display, 2, False, reason=f"for mode {', '.join(modes)} only; the current mode is {mode}")
-    if fm_phases:
+    if fm.phases:
         current = phase or "none (--phase)"
         return Decision(display, 2, False,
-                        reason=f"for phase {', '.join(fm_phases)} only; the current phase is {current}")
+                        reason=f"for phase {', '.join(fm.phases)} only; the current phase is {current}")
     named_by = [r for r in rules.triggers if first_match(r.load, doc.path)]
-    if named_by or fm_triggers or fm_paths:
-        parts = []
-        for rule in named_by:
-            watch = [f"keywords {', '.join(rule.keywords)}"] if rule.keywords else []
-            watch += [f"paths {', '.join(rule.paths)}"] if rule.paths else []
-            parts.append(f"trigger '{rule.name}' ({'; '.join(watch)}) did not fire")
-        if fm_triggers:
-            parts.append(f"frontmatter triggers ({', '.join(fm_triggers)}) not in the plan, diff or request")
-        if fm_paths:
-            parts.append(f"frontmatter paths ({', '.join(fm_paths)}) match no changed file")
-        return Decision(display, 3, False, reason="; ".join(parts))
+    if named_by or fm.triggers or fm.paths:
+        return Decision(display, 3, False, reason="; ".join(_unfired(named_by, fm)))
     if doc.problem:
         return Decision(display, 3, False, reason=doc.problem)
     return Decision(display, 3, False,
                     reason="no mode, phase or trigger rule names it (add frontmatter modes/triggers/paths)")
+
+
+def _unfired(triggers: Sequence[TriggerRule], fm: _Frontmatter) -> list[str]:
+    """Why each trigger rule naming the document, then its frontmatter triggers and paths, did not
+    load it."""
+    parts = [f"trigger '{rule.name}' ({_watched(rule)}) did not fire" for rule in triggers]
+    if fm.triggers:
+        parts.append(f"frontmatter triggers ({', '.join(fm.triggers)}) not in the plan, diff or request")
+    if fm.paths:
+        parts.append(f"frontmatter paths ({', '.join(fm.paths)}) match no changed file")
+    return parts
+
+
+def _watched(rule: TriggerRule) -> str:
+    """What a trigger rule watches: ``keywords a, b; paths x/**``."""
+    watch = [f"keywords {', '.join(rule.keywords)}"] if rule.keywords else []
+    watch += [f"paths {', '.join(rule.paths)}"] if rule.paths else []
+    return "; ".join(watch)
 
 
 def url_decisions(
