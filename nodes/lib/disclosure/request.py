@@ -92,19 +92,31 @@ def resolve_named(names: Sequence[str], listing: Sequence[str], present: Iterabl
     lowered = [(path, path.lower()) for path in listing]
     present = set(present)
     for name in names:
-        wanted = name.removeprefix(".planning/") if name.lower().startswith(".planning/") else name
-        key = wanted.lower()
-        matches = [path for path, low in lowered if low == key or low.endswith("/" + key)]
-        if not matches:
-            if name in present:
-                files.setdefault(OUTSIDE + name, name)
-            continue
-        exact = [path for path in matches if path.lower() == key] or matches
-        chosen = [path for path in exact if path == wanted or path.endswith("/" + wanted)] if len(exact) > 1 else exact
-        if len(chosen) == 1:
-            files.setdefault(chosen[0], name)
-            continue
-        shown = ", ".join(f".planning/{path}" for path in sorted(chosen or exact, key=natural_key)[:5])
-        warnings.append(f"the request names {quoted(name)}, which matches several files ({shown}); none loaded: "
-                        f"name it by its path (e.g. {'.planning/' + sorted(chosen or exact, key=natural_key)[0]})")
+        found = _files_named(name.removeprefix(".planning/"), lowered)
+        if len(found) == 1:
+            files.setdefault(found[0], name)
+        elif found:
+            warnings.append(_ambiguity(name, found))
+        elif name in present:
+            files.setdefault(OUTSIDE + name, name)
     return NamedFiles(files, tuple(warnings))
+
+
+def _files_named(wanted: str, lowered: Sequence[tuple[str, str]]) -> list[str]:
+    """The files of ``lowered`` ((path, lower-case path) pairs) that ``wanted`` names, ignoring
+    case: at that path or ending with it; when several, those at exactly that path, then those
+    spelled with the same case (one file when the name is clear)."""
+    key = wanted.lower()
+    matches = [path for path, low in lowered if low == key or low.endswith("/" + key)]
+    exact = [path for path in matches if path.lower() == key] or matches
+    if len(exact) <= 1:
+        return exact
+    return [path for path in exact if path == wanted or path.endswith("/" + wanted)] or exact
+
+
+def _ambiguity(name: str, found: Sequence[str]) -> str:
+    """The warning of a name that matches several files: the first five, and how to pick one."""
+    ordered = sorted(found, key=natural_key)
+    shown = ", ".join(f".planning/{path}" for path in ordered[:5])
+    return (f"the request names {quoted(name)}, which matches several files ({shown}); none loaded: "
+            f"name it by its path (e.g. .planning/{ordered[0]})")
