@@ -6,13 +6,13 @@
 * rules: the rules of ``configs/disclosure.yaml`` (types, a project's file laid over them,
   validation)
 * phases: the documents the current GSD phase's rules load
-* decide: the disclosure plan, a decision (layer, rule or reason) per candidate document
+* decisions: the disclosure plan, a decision (layer, rule or reason) per candidate document
 
 Nothing here reads files or the network (the node module ``nodes/disclosure.py`` does). The names
 other modules use are re-exported here (``from ctxengine.nodes.lib import disclosure``).
 """
 
-from .decide import (NAMED, Candidate, Decision, FetchedDoc, decide, frontmatter_list, generic_candidates,
+from .decisions import (NAMED, Candidate, Decision, FetchedDoc, decide, frontmatter_list, generic_candidates,
                      project_relative, section_key, url_decisions)
 from .globs import first_match, glob_match, glob_regex, natural_key
 from .phases import PhaseSelection, phase_selection

@@ -50,7 +50,8 @@ def phase_selection(
         elif entry.pick == "open":
             matched = (_open_plans_in(matched, set(files)) or matched[-1:])[:1]
         if not matched and entry.required:
-            warnings.append(f".planning/{pattern}: required for phase {quoted(phase)} ({rules.source}) but no file matches")
+            warnings.append(f".planning/{pattern}: required for phase {quoted(phase)} ({rules.source}) "
+                            "but no file matches")
         for path in matched:
             chosen.setdefault(path, label)
     return PhaseSelection(chosen, tuple(warnings))
