@@ -25,7 +25,6 @@ def m(role: str, line: int, calls: tuple[str, ...] = (), call_id: str | None = N
 
 
 @pytest.mark.parametrize("raw, expected_ids, warnings", [
-    case("none", (), (), []),
     case("ids kept, missing ones numbered", [{"id": "a"}, {"name": "x"}], ("a", "L7.2"), []),
     case("call_id when no id", [{"call_id": "c"}], ("c",), []),
     case("not a list", {"id": "a"}, (), ["s.log:7: 'tool_calls' must be a list; calls ignored"]),
@@ -33,7 +32,7 @@ def m(role: str, line: int, calls: tuple[str, ...] = (), call_id: str | None = N
 ])
 def test_tool_calls_of(raw, expected_ids, warnings):
     found: list[str] = []
-    calls = J._tool_calls_of(raw, "s.log:7", "L7", found)
+    calls = J._tool_calls_of(raw, "s.log", 7, found)
     assert (tuple(call["id"] for call in calls), found) == (expected_ids, warnings)
 
 

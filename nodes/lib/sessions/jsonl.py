@@ -70,7 +70,8 @@ def _message_of(raw: str, number: int, path: str, warnings: list[str]) -> tuple[
     if isinstance(round_key, (list, dict)):
         warnings.append(f"{path}:{number}: 'round' must be a number or a string; ignored")
         round_key = None
-    calls = _tool_calls_of(obj.get("tool_calls") or (), f"{path}:{number}", f"L{number}", warnings)
+    raw_calls = obj.get("tool_calls")
+    calls = _tool_calls_of(raw_calls, path, number, warnings) if raw_calls else ()
     call_id = obj.get("call_id", obj.get("tool_call_id"))
     usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
     message = Message(
@@ -85,15 +86,15 @@ def _message_of(raw: str, number: int, path: str, warnings: list[str]) -> tuple[
     return round_key, message
 
 
-def _tool_calls_of(raw_calls: Any, where: str, id_prefix: str, warnings: list[str]) -> tuple[dict, ...]:
-    """A line's ``tool_calls`` normalised (:func:`_normalise_call`; a call without an id is
-    ``<id_prefix>.<n>``); not a list, or a call not an object, is a warning at ``where``."""
-    if raw_calls and not isinstance(raw_calls, list):
-        warnings.append(f"{where}: 'tool_calls' must be a list; calls ignored")
+def _tool_calls_of(raw_calls: Any, path: str, number: int, warnings: list[str]) -> tuple[dict, ...]:
+    """The ``tool_calls`` of line ``number`` normalised (:func:`_normalise_call`; a call without
+    an id is ``L<number>.<n>``); not a list, or a call not an object, is a warning at path:number."""
+    if not isinstance(raw_calls, list):
+        warnings.append(f"{path}:{number}: 'tool_calls' must be a list; calls ignored")
         return ()
-    normalised = [_normalise_call(c, f"{id_prefix}.{i}") for i, c in enumerate(raw_calls, 1)]
+    normalised = [_normalise_call(c, f"L{number}.{i}") for i, c in enumerate(raw_calls, 1)]
     if any(c is None for c in normalised):
-        warnings.append(f"{where}: a tool call that is not an object was ignored")
+        warnings.append(f"{path}:{number}: a tool call that is not an object was ignored")
     return tuple(c for c in normalised if c is not None)
 
 
@@ -166,9 +167,10 @@ def _round_groups(read: list[tuple[Any, Message]]) -> list[list[Message]]:
         elif key is None:
             key = current_key
         if not groups or key != current_key:
-            lead_in = bool(groups) and all(m.role != "user" for m in groups[-1])
-            if not (message.role == "user" and round_key is None and lead_in):
-                groups.append([])  # else the lead-in messages (a system prompt) join the first request's round
+            joins_lead_in = (message.role == "user" and round_key is None and bool(groups)
+                             and all(m.role != "user" for m in groups[-1]))
+            if not joins_lead_in:  # lead-in messages (a system prompt) join the first request's round
+                groups.append([])
             current_key = key
         groups[-1].append(message)
     return groups
