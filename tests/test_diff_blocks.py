@@ -1,5 +1,5 @@
 """The steps the diff summary reads a diff by (nodes/lib/summarize/diff.py ``diff_file_stats``),
-one table each: the line that opens a file, a header line, a hunk line."""
+one table each: the line that opens a file, a header line."""
 
 from __future__ import annotations
 
@@ -45,13 +45,3 @@ def test_read_header_line(status, line, expected):
     f = D._FileStat("x", status, "x")
     D._read_header_line(f, line)
     assert stat(f) == expected
-
-
-@pytest.mark.parametrize("line, expected", [
-    case("added", "+x", (1, 0)), case("removed", "-x", (0, 1)), case("context", " x", (0, 0)),
-    case("empty", "", (0, 0)),
-])
-def test_count_change(line, expected):
-    f = D._FileStat("x", "M", "x")
-    D._count_change(f, line)
-    assert (f.added, f.removed) == expected

@@ -201,9 +201,9 @@ def test_left_out(path, fm, problem, expected):
          (2, True, "rule; already loaded by the plan", "plan", "the plan")),
 ])
 def test_selected_decision(selected, problem, already, expected):
-    decision = D._selected_decision(D.Candidate("A.md", "T", "", problem=problem), selected, already)
+    decision = D._selected_decision(".planning/A.md", problem, selected, already)
     assert (decision.layer, decision.loaded, decision.rule, decision.section, decision.loaded_by_other) == expected
 
 
 def test_selected_decision_is_none_when_nothing_selects_or_holds_it():
-    assert D._selected_decision(D.Candidate("A.md", "T", ""), None, {}) is None
+    assert D._selected_decision(".planning/A.md", None, None, {}) is None

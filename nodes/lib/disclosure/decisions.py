@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..quote import quoted
 from .globs import first_match, natural_key
@@ -141,8 +141,7 @@ def section_key(display: str) -> str:
 NAMED = "named in the request"
 
 
-@dataclass(frozen=True)
-class _Frontmatter:
+class _Frontmatter(NamedTuple):
     """The disclosure keys of a document's frontmatter: the modes and phases it is for, the
     keywords (``triggers``) and changed-file globs (``paths``) that load it."""
 
@@ -152,22 +151,26 @@ class _Frontmatter:
     paths: tuple[str, ...] = ()
 
 
-def _frontmatter_of(doc: Candidate, rules: DisclosureRules, warnings: list[str]) -> _Frontmatter:
-    """The disclosure keys of the document's frontmatter; bad types and unknown modes warn."""
-    fm = _Frontmatter(*(frontmatter_list(doc.metadata, key, doc.display, warnings)
-                        for key in ("modes", "phases", "triggers", "paths")))
+def _frontmatter_of(meta: Mapping[str, Any], display: str, rules: DisclosureRules, warnings: list[str]) -> _Frontmatter:
+    """The disclosure keys of a document's frontmatter (``meta``; ``display`` names it in
+    warnings); bad types and unknown modes warn."""
+    fm = _Frontmatter(frontmatter_list(meta, "modes", display, warnings),
+                      frontmatter_list(meta, "phases", display, warnings),
+                      frontmatter_list(meta, "triggers", display, warnings),
+                      frontmatter_list(meta, "paths", display, warnings))
     unknown = [m for m in fm.modes if m not in rules.modes and m not in ("dev", "review", "research")]
     if unknown:
-        warnings.append(f"{doc.display}: frontmatter modes names unknown mode {quoted(unknown[0])}")
+        warnings.append(f"{display}: frontmatter modes names unknown mode {quoted(unknown[0])}")
     return fm
 
 
 def _decide_one(doc, rules, mode, phase, phase_files, signals, already, warnings, named) -> Decision:
     """The decision for one candidate: loaded by the first rule that selects it (or by the stage
     that already holds it), else left out with the reason."""
-    fm = _frontmatter_of(doc, rules, warnings)
+    display = doc.display
+    fm = _frontmatter_of(doc.metadata, display, rules, warnings)
     selected = _selected_by(doc, fm, rules, mode, phase, phase_files, signals, named)
-    decision = _selected_decision(doc, selected, already)
+    decision = _selected_decision(display, doc.problem, selected, already)
     return decision if decision is not None else _left_out(doc, rules, mode, phase, fm)
 
 
@@ -198,10 +201,10 @@ def _on_demand(doc, fm, rules, mode, phase, phase_files) -> tuple[int, str] | No
     return None
 
 
-def _selected_decision(doc, selected: tuple[int, str] | None, already) -> Decision | None:
+def _selected_decision(display: str, problem: str | None, selected: tuple[int, str] | None,
+                       already) -> Decision | None:
     """The row of a document another stage already holds (reported there, never loaded twice) or
-    a rule selected (loaded, or not when it could not be read); None when neither."""
-    display = doc.display
+    a rule selected (loaded, or not when it could not be read: ``problem``); None when neither."""
     if display in already:
         key, how = already[display]
         layer = 1 if selected is None else selected[0]
@@ -209,9 +212,9 @@ def _selected_decision(doc, selected: tuple[int, str] | None, already) -> Decisi
         return Decision(display, layer, True, rule=rule, section=key, loaded_by_other=how)
     if selected is None:
         return None
-    if doc.problem is None:
+    if problem is None:
         return Decision(display, selected[0], True, rule=selected[1], section=section_key(display))
-    return Decision(display, selected[0], False, reason=f"{selected[1]} selected it, but {doc.problem}")
+    return Decision(display, selected[0], False, reason=f"{selected[1]} selected it, but {problem}")
 
 
 def _trigger(doc, rules, signals, fm) -> tuple[int, str] | None:

@@ -29,7 +29,7 @@ def diff_file_stats(diff: str) -> tuple[list[str], list[tuple[str, int, int, str
     in_hunk = False
     has_git_headers = any(line.startswith("diff --git ") for line in lines)
     for i, line in enumerate(lines):
-        opened = _opened_file(lines, i, has_git_headers)
+        opened = _opened_file(lines, i, has_git_headers) if line.startswith(("diff --git ", "--- ")) else None
         if opened is not None:
             files.append(opened)
             in_hunk = False
@@ -37,8 +37,11 @@ def diff_file_stats(diff: str) -> tuple[list[str], list[tuple[str, int, int, str
             preamble.append(line)
         elif line.startswith("@@"):
             in_hunk = True
-        elif in_hunk:
-            _count_change(files[-1], line)
+        elif in_hunk:  # a hunk line counted: + added, - removed (context lines are not)
+            if line.startswith("+"):
+                files[-1].added += 1
+            elif line.startswith("-"):
+                files[-1].removed += 1
         else:
             _read_header_line(files[-1], line)
     while preamble and not preamble[-1].strip():
@@ -86,14 +89,6 @@ def _git_header_file(line: str) -> _FileStat:
         return _FileStat(line[11:], "M", line[11:])
     old, new = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
     return _FileStat(new, "M", old)
-
-
-def _count_change(stat: _FileStat, line: str) -> None:
-    """A hunk line counted: ``+`` added, ``-`` removed (context lines are not)."""
-    if line.startswith("+"):
-        stat.added += 1
-    elif line.startswith("-"):
-        stat.removed += 1
 
 
 def _read_header_line(stat: _FileStat, line: str) -> None:
