@@ -11,6 +11,7 @@ import pytest
 os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
 from ctxengine.nodes.lib.sessions.claude_code import rounds as R  # noqa: E402
+from ctxengine.nodes.lib.sessions.claude_code import events as E_  # noqa: E402
 from ctxengine.nodes.lib.sessions.claude_code.events import Event, Options, Read, prompt_key  # noqa: E402
 from ctxengine.nodes.types import Message, Round  # noqa: E402
 
@@ -91,3 +92,16 @@ def test_cap_notes_and_results_without_their_call():
     assert R._orphan_result_warnings(rounds, "t.jsonl") == [
         "t.jsonl:41: tool result for call 'gone' has no matching tool call in the thread "
         "(the transcript starts after it)"]
+
+
+@pytest.mark.parametrize("block, expected_call, expected_task", [
+    case("a call with its id, input as sorted JSON", {"id": "t", "name": "Bash", "input": {"b": 1, "a": "x"}},
+         {"id": "t", "name": "Bash", "arguments": '{"a": "x", "b": 1}'}, ()),
+    case("no id, no name", {"input": {}}, {"id": "L9.2", "name": "tool", "arguments": "{}"}, ()),
+    case("a subagent call with a prompt is a task", {"id": "s", "name": "Task", "input": {"prompt": " Go "}},
+         {"id": "s", "name": "Task", "arguments": '{"prompt": " Go "}'}, (("s", prompt_key("Go")),)),
+    case("a prompt of another tool is none", {"id": "o", "name": "Bash", "input": {"prompt": "Go"}},
+         {"id": "o", "name": "Bash", "arguments": '{"prompt": "Go"}'}, ()),
+])
+def test_tool_call(block, expected_call, expected_task):
+    assert E_._tool_call(block, "L9.2", Options()) == (expected_call, expected_task)
