@@ -10,7 +10,7 @@ configs/disclosure.yaml (and a project file named by ``disclosure.rules``), neve
 
 Three loader nodes read: ``disclosure_rules`` (the YAML rules), ``planning_files`` (the
 listing of .planning/ and the candidate documents) and ``requested_documents`` (``@doc``
-URLs). Everything after them is pure and lives in nodes/lib/disclosure.py.
+URLs). Everything after them is pure and lives in nodes/lib/disclosure/.
 """
 
 from __future__ import annotations

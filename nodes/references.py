@@ -1,7 +1,7 @@
 """Stage 2, reference documents: the configured references and every @-line they pull in.
 
 ``reference_documents`` is the only node that reads (files, http(s) URLs, built-ins shipped
-in ctxengine.configs/references); the recursion rules live in nodes/lib/references.py and
+in ctxengine.configs/references); the recursion rules live in nodes/lib/references/ and
 everything after the loader is pure.
 """
 

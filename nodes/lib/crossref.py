@@ -126,35 +126,37 @@ def _name_pattern(names: Sequence[str]) -> str:
 
 
 def _targets(sections: Sequence[Section], removed: Mapping[str, Mapping]) -> list[_Target]:
-    present_unchanged = [s for s in sections if s.key not in removed]
+    """A target per removed section: the names and anchors that refer to it, less those a
+    section still present (and not removed) answers to."""
     taken_names: set[str] = set()
     taken_slugs: set[str] = set()
-    for s in present_unchanged:
-        taken_names |= _section_names(s)
-        taken_slugs |= _section_slugs(s.title, s.content)
+    for s in sections:
+        if s.key not in removed:
+            taken_names |= _section_names(s)
+            taken_slugs |= _section_slugs(s.title, s.content)
     current = {s.key: s for s in sections}
-    targets = []
-    for key, info in removed.items():
-        action = str(info.get("action", "dropped"))
-        if action not in ACTIONS:
-            action = "dropped"
-        title = str(info.get("title") or "").strip()
-        location = str(info.get("location") or "").strip()
-        target = _Target(key, title, action, location)
-        seen: set[str] = set()
-        for name in [title] + _location_names(location):
-            low = name.lower()
-            if _usable(name) and low not in seen and low not in taken_names:
-                seen.add(low)
-                target.names.append(name)
-        content = str(info.get("content") or "")
-        if key in current:
-            content += "\n" + current[key].content
-        slugs = _section_slugs(title, content)
-        slugs.update(slugify(str(h)) for h in info.get("headings") or ())
-        target.slugs = {s for s in slugs if s and s not in taken_slugs}
-        targets.append(target)
-    return targets
+    return [_target_of(key, info, current.get(key), taken_names, taken_slugs) for key, info in removed.items()]
+
+
+def _target_of(key: str, info: Mapping, section: Section | None, taken_names: set[str],
+               taken_slugs: set[str]) -> _Target:
+    """The target of one removed section (``info`` as :func:`mend_cross_references` takes it;
+    ``section`` the part of it still listed, when summarized or cut)."""
+    action = str(info.get("action", "dropped"))
+    title = str(info.get("title") or "").strip()
+    location = str(info.get("location") or "").strip()
+    target = _Target(key, title, action if action in ACTIONS else "dropped", location)
+    seen: set[str] = set()
+    for name in [title] + _location_names(location):
+        low = name.lower()
+        if _usable(name) and low not in seen and low not in taken_names:
+            seen.add(low)
+            target.names.append(name)
+    content = str(info.get("content") or "") + ("\n" + section.content if section is not None else "")
+    slugs = _section_slugs(title, content)
+    slugs.update(slugify(str(h)) for h in info.get("headings") or ())
+    target.slugs = {s for s in slugs if s and s not in taken_slugs}
+    return target
 
 
 def _note_en(target: _Target) -> str:
@@ -204,20 +206,7 @@ def mend_cross_references(
             by_name.setdefault(name.lower(), t)
         for slug in t.slugs:
             by_slug.setdefault(slug, t)
-    names_alt = _name_pattern([name for t in targets for name in t.names])
-    en = zh = None
-    if names_alt:
-        en = re.compile(
-            r"(?P<lead>\(\s*)?\b(?P<verb>" + _VERBS_EN + r")\s+(?:the\s+)?"
-            r"(?P<open>[" + re.escape(_OPEN) + r"]{0,2})(?P<name>" + names_alt + r")"
-            r"(?P<close>[" + re.escape(_CLOSE) + r"]{0,2})(?P<noun>" + _NOUN_EN + r")?",
-            re.I,
-        )
-        zh = re.compile(
-            r"(?P<verb>" + _VERBS_ZH + r")\s*(?P<open>[《「『“\"'`]?)(?P<name>" + names_alt + r")"
-            r"(?P<close>[》」』”\"'`]?)(?P<noun>" + _NOUN_ZH + r")?",
-            re.I,
-        )
+    en, zh = _name_patterns([name for t in targets for name in t.names])
     position = {key: i for i, key in enumerate(order)} if order else None
 
     out: list[Section] = []
@@ -228,25 +217,45 @@ def mend_cross_references(
             out.append(section)  # a dropped section still listed: leave it as it is
             continue
         above = _above_target(section, index, sections, by_key, position, own)
-        edits = _find(section.content, section.key, en, zh, by_name, by_slug, above)
-        if not edits:
-            out.append(section)
-            continue
-        if section.tier == IMMUTABLE:
-            for _, _, _, quoted, target in edits:
-                notes.append(
-                    f"{section.key}: {_UNCHANGED}; it refers to {target.action} "
-                    f"'{target.title}' ('{quoted}')"
-                )
-            out.append(section)
-            continue
-        text = section.content
-        for start, end, replacement, quoted, target in reversed(edits):
-            text = text[:start] + replacement + text[end:]
-        for start, end, replacement, quoted, target in edits:
-            notes.append(f"{section.key}: {_describe(target, quoted)}")
-        out.append(section.with_content(text))
+        mended, section_notes = _mended(section, _find(section.content, section.key, en, zh, by_name, by_slug, above))
+        out.append(mended)
+        notes.extend(section_notes)
     return out, notes
+
+
+def _name_patterns(names: Sequence[str]) -> tuple[re.Pattern | None, re.Pattern | None]:
+    """(English, Chinese) patterns of a reference by name ("see X", "如上文《X》"); None, None
+    when no name is left to find."""
+    names_alt = _name_pattern(names)
+    if not names_alt:
+        return None, None
+    en = re.compile(
+        r"(?P<lead>\(\s*)?\b(?P<verb>" + _VERBS_EN + r")\s+(?:the\s+)?"
+        r"(?P<open>[" + re.escape(_OPEN) + r"]{0,2})(?P<name>" + names_alt + r")"
+        r"(?P<close>[" + re.escape(_CLOSE) + r"]{0,2})(?P<noun>" + _NOUN_EN + r")?",
+        re.I,
+    )
+    zh = re.compile(
+        r"(?P<verb>" + _VERBS_ZH + r")\s*(?P<open>[《「『“\"'`]?)(?P<name>" + names_alt + r")"
+        r"(?P<close>[》」』”\"'`]?)(?P<noun>" + _NOUN_ZH + r")?",
+        re.I,
+    )
+    return en, zh
+
+
+def _mended(section: Section, edits: list) -> tuple[Section, list[str]]:
+    """(the section with its edits made, a note per edit); an immutable section stays as it is,
+    with a note per reference it keeps."""
+    if not edits:
+        return section, []
+    if section.tier == IMMUTABLE:
+        return section, [f"{section.key}: {_UNCHANGED}; it refers to {target.action} '{target.title}' ('{quoted}')"
+                         for _, _, _, quoted, target in edits]
+    text = section.content
+    for start, end, replacement, _, _ in reversed(edits):
+        text = text[:start] + replacement + text[end:]
+    return section.with_content(text), [f"{section.key}: {_describe(target, quoted)}"
+                                        for _, _, _, quoted, target in edits]
 
 
 def mends_by_section(notes: Sequence[str], keys: Sequence[str]) -> dict[str, list[str]]:
@@ -276,26 +285,27 @@ def _above_target(section, index, sections, by_key, position, own) -> _Target | 
 
 
 def _find(text, key, en, zh, by_name, by_slug, above):
-    """[(start, end, replacement, quoted, target)], sorted, not overlapping."""
+    """[(start, end, replacement, quoted, target)], sorted, not overlapping: references by name,
+    by anchor, and "as above" in the section ``key``, outside code spans and not already mended."""
     code = code_spans(text, strict=True)
-    found = []
 
     def keep(start: int, end: int) -> bool:
-        if _in_spans(start, code):
-            return False
-        return not _ALREADY.match(text, end)
+        return not _in_spans(start, code) and not _ALREADY.match(text, end)
 
+    found = [*_name_edits(text, key, en, zh, by_name, keep), *_anchor_edits(text, key, by_slug, keep),
+             *_above_edits(text, key, above, keep)]
+    return _without_overlaps(found)
+
+
+def _name_edits(text, key, en, zh, by_name, keep) -> list:
+    """The edits of references by name ("see X", "如上文《X》"): a note after each."""
+    found = []
     for pattern, lang in ((en, "en"), (zh, "zh")):
-        if pattern is None:
-            continue
-        for m in pattern.finditer(text):
+        for m in pattern.finditer(text) if pattern is not None else ():
             target = by_name.get(m.group("name").lower())
-            if target is None or target.key == key:
+            if target is None or target.key == key or not keep(m.start(), m.end()):
                 continue
-            end = m.end()
-            if not keep(m.start(), end):
-                continue
-            start = m.start("verb")
+            start, end = m.start("verb"), m.end()
             if lang == "zh":
                 note = f"（{_note_zh(target)}）"
             elif m.group("lead") and text[end:end + 1] == ")":
@@ -303,6 +313,13 @@ def _find(text, key, en, zh, by_name, by_slug, above):
             else:
                 note = f" ({_note_en(target)})"
             found.append((start, end, text[start:end] + note, text[start:end], target))
+    return found
+
+
+def _anchor_edits(text, key, by_slug, keep) -> list:
+    """The edits of ``[text](#anchor)`` links to removed content: pointed at its location (or
+    plain text) when dropped, a note after it when summarized or cut."""
+    found = []
     for m in _ANCHOR.finditer(text):
         target = by_slug.get(m.group("anchor").lower())
         if target is None or target.key == key or not keep(m.start(), m.end()):
@@ -312,19 +329,32 @@ def _find(text, key, en, zh, by_name, by_slug, above):
         else:
             rep = m.group(0) + f" ({_note_en(target)})"
         found.append((m.start(), m.end(), rep, m.group(0), target))
-    if above is not None:
-        for pattern, lang in ((_ABOVE_EN, "en"), (_ABOVE_ZH, "zh")):
-            for m in pattern.finditer(text):
-                if not keep(m.start(), m.end()):
-                    continue
-                self_ref = above.key == key
-                if lang == "zh":
-                    whose = "本节" if self_ref else f"前文“{above.title}”"
-                    rep = m.group(0) + f"（{whose}{_note_zh(above)}）"
-                else:
-                    whose = "this section is" if self_ref else f"preceding section '{above.title}'"
-                    rep = m.group(0) + f" ({whose} {_note_en(above)})"
-                found.append((m.start(), m.end(), rep, m.group(0), above))
+    return found
+
+
+def _above_edits(text, key, above, keep) -> list:
+    """The edits of "as above" / "如上所述" when what it refers to (``above``) was removed."""
+    if above is None:
+        return []
+    found = []
+    for pattern, lang in ((_ABOVE_EN, "en"), (_ABOVE_ZH, "zh")):
+        for m in pattern.finditer(text):
+            if not keep(m.start(), m.end()):
+                continue
+            self_ref = above.key == key
+            if lang == "zh":
+                whose = "本节" if self_ref else f"前文“{above.title}”"
+                rep = m.group(0) + f"（{whose}{_note_zh(above)}）"
+            else:
+                whose = "this section is" if self_ref else f"preceding section '{above.title}'"
+                rep = m.group(0) + f" ({whose} {_note_en(above)})"
+            found.append((m.start(), m.end(), rep, m.group(0), above))
+    return found
+
+
+def _without_overlaps(found: list) -> list:
+    """The edits sorted by start (the longest first at one start), each overlapping an earlier
+    one left out."""
     found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
     result = []
     last_end = -1

@@ -113,62 +113,69 @@ def parse_plan(text: str, path: str = "plan.md") -> ArticlePlan:
     lines = text.replace("\r\n", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    warnings: list[str] = []
-
     raw, _, body_line = frontmatter_block("\n".join(lines))
     skip_to = body_line - 1 if raw is not None else 0  # YAML frontmatter is not part of the rendered plan
+    warnings: list[str] = []
+    tasks = _plan_tasks(lines, skip_to, path, warnings)
+    counts = _status_counts(tasks)
+    title, content = _rendered_plan(lines, skip_to, _dropped_lines(tasks), count_line(counts))
+    return ArticlePlan(title, tuple(tasks), content, counts, tuple(warnings))
 
-    code = fenced(lines[skip_to:], elements=True)  # lines of code blocks (never a title)
-    in_code = {i + skip_to for i, inside in enumerate(code) if inside}
 
+def _plan_tasks(lines: list[str], skip_to: int, path: str, warnings: list[str]) -> list[PlanTask]:
+    """The tasks of the plan's lines from ``skip_to`` on, with their depth (nesting); an unknown
+    box reads as pending, with a warning naming its line."""
     tasks: list[PlanTask] = []
-    extents: list[tuple[int, int, str]] = []  # (first index, last index, status)
     stack: list[int] = []  # indents of the open tasks, for depth
     for box in task_boxes(lines, skip_to):
-        i, indent, mark, rest, end, status = box.index, box.indent, box.mark, box.text, box.end, box.status
+        status = box.status
         if status is None:
             warnings.append(
-                f"{path}:{i + 1}: unknown task box [{mark}]; read as pending "
+                f"{path}:{box.index + 1}: unknown task box [{box.mark}]; read as pending "
                 "(use [x] done, [>] in progress, [ ] pending, [-] cancelled)"
             )
             status = PENDING
-        while stack and stack[-1] >= indent:
+        while stack and stack[-1] >= box.indent:
             stack.pop()
         depth = len(stack)
-        stack.append(indent)
-        id_match = _TASK_ID.match(rest)
-        tasks.append(PlanTask(status, rest, id_match.group(1) if id_match else None, (i + 1, end + 1), depth))
-        extents.append((i, end, status))
+        stack.append(box.indent)
+        id_match = _TASK_ID.match(box.text)
+        tasks.append(PlanTask(status, box.text, id_match.group(1) if id_match else None,
+                              (box.index + 1, box.end + 1), depth))
+    return tasks
 
-    # Pass 2: render. Detail lines of completed and cancelled tasks are dropped.
-    dropped: set[int] = set()
-    for first, last, status in extents:
-        if status in (DONE, CANCELLED):
-            dropped.update(range(first + 1, last + 1))
+
+def _status_counts(tasks: list[PlanTask]) -> dict[str, int]:
+    """How many tasks are in each status (every status, zero included)."""
     counts = {status: 0 for status in STATUSES}
     for task in tasks:
         counts[task.status] += 1
+    return counts
 
+
+def _dropped_lines(tasks: list[PlanTask]) -> set[int]:
+    """The 0-based indexes of the detail lines of completed and cancelled tasks (all their lines
+    but the first)."""
+    return {index for task in tasks if task.status in (DONE, CANCELLED) for index in range(*task.lines)}
+
+
+def _rendered_plan(lines: list[str], skip_to: int, dropped: set[int], counts: str) -> tuple[str | None, str]:
+    """(title, content) of the plan: its lines from ``skip_to`` on without the ``dropped`` ones,
+    the count line under the first ``# `` title outside code (or on top when there is none)."""
+    code = fenced(lines[skip_to:], elements=True)  # lines of code blocks (never a title)
     title = None
     out: list[str] = []
-    counted = False
     for i in range(skip_to, len(lines)):
         if i in dropped:
             continue
-        line = lines[i]
-        out.append(line)
-        if not counted and i not in in_code:
-            heading = _H1.match(line)
-            if heading:
-                title = heading.group(1).strip()
-                out.append("")
-                out.append(count_line(counts))
-                out.append("")
-                counted = True
-    if not counted:
-        out[:0] = [count_line(counts), ""]
-    content = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
-    return ArticlePlan(title, tuple(tasks), content, counts, tuple(warnings))
+        out.append(lines[i])
+        heading = _H1.match(lines[i]) if title is None and not code[i - skip_to] else None
+        if heading:
+            title = heading.group(1).strip()
+            out.extend(["", counts, ""])
+    if title is None:
+        out[:0] = [counts, ""]
+    return title, re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
 
 
 # ----------------------------------------------------------------------------- the plan view

@@ -149,33 +149,40 @@ def _parse(text: str, name: str) -> tuple:
         pos = span[1] if span else end
         if sigil == "!":
             continue
-        if sigil in (">", "="):
-            kind = "partials" if sigil == ">" else "delimiter changes"
-            raise _error(name, text, start, f"{kind} ({{{{{sigil} ...}}}}) are not supported")
-        parts = _name_parts(tag_name, name, text, start)
-        if sigil in _OPENERS:
-            if len(frames) > MAX_NESTING:
-                raise _error(name, text, start, f"sections nested more than {MAX_NESTING} deep "
-                             f"(at {{{{{sigil}{tag_name}}}}}); close sections sooner or flatten the template")
-            frames.append((_OPENERS[sigil], tag_name, start, []))
-        elif sigil == "/":
-            kind, open_name, open_pos, children = frames.pop() if len(frames) > 1 else (None, None, 0, [])
-            if kind is None:
-                raise _error(name, text, start, f"closing tag {{{{/{tag_name}}}}} has no open section")
-            if open_name != tag_name:
-                raise _error(
-                    name, text, start,
-                    f"closing tag {{{{/{tag_name}}}}} does not match {{{{{_sigil_of(kind)}{open_name}}}}} "
-                    f"opened on line {_line_of(text, open_pos)}",
-                )
-            frames[-1][3].append((kind, parts, tuple(children)))
-        else:
-            frames[-1][3].append((_RAW if sigil in ("{", "&") else _VAR, parts, None))
+        _add_tag(frames, sigil, tag_name, text, start, name)
     if len(frames) > 1:
         kind, open_name, open_pos, _ = frames[-1]
         raise _error(name, text, open_pos,
                      f"section {{{{{_sigil_of(kind)}{open_name}}}}} is never closed (add {{{{/{open_name}}}}})")
     return tuple(frames[0][3])
+
+
+def _add_tag(frames: list, sigil: str, tag_name: str, text: str, start: int, name: str) -> None:
+    """Add the tag at ``start`` to the open frames: a section opened (a new frame), closed (its
+    frame folded into its parent's children), or a variable; partials and delimiter changes,
+    too deep a nesting, or a stray or mismatched closing tag raise TemplateError."""
+    if sigil in (">", "="):
+        kind = "partials" if sigil == ">" else "delimiter changes"
+        raise _error(name, text, start, f"{kind} ({{{{{sigil} ...}}}}) are not supported")
+    parts = _name_parts(tag_name, name, text, start)
+    if sigil in _OPENERS:
+        if len(frames) > MAX_NESTING:
+            raise _error(name, text, start, f"sections nested more than {MAX_NESTING} deep "
+                         f"(at {{{{{sigil}{tag_name}}}}}); close sections sooner or flatten the template")
+        frames.append((_OPENERS[sigil], tag_name, start, []))
+    elif sigil == "/":
+        kind, open_name, open_pos, children = frames.pop() if len(frames) > 1 else (None, None, 0, [])
+        if kind is None:
+            raise _error(name, text, start, f"closing tag {{{{/{tag_name}}}}} has no open section")
+        if open_name != tag_name:
+            raise _error(
+                name, text, start,
+                f"closing tag {{{{/{tag_name}}}}} does not match {{{{{_sigil_of(kind)}{open_name}}}}} "
+                f"opened on line {_line_of(text, open_pos)}",
+            )
+        frames[-1][3].append((kind, parts, tuple(children)))
+    else:
+        frames[-1][3].append((_RAW if sigil in ("{", "&") else _VAR, parts, None))
 
 
 def _sigil_of(kind: str | None) -> str:

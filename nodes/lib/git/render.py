@@ -40,7 +40,23 @@ def _summary_mode_why(state: GitState) -> str:
 def render_git(state: GitState) -> str:
     """The git section: branch and recent commits, staged / unstaged / untracked, then the diff
     (or, in summary mode, the changed files with +n/-m and no hunks)."""
-    out = []
+    out = [_where_line(state)]
+    if state.commits:
+        out.append("Recent commits:")
+        out.extend(f"  {c}" for c in state.commits)
+    if not state.staged and not state.unstaged and not state.untracked:
+        out.append("Working tree clean.")
+        return "\n".join(out)
+    out += _status_block("Staged", [_entry_line(e, e.x) for e in state.staged], "staged")
+    out += _status_block("Unstaged", [_entry_line(e, e.y) for e in state.unstaged], "unstaged")
+    out += _status_block("Untracked", [f"  {p}" for p in state.untracked], "untracked")
+    out += _changes_block(state)
+    return "\n".join(out)
+
+
+def _where_line(state: GitState) -> str:
+    """Where the work is: the branch and commit (unborn, detached), with its upstream and how far
+    ahead and behind it is."""
     if state.initial:
         where = f"Branch: {state.branch or '(unborn)'} (no commits yet)"
     elif state.detached:
@@ -51,41 +67,33 @@ def render_git(state: GitState) -> str:
         where += f"; upstream {state.upstream}"
         if state.ahead_behind:
             where += f" (ahead {state.ahead_behind[0]}, behind {state.ahead_behind[1]})"
-    out.append(where)
-    if state.commits:
-        out.append("Recent commits:")
-        out.extend(f"  {c}" for c in state.commits)
-    if not state.staged and not state.unstaged and not state.untracked:
-        out.append("Working tree clean.")
-        return "\n".join(out)
-    if state.staged:
-        out.append(f"Staged ({len(state.staged)}):")
-        out.extend(_listed([_entry_line(e, e.x) for e in state.staged], len(state.staged), "staged"))
-    if state.unstaged:
-        out.append(f"Unstaged ({len(state.unstaged)}):")
-        out.extend(_listed([_entry_line(e, e.y) for e in state.unstaged], len(state.unstaged), "unstaged"))
-    if state.untracked:
-        out.append(f"Untracked ({len(state.untracked)}):")
-        out.extend(_listed([f"  {p}" for p in state.untracked], len(state.untracked), "untracked"))
+    return where
+
+
+def _status_block(title: str, lines: list[str], what: str) -> list[str]:
+    """``Title (n):`` and its lines (at most _MAX_LISTED, then how many more); nothing when empty."""
+    return [f"{title} ({len(lines)}):", *_listed(lines, len(lines), what)] if lines else []
+
+
+def _changes_block(state: GitState) -> list[str]:
+    """The changed files against the base (+n/-m, status, path) and then the patch in a fence, or
+    why the diff is summarised; nothing when only untracked files changed."""
     changed = [f for f in state.files if f[3] != "untracked"]
-    if changed:
-        base = "HEAD" if state.base == "HEAD" else "an empty tree"
-        out.append(
-            f"Changes against {base}: {len(changed)} file{'s' if len(changed) != 1 else ''}, "
-            f"{state.total_lines} changed lines"
-        )
-        rows = []
-        for path, added, removed, status in changed:
-            counts = "binary" if added is None else f"+{added}/-{removed}"
-            name = f"{state.renames[path]} -> {path}" if path in state.renames else path
-            rows.append(f"  {counts:<12} {status:<10} {name}")
-        out.extend(_listed(rows, len(rows), "files"))
-        if state.summary_mode:
-            out.append(f"Diff summary mode: {_summary_mode_why(state)}; hunks are omitted.")
-        elif state.patch:
-            fence = _fence_for(state.patch)
-            out.append(f"Diff (git diff {'HEAD' if state.base == 'HEAD' else '<empty tree>'}):")
-            out.append(f"{fence}diff")
-            out.append(state.patch.rstrip("\n"))
-            out.append(fence)
-    return "\n".join(out)
+    if not changed:
+        return []
+    base = "HEAD" if state.base == "HEAD" else "an empty tree"
+    out = [f"Changes against {base}: {len(changed)} file{'s' if len(changed) != 1 else ''}, "
+           f"{state.total_lines} changed lines"]
+    rows = []
+    for path, added, removed, status in changed:
+        counts = "binary" if added is None else f"+{added}/-{removed}"
+        name = f"{state.renames[path]} -> {path}" if path in state.renames else path
+        rows.append(f"  {counts:<12} {status:<10} {name}")
+    out.extend(_listed(rows, len(rows), "files"))
+    if state.summary_mode:
+        out.append(f"Diff summary mode: {_summary_mode_why(state)}; hunks are omitted.")
+    elif state.patch:
+        fence = _fence_for(state.patch)
+        out += [f"Diff (git diff {'HEAD' if state.base == 'HEAD' else '<empty tree>'}):", f"{fence}diff",
+                state.patch.rstrip("\n"), fence]
+    return out

@@ -43,48 +43,16 @@ def git_state_from(snapshot: GitSnapshot) -> GitState:
     if not snapshot.available:
         return GitState(False, snapshot.root, warnings=snapshot.warnings, notes=snapshot.notes)
     branch, entries = parse_status(snapshot.status)
-    staged = tuple(e for e in entries if e.kind in ("changed", "renamed", "unmerged") and e.x not in ".?!")
-    unstaged = tuple(e for e in entries if e.kind in ("changed", "renamed", "unmerged") and e.y not in ".?!")
-    untracked = tuple(e.path for e in entries if e.kind == "untracked")
-    by_path = {e.path: e for e in entries}
-    files = []
-    renames: dict[str, str] = {}
-    total = 0
-    for path, added, removed, old in parse_numstat(snapshot.numstat):
-        entry = by_path.get(path)
-        if old:
-            renames[path] = old
-            status = "renamed"
-        elif entry is not None:
-            letter = entry.x if entry.x not in ".?!" else entry.y
-            status = status_word(entry, letter)
-        else:
-            status = "modified"
-        total += (added or 0) + (removed or 0)
-        files.append((path, added, removed, status))
-    for entry in entries:  # renames git status saw but the diff did not pair (e.g. a staged rename, then edits)
-        if entry.kind == "renamed" and entry.orig and entry.path not in renames:
-            renames[entry.path] = entry.orig
-    for path in untracked:
-        files.append((path, None, None, "untracked"))
+    staged, unstaged, untracked = _status_lists(entries)
+    files, renames = _changed_files(snapshot.numstat, entries)
+    total = sum((added or 0) + (removed or 0) for _, added, removed, _ in files)
+    files += [(path, None, None, "untracked") for path in untracked]
     summary = snapshot.patch is None and any(f[3] != "untracked" for f in files)
     patch = snapshot.patch if not summary else None
-    ahead_behind = None
-    if "ab" in branch:
-        match = re.match(r"\+(\d+) -(\d+)", branch["ab"])
-        if match:
-            ahead_behind = (int(match.group(1)), int(match.group(2)))
-    head = branch.get("head")
-    oid = branch.get("oid")
     return GitState(
         available=True,
         root=snapshot.root,
-        branch=None if head == "(detached)" else head,
-        head=None if oid == "(initial)" else oid,
-        detached=head == "(detached)",
-        initial=oid == "(initial)",
-        upstream=branch.get("upstream"),
-        ahead_behind=ahead_behind,
+        **_branch_fields(branch),
         staged=staged,
         unstaged=unstaged,
         untracked=untracked,
@@ -100,3 +68,52 @@ def git_state_from(snapshot: GitSnapshot) -> GitState:
         warnings=snapshot.warnings,
         notes=snapshot.notes,
     )
+
+
+def _status_lists(entries: list[StatusEntry]) -> tuple[tuple[StatusEntry, ...], tuple[StatusEntry, ...],
+                                                        tuple[str, ...]]:
+    """(staged, unstaged, untracked paths) of git status's entries: a tracked entry (changed,
+    renamed, unmerged) is staged when its index column says so, unstaged when its work tree's does."""
+    tracked = [e for e in entries if e.kind in ("changed", "renamed", "unmerged")]
+    return (tuple(e for e in tracked if e.x not in ".?!"), tuple(e for e in tracked if e.y not in ".?!"),
+            tuple(e.path for e in entries if e.kind == "untracked"))
+
+
+def _changed_files(numstat: str, entries: list[StatusEntry]) -> tuple[list[tuple], dict[str, str]]:
+    """([(path, added, removed, status)] of the diff's files, {new path: old path} of the renames):
+    a file's status word from git status (renamed when the diff paired it; modified when git
+    status does not list it), and the renames git status saw that the diff did not pair (e.g. a
+    staged rename, then edits)."""
+    by_path = {e.path: e for e in entries}
+    files = []
+    renames: dict[str, str] = {}
+    for path, added, removed, old in parse_numstat(numstat):
+        entry = by_path.get(path)
+        if old:
+            renames[path] = old
+            status = "renamed"
+        elif entry is not None:
+            status = status_word(entry, entry.x if entry.x not in ".?!" else entry.y)
+        else:
+            status = "modified"
+        files.append((path, added, removed, status))
+    for entry in entries:
+        if entry.kind == "renamed" and entry.orig and entry.path not in renames:
+            renames[entry.path] = entry.orig
+    return files, renames
+
+
+def _branch_fields(branch: Mapping[str, str]) -> dict:
+    """The GitState fields of git status's branch headers: the branch (None when detached), the
+    commit (None before the first), upstream, and ahead/behind."""
+    head = branch.get("head")
+    oid = branch.get("oid")
+    return {"branch": None if head == "(detached)" else head, "head": None if oid == "(initial)" else oid,
+            "detached": head == "(detached)", "initial": oid == "(initial)", "upstream": branch.get("upstream"),
+            "ahead_behind": _ahead_behind(branch.get("ab"))}
+
+
+def _ahead_behind(ab: str | None) -> tuple[int, int] | None:
+    """(ahead, behind) of git status's ``# branch.ab +A -B`` value; None without one."""
+    match = re.match(r"\+(\d+) -(\d+)", ab) if ab is not None else None
+    return (int(match.group(1)), int(match.group(2))) if match else None

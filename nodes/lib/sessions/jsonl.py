@@ -70,16 +70,8 @@ def _message_of(raw: str, number: int, path: str, warnings: list[str]) -> tuple[
     if isinstance(round_key, (list, dict)):
         warnings.append(f"{path}:{number}: 'round' must be a number or a string; ignored")
         round_key = None
-    calls = ()
-    raw_calls = obj.get("tool_calls") or ()
-    if raw_calls and not isinstance(raw_calls, list):
-        warnings.append(f"{path}:{number}: 'tool_calls' must be a list; calls ignored")
-        raw_calls = ()
-    if raw_calls:
-        normalised = [_normalise_call(c, f"L{number}.{i}") for i, c in enumerate(raw_calls, 1)]
-        if any(c is None for c in normalised):
-            warnings.append(f"{path}:{number}: a tool call that is not an object was ignored")
-        calls = tuple(c for c in normalised if c is not None)
+    raw_calls = obj.get("tool_calls")
+    calls = _tool_calls_of(raw_calls, path, number, warnings) if raw_calls else ()
     call_id = obj.get("call_id", obj.get("tool_call_id"))
     usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
     message = Message(
@@ -92,6 +84,18 @@ def _message_of(raw: str, number: int, path: str, warnings: list[str]) -> tuple[
         usage=usage,
     )
     return round_key, message
+
+
+def _tool_calls_of(raw_calls: Any, path: str, number: int, warnings: list[str]) -> tuple[dict, ...]:
+    """The ``tool_calls`` of line ``number`` normalised (:func:`_normalise_call`; a call without
+    an id is ``L<number>.<n>``); not a list, or a call not an object, is a warning at path:number."""
+    if not isinstance(raw_calls, list):
+        warnings.append(f"{path}:{number}: 'tool_calls' must be a list; calls ignored")
+        return ()
+    normalised = [_normalise_call(c, f"L{number}.{i}") for i, c in enumerate(raw_calls, 1)]
+    if any(c is None for c in normalised):
+        warnings.append(f"{path}:{number}: a tool call that is not an object was ignored")
+    return tuple(c for c in normalised if c is not None)
 
 
 def _read_line(raw: str, number: int, path: str) -> tuple[Any, Message | None, tuple[str, ...]]:
@@ -121,12 +125,10 @@ def parse_jsonl(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     more like this"), so a log of bad lines never holds a warning per line.
     """
     warnings: list[str] = []
-    groups: list[list[Message]] = []
-    current_key: Any = object()
-    auto = 0
     offset, skipped_lines = newest_lines_start(text, MAX_LOG_LINES)
     lines = text[offset:].split("\n")
     where = pickle.dumps((JSONL, path))
+    read: list[tuple[Any, Message]] = []
     for number, raw in enumerate(lines, skipped_lines + 1):
         if not raw or raw.isspace():
             continue
@@ -134,25 +136,49 @@ def parse_jsonl(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
             LINE, digest16(where, number.to_bytes(8, "little"), raw.encode("utf-8", "surrogatepass")),
             lambda: _read_line(raw, number, path), persist=False)
         warnings.extend(line_warnings)
-        if message is None:
-            continue
-        role = message.role
-        key = round_key
-        if key is None:
-            if role == "user":
-                auto += 1
-                key = ("auto", auto)
-            else:
-                key = current_key
-        if not groups or key != current_key:
-            if role == "user" and groups and round_key is None and all(m.role != "user" for m in groups[-1]):
-                current_key = key  # lead-in messages (a system prompt) join the first request's round
-            else:
-                groups.append([])
-                current_key = key
-        groups[-1].append(message)
+        if message is not None:
+            read.append((round_key, message))
+    groups = _results_with_their_calls(_round_groups(read))
+    warnings.extend(_orphan_result_warnings(groups, path))
+    kept = [g for g in groups if g]
+    skipped_rounds = max(0, len(kept) - MAX_ROUNDS)
+    rounds = number_rounds(kept[skipped_rounds:], skipped_rounds + 1)
+    caps = []
+    if skipped_lines:
+        caps.append(lines_cap_warning(path, skipped_lines))
+    if skipped_rounds:
+        caps.append(rounds_cap_warning(path, len(kept), rounds[0].lines[0] if rounds[0].lines else skipped_lines + 1))
+    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, source=path), path, JSONL,
+                          1 if rounds else 0, skipped_lines + len(lines))
 
-    # A tool result follows its call into the call's round.
+
+def _round_groups(read: list[tuple[Any, Message]]) -> list[list[Message]]:
+    """The messages (each with its line's ``round`` value) grouped into rounds, in order: the
+    messages sharing a ``round`` value; without one, a new round at each user message (messages
+    before the first request, a system prompt, join its round)."""
+    groups: list[list[Message]] = []
+    current_key: Any = object()
+    auto = 0
+    for round_key, message in read:
+        key = round_key
+        if key is None and message.role == "user":
+            auto += 1
+            key = ("auto", auto)
+        elif key is None:
+            key = current_key
+        if not groups or key != current_key:
+            joins_lead_in = (message.role == "user" and round_key is None and bool(groups)
+                             and all(m.role != "user" for m in groups[-1]))
+            if not joins_lead_in:  # lead-in messages (a system prompt) join the first request's round
+                groups.append([])
+            current_key = key
+        groups[-1].append(message)
+    return groups
+
+
+def _results_with_their_calls(groups: list[list[Message]]) -> list[list[Message]]:
+    """The rounds with each tool result moved into the round of its call when that is earlier
+    (a call and its results are never split across rounds); rounds may end up empty."""
     owner: dict[str, int] = {}
     moved: list[list[Message]] = [[] for _ in groups]
     for gi, group in enumerate(groups):
@@ -163,20 +189,12 @@ def parse_jsonl(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
             moved[target].append(message)
             for call in message.tool_calls:
                 owner.setdefault(call["id"], gi)
-    # Warn about each result whose call is nowhere in the log.
-    for group in moved:
-        for message in group:
-            if message.role == "tool" and message.call_id is not None and message.call_id not in owner:
-                warnings.append(
-                    f"{path}:{message.line}: tool result for call {quoted(message.call_id)} has no matching tool call"
-                )
-    kept = [g for g in moved if g]
-    skipped_rounds = max(0, len(kept) - MAX_ROUNDS)
-    rounds = number_rounds(kept[skipped_rounds:], skipped_rounds + 1)
-    caps = []
-    if skipped_lines:
-        caps.append(lines_cap_warning(path, skipped_lines))
-    if skipped_rounds:
-        caps.append(rounds_cap_warning(path, len(kept), rounds[0].lines[0] if rounds[0].lines else skipped_lines + 1))
-    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, source=path), path, JSONL,
-                          1 if rounds else 0, skipped_lines + len(lines))
+    return moved
+
+
+def _orphan_result_warnings(groups: list[list[Message]], path: str) -> list[str]:
+    """A warning (file:line) for each tool result whose call is nowhere in the log."""
+    calls = {call["id"] for group in groups for message in group for call in message.tool_calls}
+    return [f"{path}:{message.line}: tool result for call {quoted(message.call_id)} has no matching tool call"
+            for group in groups for message in group
+            if message.role == "tool" and message.call_id is not None and message.call_id not in calls]

@@ -126,30 +126,42 @@ def _header_paths(content: str) -> list[str]:
 
 
 def _files_in(round_: Round) -> list[str]:
+    """The files a round touched (up to 64, once each): those its edits and tool calls name first,
+    then those its messages mention, less the ones that repeat another (:func:`_without_repeats`)."""
     first: dict[str, None] = {}
     later: dict[str, None] = {}
     for message in round_.messages:
         if message.role == "system":
             continue
-        content = message.content
-        if message.role == "tool":
-            for match in _APPLIED.finditer("\n" + content[:_MAX_SCAN]):
-                first.setdefault(match.group(1).strip().rstrip(".,:;"), None)
-        elif message.role == "assistant" and "<<<<<<< SEARCH" in content:
-            for name in _header_paths(content[:_MAX_SCAN]):
-                first.setdefault(name, None)
-        for call in message.tool_calls:
-            for path in find_paths(str(call.get("arguments", ""))):
-                first.setdefault(path, None)
+        for path in _edited_paths(message):
+            first.setdefault(path, None)
         if len(later) < 64:
-            for path in find_paths(content, 64 - len(later)):
+            for path in find_paths(message.content, 64 - len(later)):
                 later.setdefault(path, None)
     for path in later:
         first.setdefault(path, None)
-    paths = [p for p in first if p][:64]
+    return _without_repeats([p for p in first if p][:64])
+
+
+def _edited_paths(message: Message) -> list[str]:
+    """The paths a message says it changed, in order: the files a tool's output says it applied
+    edits to, the headers of an assistant's SEARCH/REPLACE blocks, the paths in its tool calls."""
+    content = message.content
+    found: list[str] = []
+    if message.role == "tool":
+        found += [match.group(1).strip().rstrip(".,:;") for match in _APPLIED.finditer("\n" + content[:_MAX_SCAN])]
+    elif message.role == "assistant" and "<<<<<<< SEARCH" in content:
+        found += _header_paths(content[:_MAX_SCAN])
+    for call in message.tool_calls:
+        found += find_paths(str(call.get("arguments", "")))
+    return found
+
+
+def _without_repeats(paths: list[str]) -> list[str]:
+    """The paths without those that say nothing new: an absolute path ending with a relative
+    path listed, a bare name that is the last part of a relative path listed."""
     relative = {p for p in paths if not p.startswith(("/", "~"))}
     names = {r.rpartition("/")[2] for r in relative if "/" in r}  # what a bare name would repeat
-    # an absolute path or a bare name that repeats a relative path already listed says nothing new
     return [p for p in paths if not (p.startswith(("/", "~")) and _ends_with_one_of(p, relative))
             and not ("/" not in p and p in names)]
 
@@ -240,46 +252,47 @@ def _summarize_round(round_: Round) -> str:
     where = f" (lines {round_.lines[0]}-{round_.lines[1]})" if round_.lines else ""
     parts = [f"- Round {round_.index}{where}: {request}"]
 
-    done = ""
-    commits = []
-    for message in round_.messages:
-        if message.role == "tool":
-            commits.extend(
-                f"commit {m.group(1)[:7]} {m.group(2).strip()}" for m in _COMMIT.finditer("\n" + message.content)
-            )
-    if commits:
-        done = "; ".join(one_line(c, 100) for c in commits[:2])
-        if len(commits) > 2:
-            done += f" (+{len(commits) - 2} more commits)"
-    else:  # the round's conclusion: the last thing the assistant said
-        for message in reversed(round_.messages):
-            if message.role == "assistant" and message.content.strip():
-                done = one_line(_first_sentence(message.content), 140)
-                break
+    done = _done_text(round_.messages)
     if done:
         parts.append(f"done: {done}")
-
     files = _files_in(round_)
     if files:
         extra = f" (+{len(files) - _MAX_FILES} more)" if len(files) > _MAX_FILES else ""
         parts.append("files: " + ", ".join(files[:_MAX_FILES]) + extra)
-
     shown: set[str] = set()
-    units = tool_units(round_)
-    if units:
-        calls = []
-        for call, results in units[:_MAX_CALLS]:
-            gist = _result_gist(results)
-            shown.add(gist)
-            args = one_line(str(call.get("arguments", "")), 60)
-            calls.append(f"{call.get('name', 'tool')} `{args}` → {gist}")
-        extra = f" (+{len(units) - _MAX_CALLS} more calls)" if len(units) > _MAX_CALLS else ""
-        parts.append("ran: " + "; ".join(calls) + extra)
-
+    ran = _ran_text(tool_units(round_), shown)
+    if ran:
+        parts.append(ran)
     tests = _tests_in(round_.messages, shown)
     if tests:
         parts.append("tests: " + " | ".join(tests))
     return parts[0] + (" — " + "; ".join(parts[1:]) if len(parts) > 1 else "")
+
+
+def _done_text(messages: Sequence[Message]) -> str:
+    """What the round did: aider's commit lines (two, then how many more), else the first
+    sentence of the last thing the assistant said; "" when neither."""
+    commits = [f"commit {m.group(1)[:7]} {m.group(2).strip()}"
+               for message in messages if message.role == "tool" for m in _COMMIT.finditer("\n" + message.content)]
+    if commits:
+        more = f" (+{len(commits) - 2} more commits)" if len(commits) > 2 else ""
+        return "; ".join(one_line(c, 100) for c in commits[:2]) + more
+    last = next((m for m in reversed(messages) if m.role == "assistant" and m.content.strip()), None)
+    return one_line(_first_sentence(last.content), 140) if last is not None else ""
+
+
+def _ran_text(units: list, shown: set[str]) -> str:
+    """``ran: name `args` → gist; ...`` of the round's tool calls (the first _MAX_CALLS, then how
+    many more), adding each gist to ``shown``; "" without calls."""
+    if not units:
+        return ""
+    calls = []
+    for call, results in units[:_MAX_CALLS]:
+        gist = _result_gist(results)
+        shown.add(gist)
+        calls.append(f"{call.get('name', 'tool')} `{one_line(str(call.get('arguments', '')), 60)}` → {gist}")
+    extra = f" (+{len(units) - _MAX_CALLS} more calls)" if len(units) > _MAX_CALLS else ""
+    return "ran: " + "; ".join(calls) + extra
 
 
 def summarize_rounds(rounds: Iterable[Round], summaries: Sequence[str] | None = None) -> str:

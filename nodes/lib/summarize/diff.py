@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..tokens import TokenCounter, estimate_tokens
@@ -24,65 +25,85 @@ def diff_file_stats(diff: str) -> tuple[list[str], list[tuple[str, int, int, str
     A diff without ``diff --git`` headers is read by its ``--- a/`` / ``+++ b/`` lines."""
     lines = diff.replace("\r\n", "\n").split("\n")
     preamble: list[str] = []
-    files: list[list] = []
-    cur: list | None = None
+    files: list[_FileStat] = []
     in_hunk = False
     has_git_headers = any(line.startswith("diff --git ") for line in lines)
     for i, line in enumerate(lines):
-        if line.startswith("diff --git "):
-            m = _DIFF_HEADER.match(line)
-            if m and m.group(1):
-                a, b = m.group(1), m.group(2)
-            elif m:
-                a, b = m.group(3), m.group(4)
-            else:
-                a = b = line[11:]
-            cur = [b, 0, 0, "M", a]
-            files.append(cur)
+        opened = _opened_file(lines, i, has_git_headers) if line.startswith(("diff --git ", "--- ")) else None
+        if opened is not None:
+            files.append(opened)
             in_hunk = False
-            continue
-        if not has_git_headers and line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
-            old = line[4:].split("\t")[0]
-            new = lines[i + 1][4:].split("\t")[0]
-            path = new[2:] if new.startswith("b/") else new
-            if new == "/dev/null":
-                path = old[2:] if old.startswith("a/") else old
-            cur = [path, 0, 0, "A" if old == "/dev/null" else "D" if new == "/dev/null" else "M", path]
-            files.append(cur)
-            in_hunk = False
-            continue
-        if cur is None:
+        elif not files:
             preamble.append(line)
-            continue
-        if line.startswith("@@"):
+        elif line.startswith("@@"):
             in_hunk = True
-            continue
-        if in_hunk:
+        elif in_hunk:  # a hunk line counted: + added, - removed (context lines are not)
             if line.startswith("+"):
-                cur[1] += 1
+                files[-1].added += 1
             elif line.startswith("-"):
-                cur[2] += 1
-            continue
-        if line.startswith("new file mode"):
-            cur[3] = "A"
-        elif line.startswith("deleted file mode"):
-            cur[3] = "D"
-        elif line.startswith("rename from "):
-            cur[4] = line[12:]
-            cur[3] = "R"
-        elif line.startswith("rename to "):
-            cur[0] = line[10:]
-            cur[3] = "R"
-        elif line.startswith("Binary files ") or line == "GIT binary patch":
-            if cur[3] == "M":
-                cur[3] = "B"
-    out = []
-    for path, added, removed, status, old in files:
-        shown = f"{old} -> {path}" if status == "R" and old != path else path
-        out.append((shown, added, removed, status))
+                files[-1].removed += 1
+        else:
+            _read_header_line(files[-1], line)
     while preamble and not preamble[-1].strip():
         preamble.pop()
-    return preamble, out
+    return preamble, [(f.shown, f.added, f.removed, f.status) for f in files]
+
+
+@dataclass
+class _FileStat:
+    """One file of a diff as its lines are read: its path (the new one), the lines added and
+    removed, its status letter and its old path (a rename)."""
+
+    path: str
+    status: str
+    old: str
+    added: int = 0
+    removed: int = 0
+
+    @property
+    def shown(self) -> str:
+        return f"{self.old} -> {self.path}" if self.status == "R" and self.old != self.path else self.path
+
+
+def _opened_file(lines: list[str], i: int, has_git_headers: bool) -> _FileStat | None:
+    """The file the line at ``i`` opens: a ``diff --git a/X b/Y`` header, or (in a diff without
+    them) a ``--- a/X`` line followed by ``+++ b/Y``; None for any other line."""
+    line = lines[i]
+    if line.startswith("diff --git "):
+        return _git_header_file(line)
+    if has_git_headers or not line.startswith("--- ") or i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
+        return None
+    old = line[4:].split("\t")[0]
+    new = lines[i + 1][4:].split("\t")[0]
+    path = new[2:] if new.startswith("b/") else new
+    if new == "/dev/null":
+        path = old[2:] if old.startswith("a/") else old
+    return _FileStat(path, "A" if old == "/dev/null" else "D" if new == "/dev/null" else "M", path)
+
+
+def _git_header_file(line: str) -> _FileStat:
+    """The file a ``diff --git a/X b/Y`` header opens (quoted paths too; a header it cannot split
+    names the file by all of its rest)."""
+    m = _DIFF_HEADER.match(line)
+    if m is None:
+        return _FileStat(line[11:], "M", line[11:])
+    old, new = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    return _FileStat(new, "M", old)
+
+
+def _read_header_line(stat: _FileStat, line: str) -> None:
+    """A line of a file's header (between ``diff --git`` and its first hunk): a new or deleted
+    file, a rename's old or new path, a binary change (a plain modification becomes B)."""
+    if line.startswith("new file mode"):
+        stat.status = "A"
+    elif line.startswith("deleted file mode"):
+        stat.status = "D"
+    elif line.startswith("rename from "):
+        stat.old, stat.status = line[12:], "R"
+    elif line.startswith("rename to "):
+        stat.path, stat.status = line[10:], "R"
+    elif (line.startswith("Binary files ") or line == "GIT binary patch") and stat.status == "M":
+        stat.status = "B"
 
 
 def _normalise_files(

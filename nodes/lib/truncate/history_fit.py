@@ -5,7 +5,7 @@ from the start (head) or both ends (middle)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ...types import Message, Round
 from .measure import DEFAULT_CHARS_PER_TOKEN, calibrated_ratio, estimate_tokens
@@ -624,41 +624,104 @@ def round_within(round_: Round, room: int, counter, render_round: Callable[[Roun
 
 def _messages_within(messages: Sequence[Message], space: int, counter,
                      location: str | None) -> list[tuple[int, Message]]:
-    """(index, message as kept) of ``messages`` within about ``space`` tokens: the assistant's own text first, tool output
-    and tool-call arguments with what is left; each class, when over, shared by size. A tool
-    call and its results stay together: when one of them is given too little, the call and
-    all its results go (the message that made the call keeps its own text)."""
+    """(index, message as kept) of ``messages`` within about ``space`` tokens: the assistant's own
+    text first, tool output and tool-call arguments with what is left; each class, when over,
+    shared by size. A tool call and its results stay together: when one of them is given too
+    little, the call and all its results go (the message that made the call keeps its own text)."""
+    own, tool = _part_keys(messages)
+    sizes = {key: counter.count(_part_text(messages[key[0]], key[1])) + 2 for key in own + tool}
+    parts = _Parts(messages, counter, location, set(own), sizes)
+    given = _given_shares((own, tool), parts.sizes, space)
+    kept = {key: parts.cut(key, given[key]) for key in own + tool}
+    groups = message_groups(messages)
+    lost = _lost_groups(kept, tool, groups)
+    slack = space - sum(counter.count(text) + 2 for key, text in kept.items()
+                        if text is not None and not (key in tool and groups[key[0]] in lost))
+    slack = _with_lost_groups_back(kept, lost, tool, groups, parts, slack)
+    _spend_slack(kept, [k for k in own + tool if given[k] < parts.sizes[k]], parts, slack)
+    return _kept_messages(messages, kept, groups, _lost_groups(kept, tool, groups))
+
+
+def _part_keys(messages: Sequence[Message]) -> tuple[list[tuple], list[tuple]]:
+    """(own, tool): the keys of the parts of the messages, the own text (of messages that are not
+    tool output) and the tool parts (tool output, then every tool call's arguments)."""
     own = [(i, "content") for i, m in enumerate(messages) if not _is_tool_output(m) and m.content]
     tool = [(i, "content") for i, m in enumerate(messages) if _is_tool_output(m) and m.content]
     tool += [(i, ("call", j)) for i, m in enumerate(messages) for j, _ in enumerate(m.tool_calls)]
-    sizes = {key: counter.count(_part_text(messages[key[0]], key[1])) + 2 for key in own + tool}
+    return own, tool
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The parts of a round's messages that :func:`_messages_within` cuts (a message's content,
+    or a tool call's arguments, keyed ``(index, "content")`` / ``(index, ("call", j))``): their
+    sizes in tokens (with 2 for the separator) and how one is cut to a share."""
+
+    messages: Sequence[Message]
+    counter: Any
+    location: str | None
+    own: set  # the keys of the assistant's (and user's) own text: cut keeping the head
+    sizes: Mapping[tuple, int]
+
+    def text(self, key: tuple) -> str:
+        return _part_text(self.messages[key[0]], key[1])
+
+    def cut(self, key: tuple, share: int) -> str | None:
+        """The part within ``share`` tokens (:func:`_part_cut`): own text keeps its head, tool
+        output and arguments both ends."""
+        return _part_cut(self.text(key), share, self.sizes[key], self.counter, self.location,
+                         "head" if key in self.own else "middle")
+
+
+def _given_shares(classes: Sequence[Sequence[tuple]], sizes: Mapping[tuple, int], space: int) -> dict[tuple, int]:
+    """The share of ``space`` each part is given: class by class (own text, then tools), each
+    class shared by size (:func:`fair_shares`) from what the classes before it left."""
     given: dict[tuple, int] = {}
-    for group in (own, tool):
-        shares = fair_shares([sizes[key] for key in group], space)
-        given.update(zip(group, shares))
+    for keys in classes:
+        shares = fair_shares([sizes[key] for key in keys], space)
+        given.update(zip(keys, shares))
         space -= sum(shares)
-    kept = {key: _part_cut(_part_text(messages[key[0]], key[1]), given[key], sizes[key], counter, location,
-                           "head" if key in own else "middle") for key in own + tool}
-    groups = message_groups(messages)
-    lost = {groups[key[0]] for key in tool if kept[key] is None}
-    slack = space + sum(given.values()) - sum(counter.count(text) + 2 for key, text in kept.items()
-                                              if text is not None and not (key in tool and groups[key[0]] in lost))
-    for group in sorted(lost, reverse=True):  # a lost call with its results back whole, the newest first, while it fits
+    return given
+
+
+def _lost_groups(kept: Mapping[tuple, str | None], tool: Sequence[tuple], groups: Sequence[int]) -> set[int]:
+    """The tool groups (a call and its results) of which a part keeps nothing."""
+    return {groups[key[0]] for key in tool if kept[key] is None}
+
+
+def _with_lost_groups_back(kept: dict, lost: set[int], tool: Sequence[tuple], groups: Sequence[int], parts: _Parts,
+                           slack: int) -> int:
+    """Lost groups back whole in ``kept``, the newest first, while they fit in ``slack`` (which
+    does not count a lost group's parts); the slack left."""
+    for group in sorted(lost, reverse=True):
         keys = [key for key in tool if groups[key[0]] == group]
-        whole = sum(sizes[key] for key in keys)  # a lost group's parts are not counted in the slack
+        whole = sum(parts.sizes[key] for key in keys)
         if whole <= slack:
-            kept.update((key, _part_text(messages[key[0]], key[1])) for key in keys)
+            kept.update((key, parts.text(key)) for key in keys)
             slack -= whole
-    for key in sorted((k for k in own + tool if given[k] < sizes[k]), key=lambda k: (kept[k] is not None, -sizes[k])):
+    return slack
+
+
+def _spend_slack(kept: dict, short: Sequence[tuple], parts: _Parts, slack: int) -> None:
+    """The ``slack`` given to the parts cut ``short`` of their size, those that keep nothing first,
+    then the largest: each re-cut with what it kept plus the slack, while more than
+    MIN_MESSAGE_TOKENS is left (a cut at line boundaries lands under its share: what it left goes
+    to the next part)."""
+    for key in sorted(short, key=lambda k: (kept[k] is not None, -parts.sizes[k])):
         if slack <= MIN_MESSAGE_TOKENS:
-            break  # a cut at line boundaries lands under its share: what it left goes to the next cut part
-        now = 0 if kept[key] is None else counter.count(kept[key]) + 2
-        more = _part_cut(_part_text(messages[key[0]], key[1]), now + slack, sizes[key], counter, location,
-                         "head" if key in own else "middle")
-        if more is not None and counter.count(more) + 2 > now:
-            slack -= counter.count(more) + 2 - now
+            break
+        now = 0 if kept[key] is None else parts.counter.count(kept[key]) + 2
+        more = parts.cut(key, now + slack)
+        if more is not None and parts.counter.count(more) + 2 > now:
+            slack -= parts.counter.count(more) + 2 - now
             kept[key] = more
-    lost = {groups[key[0]] for key in tool if kept[key] is None}
+
+
+def _kept_messages(messages: Sequence[Message], kept: Mapping[tuple, str | None], groups: Sequence[int],
+                   lost: set[int]) -> list[tuple[int, Message]]:
+    """(index, message as kept) of the messages with their kept parts: a tool result of a lost
+    group or cut to nothing goes, a call of a lost group goes (its message keeps its text), a
+    message left with nothing goes whole."""
     out = []
     for i, m in enumerate(messages):
         in_lost = groups[i] in lost

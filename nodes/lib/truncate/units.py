@@ -117,37 +117,57 @@ def trim_units(
     if strategy not in ("last", "first"):
         raise ValueError(f"strategy must be 'last' or 'first', not {strategy!r}")
 
-    lo, hi = 0, n  # the candidate range [lo, hi)
-    if order_last and end_ok is not None:
-        while hi > lo and hi - 1 not in pinned_set and not end_ok(units[hi - 1]):
-            hi = first_of[hi - 1]
+    hi = _acceptable_end(units, n, pinned_set, first_of, end_ok) if order_last and end_ok is not None else n
     if remaining < 0:
         return Trimmed(tuple(sorted(pinned_set)))
+    kept_lo, kept_hi, partial = _kept_span(units, hi, remaining, cost, order_last, first_of, last_of, pinned_set,
+                                           split, join)
+    run, view = _run_and_view(units, kept_lo, kept_hi, pinned_set, partial, order_last)
+    run = _trim_run_edges(run, view, first_of, last_of, groups, start_ok if order_last else None,
+                          end_ok if not order_last else None)
+    if partial is not None and partial[0] not in run:
+        partial = None
+    return Trimmed(tuple(sorted(pinned_set | set(run))), partial)
 
-    kept_lo, kept_hi = (hi, hi) if order_last else (lo, lo)
-    partial: tuple[int, Any] | None = None
-    while (kept_lo > lo) if order_last else (kept_hi < hi):
-        edge, block = _next_block(kept_lo, kept_hi, order_last, first_of, last_of, pinned_set)
+
+def _run_and_view(units, kept_lo, kept_hi, pinned, partial, order_last) -> tuple[list[int], dict[int, Any]]:
+    """(run, view): the indexes of the kept span that are not pinned, with the partial unit's
+    index before (``last``) or after it, and each index's unit as kept (the partial one shortened)."""
+    run = [i for i in range(kept_lo, kept_hi) if i not in pinned]
+    if partial is not None:
+        run = [partial[0]] + run if order_last else run + [partial[0]]
+    view = {i: units[i] for i in run}
+    if partial is not None:
+        view[partial[0]] = partial[1]
+    return run, view
+
+
+def _acceptable_end(units, hi, pinned, first_of, end_ok) -> int:
+    """The end of the candidate range for ``last`` with ``end_ok``: whole groups dropped from
+    the input's end until it ends on an acceptable (or a pinned) unit."""
+    while hi > 0 and hi - 1 not in pinned and not end_ok(units[hi - 1]):
+        hi = first_of[hi - 1]
+    return hi
+
+
+def _kept_span(units, hi, remaining, cost, order_last, first_of, last_of, pinned, split,
+               join) -> tuple[int, int, tuple[int, Any] | None]:
+    """(kept_lo, kept_hi, partial): the run of [0, hi) kept within ``remaining``, grown block by
+    block (:func:`_next_block`) from the end (``last``) or the start; then, with ``split`` and
+    ``join``, the part of the first block that does not fit, when it is a unit of its own."""
+    kept_lo, kept_hi = (hi, hi) if order_last else (0, 0)
+    while (kept_lo > 0) if order_last else (kept_hi < hi):
+        edge, block = _next_block(kept_lo, kept_hi, order_last, first_of, last_of, pinned)
         block_cost = sum(cost(units[i]) for i in block)
         if block_cost <= remaining:
             remaining -= block_cost
             kept_lo, kept_hi = (edge, kept_hi) if order_last else (kept_lo, edge)
             continue
         if split is not None and join is not None and len(block) == 1 and first_of[block[0]] == last_of[block[0]]:
-            partial = _partial_unit(units[block[0]], block[0], remaining, cost, split, join, from_end=order_last)
+            return kept_lo, kept_hi, _partial_unit(units[block[0]], block[0], remaining, cost, split, join,
+                                                   from_end=order_last)
         break
-
-    run = [i for i in range(kept_lo, kept_hi) if i not in pinned_set]
-    if partial is not None:
-        run = [partial[0]] + run if order_last else run + [partial[0]]
-    view = {i: units[i] for i in run}
-    if partial is not None:
-        view[partial[0]] = partial[1]
-    run = _trim_run_edges(run, view, first_of, last_of, groups, start_ok if order_last else None,
-                          end_ok if not order_last else None)
-    if partial is not None and partial[0] not in run:
-        partial = None
-    return Trimmed(tuple(sorted(pinned_set | set(run))), partial)
+    return kept_lo, kept_hi, None
 
 
 def _next_block(kept_lo, kept_hi, order_last, first_of, last_of, pinned) -> tuple[int, list[int]]:

@@ -149,25 +149,32 @@ def _event_of(obj: dict, number: int, path: str, options: Options, warnings: lis
 
 
 def _assistant(content: Any, number: int, message_id: Any, options: Options) -> Event:
+    """An assistant message's event: its text blocks joined, its tool calls (:func:`_tool_call`)
+    and the subagent tasks among them; thinking blocks (the model's scratch work) are dropped."""
     texts, calls, tasks = [], [], []
     for block in content if isinstance(content, list) else [content]:
+        kind = block.get("type") if isinstance(block, dict) else None
         if isinstance(block, str):
             texts.append(block)
-        elif isinstance(block, dict):
-            kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            elif kind in ("tool_use", "server_tool_use"):
-                arguments = json.dumps(block.get("input", {}), sort_keys=True, ensure_ascii=False)
-                calls.append({"id": str(block.get("id") or f"L{number}.{len(calls) + 1}"),
-                              "name": str(block.get("name") or "tool"),
-                              "arguments": _cut(arguments, options.call_max_chars)})
-                prompt = block.get("input", {}).get("prompt") if isinstance(block.get("input"), dict) else None
-                if calls[-1]["name"] in SUBAGENT_TOOLS and isinstance(prompt, str):
-                    tasks.append((calls[-1]["id"], prompt_key(prompt)))
-            # thinking and redacted_thinking blocks are the model's scratch work: dropped
+        elif kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind in ("tool_use", "server_tool_use"):
+            call, task = _tool_call(block, f"L{number}.{len(calls) + 1}", options)
+            calls.append(call)
+            tasks.extend(task)
     return Event(number, "assistant", text="\n\n".join(t.strip() for t in texts if t.strip()), calls=tuple(calls),
-                  message_id=message_id if isinstance(message_id, str) else None, tasks=tuple(tasks))
+                 message_id=message_id if isinstance(message_id, str) else None, tasks=tuple(tasks))
+
+
+def _tool_call(block: dict, fallback_id: str, options: Options) -> tuple[dict, tuple]:
+    """(the call as {"id", "name", "arguments"}, its (id, prompt key) when it starts a subagent
+    with a ``prompt``, else nothing) of a ``tool_use`` block; its input as sorted JSON, cut."""
+    arguments = json.dumps(block.get("input", {}), sort_keys=True, ensure_ascii=False)
+    call = {"id": str(block.get("id") or fallback_id), "name": str(block.get("name") or "tool"),
+            "arguments": _cut(arguments, options.call_max_chars)}
+    prompt = block.get("input", {}).get("prompt") if isinstance(block.get("input"), dict) else None
+    task = ((call["id"], prompt_key(prompt)),) if call["name"] in SUBAGENT_TOOLS and isinstance(prompt, str) else ()
+    return call, task
 
 
 def prompt_key(prompt: str) -> bytes:

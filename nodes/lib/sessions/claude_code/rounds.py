@@ -22,12 +22,25 @@ def _thread(read: Read) -> set[int]:
     main = [e for e in read.events if not e.sidechain and e.uuid is not None and e.kind != "summary"]
     if not main:
         return set()
+    active = _active_chain(main[-1].uuid, read.parents)
+    branch = _branch_roots(main, active, read.parents)
+    abandoned = {branch[e.uuid] for e in main if e.kind == "prompt" and branch.get(e.uuid or "")}
+    return {e.line for e in main if branch.get(e.uuid or "") in abandoned}
+
+
+def _active_chain(last: str | None, parents: dict) -> set[str]:
+    """The uuids from the last event up its ``parentUuid`` chain (a loop stops it)."""
     active: set[str] = set()
-    node: str | None = main[-1].uuid
-    while node is not None and node not in active:
-        active.add(node)
-        node = read.parents.get(node)
-    branch: dict[str, str | None] = {}  # uuid -> the first event of its branch off the chain (None: detached)
+    while last is not None and last not in active:
+        active.add(last)
+        last = parents.get(last)
+    return active
+
+
+def _branch_roots(main: list[Event], active: set[str], parents: dict) -> dict[str, str | None]:
+    """For each event off the active chain, the first event of its branch off the chain (None:
+    detached from it)."""
+    branch: dict[str, str | None] = {}
     for event in main:
         if event.uuid in active:
             continue
@@ -35,12 +48,11 @@ def _thread(read: Read) -> set[int]:
         node = event.uuid
         while node is not None and node not in active and node not in branch and node not in path:
             path.append(node)
-            node = read.parents.get(node)
+            node = parents.get(node)
         root = path[-1] if node in active and path else branch.get(node) if node is not None else None
         for visited in path:
             branch[visited] = root
-    abandoned = {branch[e.uuid] for e in main if e.kind == "prompt" and branch.get(e.uuid or "")}
-    return {e.line for e in main if branch.get(e.uuid or "") in abandoned}
+    return branch
 
 
 # ----------------------------------------------------------------------------- rounds
@@ -156,10 +168,7 @@ def _fold_sidechains(read: Read, builder: _Builder, off: set[int]) -> None:
     message: the subagent call whose ``input.prompt`` it is (parallel calls each have their
     own); only when neither says, by time (the first subagent call whose run spans the chain's
     start), and the line says so."""
-    side = [e for e in read.events if e.sidechain and e.line not in off]
-    chains: dict[str, list[Event]] = {}
-    for event in side:
-        chains.setdefault(_chain_root(event, read), []).append(event)
+    chains = _sidechains(read, off)
     by_prompt: dict[bytes, list[str]] = {}
     for call_id, key in builder.prompts.items():
         if call_id in builder.calls:
@@ -167,34 +176,68 @@ def _fold_sidechains(read: Read, builder: _Builder, off: set[int]) -> None:
     taken: set[str] = set()
     matched: list[tuple[list[Event], str | None, bool]] = []  # (chain, its call, matched by time)
     for root, events in chains.items():
-        agent = next((e.agent_id for e in events if e.agent_id), None)
-        call_id = builder.agents.get(agent) if agent else None
-        if call_id is None or call_id not in builder.calls:  # (an agent's chains all go to its call)
-            opening = next((e.text for e in events if e.uuid == root and e.kind == "prompt"), None)
-            call_id = next((c for c in by_prompt.get(prompt_key(opening), ()) if c not in taken), None) \
-                if opening is not None else None
+        call_id = _named_call(root, events, builder, by_prompt, taken)
         if call_id is not None:
             taken.add(call_id)
         matched.append((events, call_id, False))
     for index, (events, call_id, _) in enumerate(matched):  # by time: calls no chain named first
-        if call_id is None:
-            first = min((e.timestamp for e in events if e.timestamp), default="")
-            running = [cid for cid, (_, ts) in builder.calls.items() if _spawns(builder, cid, ts, first)]
-            call_id = next((cid for cid in running if cid not in taken), running[0] if running else None)
-            if call_id is not None:
-                taken.add(call_id)
-                matched[index] = (events, call_id, True)
+        timed = _timed_call(events, builder, taken) if call_id is None else None
+        if timed is not None:
+            taken.add(timed)
+            matched[index] = (events, timed, True)
     for events, call_id, by_time in matched:
-        line = _sidechain_line(events)
-        if call_id is not None:
-            if by_time:
-                line += " [matched to this call by time: no subagent call's prompt is its first message]"
-            _add_to_result(builder.groups[builder.calls[call_id][0]], call_id, line, events[0].line)
-            continue
-        first = min((e.timestamp for e in events if e.timestamp), default="")
-        if first and builder.groups:
-            index = max((i for i, ts in enumerate(builder.starts) if ts and ts <= first), default=0)
-            builder.groups[index].append(Message("system", line, 0, events[0].line))
+        _place_chain(builder, events, call_id, by_time)
+
+
+def _sidechains(read: Read, off: set[int]) -> dict[str, list[Event]]:
+    """The sidechain events (not off the thread) by the root of their chain, in order."""
+    chains: dict[str, list[Event]] = {}
+    for event in read.events:
+        if event.sidechain and event.line not in off:
+            chains.setdefault(_chain_root(event, read), []).append(event)
+    return chains
+
+
+def _named_call(root: str, events: list[Event], builder: _Builder, by_prompt: dict[bytes, list[str]],
+                taken: set[str]) -> str | None:
+    """The call a chain names: by its ``agentId`` (an agent's chains all go to its call), else the
+    first subagent call not yet taken whose prompt is the chain's opening message; or None."""
+    agent = next((e.agent_id for e in events if e.agent_id), None)
+    call_id = builder.agents.get(agent) if agent else None
+    if call_id is not None and call_id in builder.calls:
+        return call_id
+    opening = next((e.text for e in events if e.uuid == root and e.kind == "prompt"), None)
+    if opening is None:
+        return None
+    return next((c for c in by_prompt.get(prompt_key(opening), ()) if c not in taken), None)
+
+
+def _timed_call(events: list[Event], builder: _Builder, taken: set[str]) -> str | None:
+    """The first subagent call not yet taken whose run spans the chain's start (else the first
+    whose run does, taken or not); None when none does."""
+    first = _first_timestamp(events)
+    running = [cid for cid, (_, ts) in builder.calls.items() if _spawns(builder, cid, ts, first)]
+    return next((cid for cid in running if cid not in taken), running[0] if running else None)
+
+
+def _first_timestamp(events: list[Event]) -> str:
+    """The earliest timestamp of the events ("" when none has one)."""
+    return min((e.timestamp for e in events if e.timestamp), default="")
+
+
+def _place_chain(builder: _Builder, events: list[Event], call_id: str | None, by_time: bool) -> None:
+    """The chain's line added to its call's result, else as a session note in the round it ran in
+    (none when it has no timestamp or there is no round)."""
+    line = _sidechain_line(events)
+    if call_id is not None:
+        if by_time:
+            line += " [matched to this call by time: no subagent call's prompt is its first message]"
+        _add_to_result(builder.groups[builder.calls[call_id][0]], call_id, line, events[0].line)
+        return
+    first = _first_timestamp(events)
+    if first and builder.groups:
+        index = max((i for i, ts in enumerate(builder.starts) if ts and ts <= first), default=0)
+        builder.groups[index].append(Message("system", line, 0, events[0].line))
 
 
 def _add_to_result(group: list[Message], call_id: str, line: str, number: int) -> None:
@@ -289,21 +332,31 @@ def parse_claude_code(text: str, path: str, options: Options | None = None, memo
     groups = [g for g in builder.groups if g]
     skipped_rounds = max(0, len(groups) - MAX_ROUNDS)
     rounds = number_rounds(groups[skipped_rounds:], skipped_rounds + 1)
+    caps = _cap_notes(read, path, len(groups), rounds, skipped_rounds)
+    warnings = [*read.warnings, *_orphan_result_warnings(rounds, path)]
+    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, source=path),
+                          path, CLAUDE_CODE,
+                          len(read.sessions) or (1 if rounds else 0), read.total_lines)
+
+
+def _cap_notes(read: Read, path: str, total_rounds: int, rounds: list, skipped_rounds: int) -> list[str]:
+    """One warning per cap that left something out: the oldest lines, the oldest rounds, the lines
+    recorded in another folder."""
     caps = []
     if read.skipped:
         caps.append(lines_cap_warning(path, read.skipped))
     if skipped_rounds:
-        caps.append(rounds_cap_warning(path, len(groups), rounds[0].lines[0] if rounds[0].lines else read.skipped + 1))
+        caps.append(rounds_cap_warning(path, total_rounds, rounds[0].lines[0] if rounds[0].lines else read.skipped + 1))
     if read.foreign:
         caps.append(f"{path}: {read.foreign} line{'s' if read.foreign != 1 else ''} recorded in another folder "
                     "(not this project) skipped")
-    warnings = list(read.warnings)
+    return caps
+
+
+def _orphan_result_warnings(rounds: list, path: str) -> list[str]:
+    """A warning (file:line) per tool result whose call is not in the rounds kept."""
     called = {c["id"] for r in rounds for m in r.messages for c in m.tool_calls}
-    for round_ in rounds:
-        for message in round_.messages:
-            if message.role == "tool" and message.call_id not in called:
-                warnings.append(f"{path}:{message.line}: tool result for call {message.call_id!r} has no matching "
-                                "tool call in the thread (the transcript starts after it)")
-    return SessionHistory(tuple(rounds), tuple(caps) + capped_warnings(warnings, source=path),
-                          path, CLAUDE_CODE,
-                          len(read.sessions) or (1 if rounds else 0), read.total_lines)
+    return [f"{path}:{message.line}: tool result for call {message.call_id!r} has no matching "
+            "tool call in the thread (the transcript starts after it)"
+            for round_ in rounds for message in round_.messages
+            if message.role == "tool" and message.call_id not in called]

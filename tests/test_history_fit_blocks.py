@@ -1,0 +1,69 @@
+"""The steps a round is trimmed inside by (nodes/lib/truncate/history_fit.py
+``_messages_within``), one table each: the parts and their classes, the shares given class by
+class, the tool groups lost and given back whole, and the messages kept. Real token counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxengine.nodes.lib.tokens import token_counter_for
+from ctxengine.nodes.lib.truncate import history_fit as hf
+from ctxengine.nodes.types import Message
+
+COUNTER = token_counter_for("cl100k_base")
+CALL = {"id": "c1", "name": "Bash", "arguments": "ls -la"}
+MESSAGES = (Message("assistant", "I will look.", 1, 2, (CALL,)), Message("tool", "a\nb\nc", 1, 3, call_id="c1"),
+            Message("assistant", "", 1, 4), Message("assistant", "Done.", 1, 5))
+
+
+def case(id_: str, *values):
+    return pytest.param(*values, id=id_)
+
+
+def test_part_keys_split_own_text_from_tool_parts():
+    assert hf._part_keys(MESSAGES) == ([(0, "content"), (3, "content")], [(1, "content"), (0, ("call", 0))])
+
+
+@pytest.mark.parametrize("sizes, space, expected", [
+    case("all fit", [5, 7], 20, [5, 7, 4, 4]),
+    case("own text first, tools share what is left", [5, 7], 14, [5, 7, 1, 1]),
+    case("tools get nothing when own text is over", [30, 30], 40, [20, 20, 0, 0]),
+    case("each class shared by size: small parts whole", [3, 50], 30, [3, 27, 0, 0]),
+])
+def test_given_shares(sizes, space, expected):
+    own, tool = [(0, "content"), (3, "content")], [(1, "content"), (0, ("call", 0))]
+    given = hf._given_shares((own, tool), dict(zip(own + tool, sizes + [4, 4])), space)
+    assert [given[key] for key in own + tool] == expected
+
+
+def parts() -> hf._Parts:
+    sizes = {(1, "content"): 9, (0, ("call", 0)): 6}
+    return hf._Parts(MESSAGES, COUNTER, None, {(0, "content"), (3, "content")}, sizes)
+
+
+@pytest.mark.parametrize("kept, slack, expected_kept, expected_slack", [
+    case("a lost group back whole when it fits", {(1, "content"): None, (0, ("call", 0)): "ls -la"}, 20,
+         {(1, "content"): "a\nb\nc", (0, ("call", 0)): "ls -la"}, 5),
+    case("not when it does not", {(1, "content"): None, (0, ("call", 0)): "ls -la"}, 14,
+         {(1, "content"): None, (0, ("call", 0)): "ls -la"}, 14),
+])
+def test_with_lost_groups_back(kept, slack, expected_kept, expected_slack):
+    tool = [(1, "content"), (0, ("call", 0))]
+    groups = [0, 0, 1, 2]
+    lost = hf._lost_groups(kept, tool, groups)
+    assert lost == {0}
+    assert hf._with_lost_groups_back(kept, lost, tool, groups, parts(), slack) == expected_slack
+    assert kept == expected_kept
+
+
+@pytest.mark.parametrize("kept, lost, expected", [
+    case("all kept; an empty message goes", {(0, "content"): "I will look.", (3, "content"): "Done.",
+                                             (1, "content"): "a\nb\nc", (0, ("call", 0)): "ls -la"}, set(),
+         [(0, "I will look.", 1), (1, "a\nb\nc", 0), (3, "Done.", 0)]),
+    case("a lost group: the result goes, the call's message keeps its text",
+         {(0, "content"): "I will", (3, "content"): None, (1, "content"): None, (0, ("call", 0)): "ls"}, {0},
+         [(0, "I will", 0)]),
+])
+def test_kept_messages(kept, lost, expected):
+    out = hf._kept_messages(MESSAGES, kept, [0, 0, 1, 2], lost)
+    assert [(i, m.content, len(m.tool_calls)) for i, m in out] == expected
