@@ -3,7 +3,7 @@
 A folder given with --cache-dir / cache_dir= / $CTXENGINE_CACHE_DIR holds a marked
 ``ctxengine-cache`` folder and nothing else of ours: the user's files beside it, a symbolic link
 given as the folder, a cache folder inside the project (or reached through its link) are never
-touched. Every pickle read back (results, rounds.pickle, the tokenizer cache) carries an HMAC
+touched. Every pickle read back (results, the memo's table, the tokenizer cache) carries an HMAC
 under the user's key; a poisoned one is discarded and rebuilt, and what it would have run never
 runs. The caps: a project's own config bounds its own folder at most; the root's total cap
 (cache.maxTotalBytes) removes folders of projects that are gone first. A held write lock costs a

@@ -2,14 +2,14 @@
 
 One interface, :meth:`Memo.get` ``(kind, digest, make)``: the value of ``kind`` made from the
 content whose digest (:mod:`.digest`, 16 bytes) is ``digest``, remembered, else ``make()``.
-What it keeps: the parse of a transcript's stretch (in the process only), runs of a
-transcript's rounds, a round's summary line and token use, the exact token count of a text
-piece, the reading of a transcript line. Keys are content digests (never the identity of an
+What it keeps: the parse of a transcript's stretch and the reading of a transcript line (both
+in the process only), runs of a transcript's rounds, a round's summary line and token use, the
+exact token count of a text piece, a source file's code tags. Keys are content digests (never the identity of an
 object, never a file stamp), so an entry can never be stale: changed content has another
 digest; a short text may be its own key in the process (a counted piece: no hashing of its
 bytes), its digest used only for the table. One exception, :meth:`Memo.put`/:meth:`Memo.peek`:
 a parser's record of its last parse of a source, by the digest of the source's path, replaced
-at each parse and checked against the content before use (``session._AiderParse``).
+at each parse and checked against the content before use (``sessions.aider._AiderParse``).
 
 It enters the Hamilton graph as the driver input ``memo`` that the cache ignores: the nodes
 that reuse work take ``memo`` as a parameter (the DAG drawing shows them); library functions
