@@ -7,11 +7,11 @@ Four inputs, each built at four sizes through ``ctxengine.api.build_context`` (o
 process per build, so the memos start empty and the peak RSS is the build's own):
 
 * ``rounds``: an aider ``.aider.chat.history.md`` of N tiny rounds (``#### q\\n\\na\\n\\n``), up to
-  250,000; past ``session.MAX_ROUNDS`` (10,000) only the newest rounds are parsed, with one warning;
+  250,000; past ``sessions.MAX_ROUNDS`` (10,000) only the newest rounds are parsed, with one warning;
 * ``transcript``: an aider transcript of N MB of ~2 KB rounds, up to 200 MB; past the state-file
   cap (64 MiB) only its newest part is read, past 10,000 rounds only the newest rounds parsed;
 * ``jsonl``: a ``session.log`` of N one-character lines (``1``, each a bad line), up to 5
-  million; past ``session.MAX_LOG_LINES`` (200,000) only the newest lines are read, and the
+  million; past ``sessions.MAX_LOG_LINES`` (200,000) only the newest lines are read, and the
   first 20 line warnings are listed, the rest counted in one;
 * ``tree``: a git repository of N empty files, up to 100,000, with ``state.includeFileTree``.
 

@@ -3,7 +3,7 @@
     >>> import ctxengine
     >>> frame = ctxengine.experiment(["proj-a", "proj-b"], vary={"truncation.summarizer": ["extractive", "headings"],
     ...                                                           "budget.maxTokens": [4000, 8000]})
-    >>> ctxengine.experiment_summary(frame)      # one row per variant
+    >>> ctxengine.experiment.experiment_summary(frame)      # one row per variant
 
 Each project and variant is one :class:`ctxengine.batch.Job`, run through the same executor as
 ``ctxengine batch`` (:func:`ctxengine.batch.run_jobs`), so a row has the batch columns (tokens,

@@ -43,7 +43,7 @@ NOTED = "noted-summary:"
 
 @dataclass(frozen=True)
 class SummaryInMemo:
-    """``base(round_, memo)`` (a round summary taking a memo, such as ``session.round_summary``)
+    """``base(round_, memo)`` (a round summary taking a memo, such as ``sessions.round_summary``)
     as a one-argument summary: a frozen value, the memo no part of it."""
 
     base: Callable[..., str]
