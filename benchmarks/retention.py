@@ -357,7 +357,7 @@ def _code_lines(p: _Planter, count: int, fact_line: str | None) -> list[str]:
         lines.append(rng.choice([
             f"def {f}(batch: list[Record], *, timeout: float = {rng.randint(2, 30)}.0) -> Result:",
             f"    rows = repo.fetch_{rng.choice(d['tables'])}(limit={rng.randint(10, 500)})",
-            f"    if not rows:\n        return Result.empty()",
+            "    if not rows:\n        return Result.empty()",
             f"    log.debug(\"{f}: %d rows\", len(rows))",
             f"    settings = load_settings(os.environ.get(\"{rng.choice(d['env'])}\", \"default\"))",
             f"    return {f}_impl(rows, settings)",

@@ -13,8 +13,6 @@ Nothing here is a node and nothing reads files; ``from ctxengine.nodes.lib impor
 sees every public name.
 """
 
-from dataclasses import replace  # noqa: F401  (callers use T.replace)
-
 from .measure import *  # noqa: F401,F403
 from .pools import *  # noqa: F401,F403
 from .units import *  # noqa: F401,F403
