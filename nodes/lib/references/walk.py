@@ -89,15 +89,21 @@ def walk_references(
         try:
             text = read(target)
         except TextUnavailable as exc:
-            if not (spec.optional or isinstance(exc, Refused)):
-                raise ReferenceLoadError(f"{spec.label}: {exc}") from None
-            warnings.append(f"{spec.label}: {exc}")
+            warnings.append(_left_out_warning(spec, exc))
             continue
         walk.visit(walk.add(target, text, spec.group, spec.group, None, spec.why), spec.group)
     documents = tuple(
         _document(record, order, priorities, warnings) for order, record in enumerate(walk.records.values())
     )
     return ReferenceSet(documents, tuple(walk.links), tuple(warnings))
+
+
+def _left_out_warning(spec: ReferenceSpec, exc: TextUnavailable) -> str:
+    """The warning for a configured reference that cannot be found or read: an optional one, or
+    one the trust rules refuse, is left out with it; any other raises ReferenceLoadError."""
+    if not (spec.optional or isinstance(exc, Refused)):
+        raise ReferenceLoadError(f"{spec.label}: {exc}") from None
+    return f"{spec.label}: {exc}"
 
 
 def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list, list[str]]:
@@ -109,9 +115,7 @@ def _located_roots(specs: Sequence[ReferenceSpec], locate: Locate) -> tuple[list
         try:
             target = locate(spec.target, None)
         except TextUnavailable as exc:
-            if not (spec.optional or isinstance(exc, Refused)):
-                raise ReferenceLoadError(f"{spec.label}: {exc}") from None
-            warnings.append(f"{spec.label}: {exc}")
+            warnings.append(_left_out_warning(spec, exc))
             continue
         if target.key in seen:
             first = seen[target.key]
