@@ -231,7 +231,7 @@ def head_strategy(memo: Memo = NO_MEMO) -> _t.Strategy:
 
 
 def _summaries_in(memo: Memo) -> _t.SummaryInMemo:
-    """:func:`sessions.round_summary` keeping its lines in ``memo``."""
+    """:func:`~.lib.sessions.round_summary` keeping its lines in ``memo``."""
     return _t.SummaryInMemo(_session.round_summary, memo)
 
 

@@ -347,7 +347,7 @@ def _aider_round_of(key: bytes, group, last: int, index: int) -> Round:
 
 
 def _round_from(group, last: int, index: int, digest: bytes) -> Round:
-    """Round ``index`` of a parsed stretch, carrying ``digest`` (:func:`.digest.round_digest_of`)."""
+    """Round ``index`` of a parsed stretch, carrying ``digest`` (:func:`..digest.round_digest_of`)."""
     messages = tuple([_message(role, body, index, first) for role, body, first in group])
     begin = next((line for role, _, line in group if role == "user"), group[0][2])
     return Round(index=index, messages=messages, lines=(begin, last), digest=digest)
