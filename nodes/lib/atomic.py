@@ -1,7 +1,9 @@
 """The one atomic writer: a regular file replaced whole, so a reader sees the old file or the new one.
 
 Every file ctxengine writes whole goes through :func:`replacing` (the cache's small files, the
-user cache's markers, tokenizer pickles and program outputs, every output option of the CLI).
+user cache's markers, tokenizer pickles and program outputs, every output option of the CLI),
+except the user's key, which is made once and never replaced (:func:`.usercache.cache_key`
+links it into place, so two processes agree on one).
 It writes a temporary file beside the target, gives it the target's permission bits (else the
 umask's, or the ``mode`` asked), then renames it over the target. Only a regular file (or a new
 name) is replaced: a symbolic link, a folder, a device or a FIFO at the path is refused, never
