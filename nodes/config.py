@@ -24,6 +24,7 @@ from hamilton.function_modifiers import cache, tag
 
 from .lib.quote import quoted
 from .lib.reserve import is_auto
+from .lib.settings import OVERRIDE_ORIGIN
 from .lib.trust_paths import absolute_trust_paths
 from .lib.textio import read_config_text
 from .lib.tokens import model_presets
@@ -31,7 +32,6 @@ from .lib.yamlio import YAMLError, load_yaml, nesting_depth
 from .types import ConfigError
 
 DEFAULTS_ORIGIN = "defaults (configs/defaults.yaml)"
-OVERRIDE_ORIGIN = "override (--set or API)"
 USER_ORIGIN = "user config"
 #: The environment variable naming the user's configuration file.
 USER_CONFIG_ENV = "CTXENGINE_CONFIG"

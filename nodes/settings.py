@@ -19,7 +19,6 @@ from .lib.code.settings import CodeSettings
 from .lib.references import GROUPS, group_priorities
 from .lib.reserve import is_auto
 from .lib.textio import Trust, allowed_paths, trust_from
-from .config import OVERRIDE_ORIGIN
 
 STAGE = "config"
 
@@ -35,7 +34,7 @@ def budget_settings(context_config: dict, config_provenance: Optional[dict] = No
     """``model`` and the budget keys the budget stage reads, and whether the caller set
     ``budget.maxTokens`` (an override: --max-tokens, --set, the API)."""
     reserve = context_config["budget"]["reserveTokens"]
-    given = (config_provenance or {}).get("budget.maxTokens") == OVERRIDE_ORIGIN
+    given = (config_provenance or {}).get("budget.maxTokens") == _s.OVERRIDE_ORIGIN
     return _s.from_config(_s.BudgetSettings, context_config, reserve_tokens=None if is_auto(reserve) else int(reserve),
                           max_tokens_given=given)
 

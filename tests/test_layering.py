@@ -139,6 +139,20 @@ def test_nodes_never_import_the_pipeline(graph):
     assert not wrong, "nodes/ imports the pipeline package:\n" + "\n".join(f"{m} -> {t}" for m, t in wrong)
 
 
+def _is_node_module(name: str) -> bool:
+    """A Hamilton node module: nodes/<stage>.py (not nodes/types.py, nodes/lib/ or the package)."""
+    package, _, stem = name.rpartition(".")
+    return package == "ctxengine.nodes" and stem not in ("types", "lib")
+
+
+def test_node_modules_never_import_each_other(graph):
+    """docs/CONTRIBUTING-NODES.md: a node module imports nodes/types.py and nodes/lib/, never
+    another node module (a shared constant lives in nodes/lib/)."""
+    wrong = sorted((module, target) for module, target in graph.edges
+                   if _is_node_module(module) and _is_node_module(target))
+    assert not wrong, "node modules import each other:\n" + "\n".join(f"{m} -> {t}" for m, t in wrong)
+
+
 def test_viz_never_imports_the_front_ends(graph):
     """viz/ draws what it is handed: running nodes is the caller's (api, cli) job."""
     wrong = sorted((module, target) for module, target in graph.edges

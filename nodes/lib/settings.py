@@ -18,6 +18,9 @@ from typing import Any, Iterable, Iterator, Mapping, get_type_hints
 from .reserve import effective_reserve
 from .textio import Trust
 
+#: The provenance of a key given as an override (``--set``, or ``overrides=`` of the API).
+OVERRIDE_ORIGIN = "override (--set or API)"
+
 #: The ``state.include*`` switch of each state section kind.
 STATE_SWITCHES = {
     "plan": "includePlan",
