@@ -19,7 +19,6 @@ import re
 import signal
 import sys
 import traceback
-from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -329,6 +328,8 @@ def _phase_number(text: str) -> str:
 
 
 def _example_names() -> str:
+    from importlib import resources  # 8 ms (tempfile, zipfile machinery): only when a parser is built
+
     root = resources.files("ctxengine.examples")
     names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
     return ", ".join(names)
