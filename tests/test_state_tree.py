@@ -43,6 +43,13 @@ def test_walk_skips_caches_virtualenvs_and_build_output(tmp_path: Path):
     assert listing.paths == ("app.py", "docs/index.md", "pkg/mod.py")
 
 
+def test_outside_a_repository_the_walk_starts_no_git(tmp_path: Path, monkeypatch):
+    root = write_project(tmp_path / "plain", {"app.py": "", "docs/index.md": ""})
+    monkeypatch.setattr(F._git, "run_git", lambda *a, **k: pytest.fail("git started outside a repository"))
+    listing = F.list_files(str(root))  # a transcript's folder, at every build: no process to learn there is no repo
+    assert listing.method == "walk" and listing.paths == ("app.py", "docs/index.md") and not listing.warnings
+
+
 def test_symlink_loops_cannot_hang_the_walk(tmp_path: Path):
     root = write_project(tmp_path / "loop", {"a/file.txt": "x"})
     os.symlink("..", root / "a" / "up")  # a/up -> the root: a loop if followed

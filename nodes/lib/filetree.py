@@ -74,15 +74,17 @@ def walk_files(root: str, limit: int = WALK_LIMIT) -> tuple[list[str], bool]:
 
 
 def list_files(project_dir: str, timeout: float = 10.0, max_bytes: int = 8_000_000) -> FileListing:
-    """The project's files: ``git ls-files`` when it is in a repository, else a walk."""
+    """The project's files: ``git ls-files`` when it is in a repository git may read, else a
+    walk (without a repository git is not started: it could only say so, at every build)."""
     if not os.path.isdir(project_dir):
         return FileListing(project_dir, "walk", (), True, (f"file tree: {project_dir} is not a folder",))
     warnings: list[str] = []
-    program = executable_path("git", project_dir)  # absolute PATH entries only, never the project's own
+    scope = _git.repository_scope(project_dir)  # reads a few small files, runs nothing
+    program = None if scope.git_dir is None else executable_path("git", project_dir)  # never the project's own
     if program is not None:
         result = _git.run_git(
             ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], project_dir, timeout, max_bytes,
-            git=program,
+            scope=scope, git=program,
         )
         if result.returncode == 0:
             paths = sorted({p for p in result.stdout.split("\0") if p})
