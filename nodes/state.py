@@ -557,8 +557,8 @@ def _version_of(program: str, project_dir: str, path: str | None) -> str | None:
     where = executable_path(program, project_dir, path)
     if where is None:
         return None
-    search = safe_search_path(path, project_dir)
-    return program_output(where, ("--version",), lambda: _first_version_line(where, search))
+    return program_output(where, ("--version",),
+                          lambda: _first_version_line(where, safe_search_path(path, project_dir)))
 
 
 def _first_version_line(program: str, search_path: str) -> str | None:

@@ -11,8 +11,8 @@ returns only a regular file this user may execute. Callers start the program by 
 returns (``argv[0]`` absolute), never by its bare name, and give the programs they start the
 PATH of :func:`safe_search_path`.
 
-A lookup is a few ``stat`` calls, so it is done per call (a snapshot resolves git once and
-passes the path to each of its commands); nothing is remembered between calls.
+A lookup is a ``stat`` per entry (real paths are resolved for the program found only), so it
+is done per call (a snapshot resolves git once and passes the path to each of its commands); nothing is remembered between calls.
 """
 
 from __future__ import annotations
@@ -26,22 +26,21 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _absolute_entries(path: str | None) -> list[str]:
+    """The absolute entries of ``path`` (``$PATH`` when None; ``os.defpath`` when unset), normalised,
+    in order, duplicates dropped: empty, ``.`` and relative entries are skipped, since they name
+    whatever the working folder is."""
+    search = os.environ.get("PATH", os.defpath) if path is None else path
+    entries = (os.path.normpath(entry) for entry in search.split(os.pathsep) if entry and os.path.isabs(entry))
+    return list(dict.fromkeys(entries))
+
+
 def search_entries(path: str | None = None, project_dir: str | None = None) -> list[str]:
     """The absolute entries of ``path`` (``$PATH`` when None; ``os.defpath`` when unset) that do not
     lie inside ``project_dir``, in order, duplicates dropped: empty, ``.`` and relative entries
     are skipped, since they name whatever the working folder is."""
-    search = os.environ.get("PATH", os.defpath) if path is None else path
     project = os.path.realpath(project_dir) if project_dir else None
-    entries: list[str] = []
-    for entry in search.split(os.pathsep):
-        if not entry or not os.path.isabs(entry):
-            continue
-        entry = os.path.normpath(entry)
-        if project and _inside(os.path.realpath(entry), project):
-            continue
-        if entry not in entries:
-            entries.append(entry)
-    return entries
+    return [entry for entry in _absolute_entries(path) if not (project and _inside(os.path.realpath(entry), project))]
 
 
 def safe_search_path(path: str | None = None, project_dir: str | None = None) -> str:
@@ -66,10 +65,11 @@ def executable_path(name: str, project_dir: str | None = None, path: str | None 
     if not name or os.sep in name or (os.altsep and os.altsep in name):
         return None
     project = os.path.realpath(project_dir) if project_dir else None
-    for entry in search_entries(path, project_dir):
+    for entry in _absolute_entries(path):
         candidate = os.path.join(entry, name)
-        if project and _inside(os.path.realpath(candidate), project):
-            continue  # a symlink on PATH leading into the project
-        if _runnable(candidate):
-            return candidate
+        if not _runnable(candidate):  # one stat: the real paths are resolved for a hit only
+            continue
+        if project and (_inside(os.path.realpath(entry), project) or _inside(os.path.realpath(candidate), project)):
+            continue  # an entry inside the project, or a symlink on PATH leading into it
+        return candidate
     return None
