@@ -12,7 +12,8 @@ returns (``argv[0]`` absolute), never by its bare name, and give the programs th
 PATH of :func:`safe_search_path`.
 
 A lookup is a ``stat`` per entry (real paths are resolved for the program found only), so it
-is done per call (a snapshot resolves git once and passes the path to each of its commands); nothing is remembered between calls.
+is done per call (a snapshot resolves git once and passes the path to each of its commands);
+nothing is remembered between calls.
 """
 
 from __future__ import annotations
