@@ -32,7 +32,7 @@ import pickle
 import sqlite3
 import threading
 from collections import Counter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from cachetools import LRUCache
 
@@ -217,25 +217,18 @@ class Memo:
                 self._new[row_key] = value
 
     def _store(self, key: tuple[str, bytes], value: Any, size: int) -> None:
-        if size <= self.max_bytes // _LARGEST:
+        if self.max_bytes and size <= self.max_bytes // _LARGEST:  # NO_MEMO (no room) keeps nothing
             self._values[key] = (value, size)
 
 
 class _NoMemo(Memo):
-    """A memo that keeps nothing: every value is made (library functions called on their own)."""
+    """A memo that keeps nothing: every value is made (library functions called on their own);
+    with no room (``max_bytes=0``) and never opened, :meth:`Memo.peek` finds nothing and
+    :meth:`Memo.put` keeps nothing."""
 
     def get(self, kind: str, digest: bytes, make: Callable[[], Any], *, persist: bool = True,
             size: int | None = None) -> Any:
-        return make()
-
-    def peek(self, kind: str, digest: bytes) -> Any:
-        return None
-
-    def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
-        return None
-
-    def open(self, table: "MemoTable") -> None:
-        return None
+        return make()  # not even measured
 
 
 #: The memo that keeps nothing (the default of every library function taking ``memo``).
@@ -422,8 +415,3 @@ def _pickled_values(values: dict[bytes, Any]) -> bytes | None:
             kept[digest] = value
         return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL) if kept else None
 
-
-def kinds_made(memo: Memo, kinds: Iterable[str]) -> int:
-    """How many values of ``kinds`` the memo made (kinds given by their names or name prefixes)."""
-    prefixes = tuple(kinds)
-    return sum(n for kind, n in memo.made.items() if kind.startswith(prefixes))

@@ -29,7 +29,7 @@ from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from ..nodes.lib import usercache
 from ..nodes.lib.memo import MemoTable
-from .fingerprints import SHARED_MIN_ITEMS, _Unhashable, chunk_fingerprint, chunks_of, long_text_digest
+from .fingerprints import SHARED_MIN_ITEMS, _fp, _Unhashable, chunks_of, long_text_digest
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
                       open_project_folder)
 from . import folders
@@ -239,7 +239,7 @@ class SQLiteResultStore(ResultStore):
         keys = []
         for part in chunks_of(items):
             try:
-                fp = chunk_fingerprint(part, fingerprints)
+                fp = _fp(part, fingerprints)  # raises _Unhashable
             except _Unhashable:
                 return None
             keys.append(_SHARED + fp)
