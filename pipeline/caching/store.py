@@ -47,10 +47,6 @@ _UNSET = object()
 class StaleResult(Exception):
     """A stored result whose pickle no longer loads (found only when a node needed its value)."""
 
-    def __init__(self, data_version: str, reason: str) -> None:
-        super().__init__(f"cached result {data_version} does not load: {reason}")
-        self.data_version = data_version
-
 
 class Lazy:
     """A stored result read from disk but not unpickled yet. A hit whose dependents are all hits
@@ -67,7 +63,7 @@ class Lazy:
             try:
                 self._value = self._store.loads(self._payload)
             except Exception as exc:  # noqa: BLE001 - a shared part pruned, a class changed outside the nodes
-                raise StaleResult(self.data_version, f"{type(exc).__name__}: {exc}") from None
+                raise StaleResult(f"cached result {self.data_version} does not load: {type(exc).__name__}: {exc}") from None
             MEMORY.put(self.data_version, self._value, len(self._payload))
             self._payload = b""
         return self._value
@@ -211,13 +207,10 @@ class SQLiteResultStore(ResultStore):
         """Whether this folder holds the result (or will, after the flush)."""
         return data_version in self._pending or self._row(data_version, "1") is not None
 
-    def set(self, data_version: str, result: Any, saver_cls=None, loader_cls=None, fingerprints: dict | None = None,
-            **kwargs) -> None:
+    def set(self, data_version: str, result: Any, fingerprints: dict | None = None, **kwargs) -> None:
         """Keep a result for the flush after the build; one that does not pickle is not cached.
         ``fingerprints``: the run's (the adapter's), so that a tuple or text shared by many values
-        is fingerprinted once a run."""
-        if saver_cls is not None:
-            return  # @cache(format=...) materializers: not used by ctxengine's nodes
+        is fingerprinted once a run. Always pickled (ctxengine's nodes use no ``@cache(format=...)``)."""
         try:
             result = materialize(result)
             buffer = io.BytesIO()
@@ -310,10 +303,10 @@ class SQLiteResultStore(ResultStore):
             self.metadata.connection.commit()
 
     def delete_all(self) -> None:
+        """Delete every result, and the metadata pointing at them."""
         self._pending.clear()
         with contextlib.suppress(sqlite3.Error):
-            self.metadata.connection.execute("DELETE FROM results")
-            self.metadata.connection.commit()
+            self.metadata.connection.executescript("DELETE FROM results; DELETE FROM cache_metadata;")
 
     def flush(self, memo_entries: dict | None = None, memo_max_bytes: int = DEFAULT_MAX_BYTES // 4) -> None:
         """Write the results kept since the last flush, with their metadata and the memo's new
@@ -322,7 +315,7 @@ class SQLiteResultStore(ResultStore):
         pending, touched = self._pending, self._touched
         self._pending, self._touched, self.warned = {}, set(), False
         self._shared_here = set()  # within one build only: another process may prune the folder
-        rows = self.metadata.take_pending()
+        rows, self.metadata.pending = self.metadata.pending, []
         if not (pending or touched or rows or memo_entries):
             return
         if self.metadata.busy:  # another process held the write lock past the timeout at the start
@@ -368,7 +361,7 @@ class _MetadataStore(SQLiteMetadataStore):
         super().__init__(path, connection_kwargs={"timeout": SQLITE_TIMEOUT, "factory": _TunedConnection})
         self.folder = Path(path).resolve()  # the code version's folder holding the database
         self._known: LRUCache = LRUCache(maxsize=20_000)  # cache key -> data version, seen by this process
-        self._pending: list[tuple] = []  # metadata rows set since the last flush
+        self.pending: list[tuple] = []  # metadata rows set since the last flush (:meth:`SQLiteResultStore.flush`)
 
     # A metadata store that cannot be read or written (disk full, file size limit, a lock held
     # past the timeout) makes the run uncached, never failed: a failed read is a miss, a failed
@@ -391,12 +384,7 @@ class _MetadataStore(SQLiteMetadataStore):
         """Remembered now, written by :meth:`flush` after the run: one transaction a build, not a
         commit per node (a result is always written before the metadata pointing at it)."""
         self._known[cache_key] = data_version
-        self._pending.append((cache_key, run_id, node_name, code_version, data_version))
-
-    def take_pending(self) -> list[tuple]:
-        """The metadata rows set since the last call (written by :meth:`SQLiteResultStore.flush`)."""
-        pending, self._pending = self._pending, []
-        return pending
+        self.pending.append((cache_key, run_id, node_name, code_version, data_version))
 
     @staticmethod
     def write_rows(cur: sqlite3.Cursor, rows: list[tuple]) -> None:
@@ -434,11 +422,8 @@ class Stores:
 
     def __init__(self, cache_dir: str | os.PathLike) -> None:
         root = open_project_folder(Path(cache_dir))
-        self.folder = os.fspath(cache_dir)
-        self.key = usercache.cache_key()
         self.metadata = open_metadata(root)
-        self.results = SQLiteResultStore(self.metadata, self.key)
-        self.memo_table = self.results.memo_table
+        self.results = SQLiteResultStore(self.metadata, usercache.cache_key())
         self.written_files: dict[str, str] = {}  # project.txt and last_run.json as last written
         self.runs_since_prune: int | None = None
 
@@ -447,9 +432,6 @@ class Stores:
         by code that differs from this one in a way the code version did not see."""
         self.results.delete_all()
         self.metadata._known.clear()
-        with contextlib.suppress(sqlite3.Error):
-            self.metadata.connection.execute("DELETE FROM cache_metadata")
-            self.metadata.connection.commit()
 
 
 def open_metadata(folder: Path) -> "_MetadataStore":
