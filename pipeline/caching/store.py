@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import io
 import logging
 import os
@@ -73,32 +74,6 @@ class Lazy:
 #: holding it (the fitted context sits in half a dozen values of a build).
 SHARED_MIN_CHARS = 1 << 16
 _SHARED = "shared-"
-
-
-class _SharingPickler(pickle.Pickler):
-    """Pickles a value with each long tuple in it replaced by the keys of its chunks, and each
-    long text by its key (``fingerprints``: the run's, see :func:`.fingerprints.fingerprint`)."""
-
-    def __init__(self, file, store: "SQLiteResultStore", fingerprints: dict) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.store, self.fingerprints = store, fingerprints
-
-    def persistent_id(self, obj: Any) -> tuple | str | None:
-        kind = type(obj)
-        if kind is tuple and len(obj) >= SHARED_MIN_ITEMS:
-            return self.store.chunk_keys(obj, self.fingerprints)
-        if kind is str and len(obj) >= SHARED_MIN_CHARS:
-            return self.store.text_key(obj, self.fingerprints)
-        return None
-
-
-class _SharingUnpickler(pickle.Unpickler):
-    def __init__(self, file, store: "SQLiteResultStore") -> None:
-        super().__init__(file)
-        self.store = store
-
-    def persistent_load(self, pid: tuple | str) -> Any:
-        return self.store.shared(pid) if isinstance(pid, str) else self.store.joined(pid)
 
 
 def materialize(value: Any) -> Any:
@@ -214,13 +189,26 @@ class SQLiteResultStore(ResultStore):
         try:
             result = materialize(result)
             buffer = io.BytesIO()
-            _SharingPickler(buffer, self, {} if fingerprints is None else fingerprints).dump(result)
+            pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+            pickler.persistent_id = functools.partial(self.shared_key, fingerprints={} if fingerprints is None else fingerprints)
+            pickler.dump(result)
             payload = buffer.getvalue()
         except Exception as exc:  # noqa: BLE001 - an unpicklable value never fails a build
             _LOGGER.debug("result %s not cached: %s", data_version, exc)
             return
         MEMORY.put(data_version, result, len(payload))
         self._pending[data_version] = payload
+
+    def shared_key(self, obj: Any, fingerprints: dict) -> tuple | str | None:
+        """How the pickle of a stored value refers to a part of it stored once (its persistent
+        id): a long tuple by the keys of its chunks, a long text by its key, else None (pickled
+        in place). ``fingerprints``: the run's, see :func:`.fingerprints.fingerprint`."""
+        kind = type(obj)
+        if kind is tuple and len(obj) >= SHARED_MIN_ITEMS:
+            return self.chunk_keys(obj, fingerprints)
+        if kind is str and len(obj) >= SHARED_MIN_CHARS:
+            return self.text_key(obj, fingerprints)
+        return None
 
     def chunk_keys(self, items: tuple, fingerprints: dict) -> tuple[str, ...] | None:
         """The keys of the chunks of a long tuple, each stored once in this folder (and kept as
@@ -277,7 +265,10 @@ class SQLiteResultStore(ResultStore):
         return value
 
     def loads(self, payload: bytes) -> Any:
-        return _SharingUnpickler(io.BytesIO(payload), self).load()
+        """A stored value unpickled, its shared parts (:meth:`shared_key`) read back."""
+        unpickler = pickle.Unpickler(io.BytesIO(payload))
+        unpickler.persistent_load = lambda pid: self.shared(pid) if isinstance(pid, str) else self.joined(pid)
+        return unpickler.load()
 
     def get(self, data_version: str, **kwargs) -> Any:
         value = MEMORY.get(data_version)
@@ -328,7 +319,9 @@ class SQLiteResultStore(ResultStore):
             cur.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
                             [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
             cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
-            self.metadata.write_rows(cur, rows)
+            cur.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
+            cur.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
+                            "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
             if memo_entries:
                 self.memo_table.write(cur, memo_entries, memo_max_bytes)
             self.metadata.connection.commit()
@@ -385,12 +378,6 @@ class _MetadataStore(SQLiteMetadataStore):
         commit per node (a result is always written before the metadata pointing at it)."""
         self._known[cache_key] = data_version
         self.pending.append((cache_key, run_id, node_name, code_version, data_version))
-
-    @staticmethod
-    def write_rows(cur: sqlite3.Cursor, rows: list[tuple]) -> None:
-        cur.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
-        cur.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
-                        "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
 
     busy = False  # the write lock was held by another process past the timeout at the start of this run
 
