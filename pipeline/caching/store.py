@@ -190,7 +190,7 @@ class SQLiteResultStore(ResultStore):
             result = materialize(result)
             buffer = io.BytesIO()
             pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-            pickler.persistent_id = functools.partial(self.shared_key, fingerprints={} if fingerprints is None else fingerprints)
+            pickler.persistent_id = functools.partial(self.shared_key, {} if fingerprints is None else fingerprints)
             pickler.dump(result)
             payload = buffer.getvalue()
         except Exception as exc:  # noqa: BLE001 - an unpicklable value never fails a build
@@ -199,7 +199,7 @@ class SQLiteResultStore(ResultStore):
         MEMORY.put(data_version, result, len(payload))
         self._pending[data_version] = payload
 
-    def shared_key(self, obj: Any, fingerprints: dict) -> tuple | str | None:
+    def shared_key(self, fingerprints: dict, obj: Any) -> tuple | str | None:
         """How the pickle of a stored value refers to a part of it stored once (its persistent
         id): a long tuple by the keys of its chunks, a long text by its key, else None (pickled
         in place). ``fingerprints``: the run's, see :func:`.fingerprints.fingerprint`."""
