@@ -99,7 +99,7 @@ class Memo:
             return found[0]
         row_key = key if type(digest) is bytes else (kind, text_digest(digest))
         if self._rows or self._table is not None:
-            found = self._stored(row_key, key)
+            found = self._stored(row_key)
             if found is not _MISSING:
                 if key is not row_key:  # kept by its text from now on: no hashing next time
                     with self._lock:
@@ -131,11 +131,8 @@ class Memo:
             found = self._values.get((kind, digest))
         if found is not None:
             return found[0]
-        if self._rows or self._table is not None:
-            found = self._stored((kind, digest), (kind, digest))
-            if found is not _MISSING:
-                return found
-        return None
+        found = self._stored((kind, digest)) if self._rows or self._table is not None else _MISSING
+        return None if found is _MISSING else found
 
     def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
         """Keep ``value`` (about ``size`` bytes) under (kind, digest), in place of what was there
@@ -171,7 +168,7 @@ class Memo:
             new, self._table, self._kinds, self._new = self._new, None, None, {}
         return new
 
-    def _stored(self, row_key: tuple[str, bytes], key: tuple[str, bytes | str]) -> Any:
+    def _stored(self, row_key: tuple[str, bytes]) -> Any:
         """The value under ``row_key`` in a row read from a table, or _MISSING. On a miss, the
         open table's row holding it is found by its key (one indexed query, only for a kind the
         table holds) and read whole: its MAC checked, then unpickled; its values are held beside
