@@ -50,10 +50,6 @@ _WARN = logging.getLogger("ctxengine.cache")
 _LOGGER = logging.getLogger(__name__)
 
 
-def _entry_size(entry: tuple[Any, int]) -> int:
-    return entry[1]
-
-
 class Memo:
     """Values made from content, by (kind, content digest); see the module docstring.
 
@@ -69,7 +65,7 @@ class Memo:
     def clear(self) -> None:
         """Forget every entry and every table read (and reset the counters)."""
         with self._lock:
-            self._values: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=_entry_size)
+            self._values: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=lambda entry: entry[1])  # (value, bytes)
             self.made: Counter = Counter()
             self._table: MemoTable | None = None
             self._kinds: frozenset[str] | None = None  # the kinds the open table holds (read on the first miss)
