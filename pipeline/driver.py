@@ -262,7 +262,7 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
         return _execute_materialized(dr, wanted, inputs, overrides)
     with _CACHED_RUN_LOCK, caching.using(folder):  # one cached run at a time: the adapter keeps per-run state
         stores = caching.stores_for(folder)
-        MEMO.open(stores.memo_table)  # what earlier processes made (a transcript that grew), read on the first miss
+        MEMO.open(stores.results.memo_table)  # what earlier processes made (a transcript that grew), read on the first miss
         out = None
         try:
             out = _execute_materialized(dr, wanted, inputs, overrides)

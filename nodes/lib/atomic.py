@@ -32,24 +32,20 @@ def replacing(path: str | os.PathLike, *, binary: bool = True, mode: int | None 
     old_mode = regular_file_mode(target)
     folder, name = os.path.split(target)
     handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
-    committed = False
     try:
         with file_object(handle, binary) as fh:
             try:
                 yield fh
             except KeyboardInterrupt:
-                if not keep_on_interrupt:
-                    raise
-                fh.flush()
-                _commit(temp, target, old_mode, mode)
-                committed = True
+                if keep_on_interrupt:
+                    fh.flush()
+                    _commit(temp, target, old_mode, mode)
                 raise
         _commit(temp, target, old_mode, mode)
-        committed = True
-    finally:
-        if not committed:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)  # gone already when Ctrl-C committed it
+        raise
 
 
 def write_atomically(path: str | os.PathLike, data: bytes | str, mode: int | None = None) -> None:

@@ -32,7 +32,7 @@ import pickle
 import sqlite3
 import threading
 from collections import Counter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from cachetools import LRUCache
 
@@ -50,10 +50,6 @@ _WARN = logging.getLogger("ctxengine.cache")
 _LOGGER = logging.getLogger(__name__)
 
 
-def _entry_size(entry: tuple[Any, int]) -> int:
-    return entry[1]
-
-
 class Memo:
     """Values made from content, by (kind, content digest); see the module docstring.
 
@@ -69,7 +65,7 @@ class Memo:
     def clear(self) -> None:
         """Forget every entry and every table read (and reset the counters)."""
         with self._lock:
-            self._values: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=_entry_size)
+            self._values: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=lambda entry: entry[1])  # (value, bytes)
             self.made: Counter = Counter()
             self._table: MemoTable | None = None
             self._kinds: frozenset[str] | None = None  # the kinds the open table holds (read on the first miss)
@@ -99,7 +95,7 @@ class Memo:
             return found[0]
         row_key = key if type(digest) is bytes else (kind, text_digest(digest))
         if self._rows or self._table is not None:
-            found = self._stored(row_key, key)
+            found = self._stored(row_key)
             if found is not _MISSING:
                 if key is not row_key:  # kept by its text from now on: no hashing next time
                     with self._lock:
@@ -131,11 +127,8 @@ class Memo:
             found = self._values.get((kind, digest))
         if found is not None:
             return found[0]
-        if self._rows or self._table is not None:
-            found = self._stored((kind, digest), (kind, digest))
-            if found is not _MISSING:
-                return found
-        return None
+        found = self._stored((kind, digest)) if self._rows or self._table is not None else _MISSING
+        return None if found is _MISSING else found
 
     def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
         """Keep ``value`` (about ``size`` bytes) under (kind, digest), in place of what was there
@@ -171,7 +164,7 @@ class Memo:
             new, self._table, self._kinds, self._new = self._new, None, None, {}
         return new
 
-    def _stored(self, row_key: tuple[str, bytes], key: tuple[str, bytes | str]) -> Any:
+    def _stored(self, row_key: tuple[str, bytes]) -> Any:
         """The value under ``row_key`` in a row read from a table, or _MISSING. On a miss, the
         open table's row holding it is found by its key (one indexed query, only for a kind the
         table holds) and read whole: its MAC checked, then unpickled; its values are held beside
@@ -217,25 +210,18 @@ class Memo:
                 self._new[row_key] = value
 
     def _store(self, key: tuple[str, bytes], value: Any, size: int) -> None:
-        if size <= self.max_bytes // _LARGEST:
+        if self.max_bytes and size <= self.max_bytes // _LARGEST:  # NO_MEMO (no room) keeps nothing
             self._values[key] = (value, size)
 
 
 class _NoMemo(Memo):
-    """A memo that keeps nothing: every value is made (library functions called on their own)."""
+    """A memo that keeps nothing: every value is made (library functions called on their own);
+    with no room (``max_bytes=0``) and never opened, :meth:`Memo.peek` finds nothing and
+    :meth:`Memo.put` keeps nothing."""
 
     def get(self, kind: str, digest: bytes, make: Callable[[], Any], *, persist: bool = True,
             size: int | None = None) -> Any:
-        return make()
-
-    def peek(self, kind: str, digest: bytes) -> Any:
-        return None
-
-    def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
-        return None
-
-    def open(self, table: "MemoTable") -> None:
-        return None
+        return make()  # not even measured
 
 
 #: The memo that keeps nothing (the default of every library function taking ``memo``).
@@ -422,8 +408,3 @@ def _pickled_values(values: dict[bytes, Any]) -> bytes | None:
             kept[digest] = value
         return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL) if kept else None
 
-
-def kinds_made(memo: Memo, kinds: Iterable[str]) -> int:
-    """How many values of ``kinds`` the memo made (kinds given by their names or name prefixes)."""
-    prefixes = tuple(kinds)
-    return sum(n for kind, n in memo.made.items() if kind.startswith(prefixes))

@@ -16,17 +16,8 @@ are reused") lists every layer with its key and what invalidates it.
 
 from __future__ import annotations
 
-from .adapter import CacheAdapter, RunSummary, after_run, new_adapter, run_summary
+from .adapter import CacheAdapter, RunSummary, after_run, new_adapter
 from .fingerprints import fingerprint
-from .folders import (DATABASE, DEFAULT_MAX_BYTES, DEFAULT_MAX_TOTAL_BYTES, PROJECTS, all_cache_dirs, cache_root,
-                      checked_project_cache_dir, clear, code_folders, code_version, project_cache_dir, stale, stats,
-                      store_dir, total_bytes)
-from .store import MEMORY, SQLITE_TIMEOUT, Lazy, StaleResult, Stores, materialize, prune, stores_for, using
-
-__all__ = [
-    "CacheAdapter", "RunSummary", "after_run", "new_adapter", "run_summary", "fingerprint", "DATABASE",
-    "DEFAULT_MAX_BYTES", "DEFAULT_MAX_TOTAL_BYTES", "PROJECTS", "all_cache_dirs", "cache_root",
-    "checked_project_cache_dir", "clear", "code_folders", "code_version", "project_cache_dir", "stale", "stats",
-    "store_dir", "total_bytes", "MEMORY", "SQLITE_TIMEOUT", "Lazy", "StaleResult", "Stores", "materialize", "prune",
-    "stores_for", "using",
-]
+from .folders import (DATABASE, DEFAULT_MAX_BYTES, PROJECTS, all_cache_dirs, cache_root, checked_project_cache_dir, clear,
+                      code_folders, code_version, project_cache_dir, stale, stats, store_dir, total_bytes)
+from .store import MEMORY, SQLITE_TIMEOUT, StaleResult, materialize, prune, stores_for, using

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import operator
 import pickle
 import types
 from typing import Any
@@ -44,8 +43,7 @@ def fingerprint(value: Any, memo: dict | None = None) -> str | None:
     hash is remembered by identity in ``memo`` (one run: a node's value shares its sections with its
     inputs, so the 4 MB history section is hashed once a run, not once a node); a tuple of more
     than :data:`SHARED_MIN_ITEMS` items is hashed by its chunks of that many, as the result store
-    keeps it (:func:`chunk_fingerprint`: a chunk of values that cannot change is remembered for
-    the process); wider containers and other objects are hashed through their pickle; sets are
+    keeps it (each chunk by its own fingerprint, remembered for the run); wider containers and other objects are hashed through their pickle; sets are
     walked in sorted order. Equal hashes mean equal values (types
     and field names included), so a fingerprint never serves a stale result; two equal values
     may hash apart (shared references, or a set deep inside a pickle, whose order follows the
@@ -80,7 +78,7 @@ def _fp(value: Any, memo: dict) -> str:
         result = _digest(b"fn", value.__module__.encode(), value.__qualname__.encode(),
                          _fp(cells, memo).encode(), _fp(value.__defaults__, memo).encode())
     elif kind is tuple and len(value) > SHARED_MIN_ITEMS:  # by its chunks, as the result store keeps it
-        result = _digest(b"chunks", *[chunk_fingerprint(part, memo).encode() for part in chunks_of(value)])
+        result = _digest(b"chunks", *[_fp(part, memo).encode() for part in chunks_of(value)])
     elif kind is tuple and value and (rounds := _rounds_fingerprint(value)) is not None:
         result = rounds  # by the digests the rounds were made with
     elif kind is tuple and len(value) > _WIDE and all(type(item) in _PLAIN for item in value):
@@ -134,26 +132,13 @@ def _rounds_fingerprint(items: tuple) -> str | None:
     their concatenation: each is 16 bytes); None when an item is not a round."""
     if set(map(type, items)) != {Round}:
         return None
-    digests = list(map(_ROUND_DIGEST, items))
-    if not all(digests):  # a round made without its digest: by its pickle
-        digests = list(map(round_digest, items))
-    return _digest(b"rounds", b"".join(digests))
-
-
-#: A round's digest as it was made (empty when it was made without one).
-_ROUND_DIGEST = operator.attrgetter("digest")
+    return _digest(b"rounds", b"".join(map(round_digest, items)))
 
 
 def chunks_of(items: tuple) -> list[tuple]:
     """``items`` in chunks of :data:`SHARED_MIN_ITEMS` (the last one shorter): how a long tuple
     is fingerprinted and stored."""
     return [items[start:start + SHARED_MIN_ITEMS] for start in range(0, len(items), SHARED_MIN_ITEMS)]
-
-
-def chunk_fingerprint(part: tuple, memo: dict) -> str:
-    """The fingerprint of one chunk of a long tuple (:data:`SHARED_MIN_ITEMS` items) (raises
-    _Unhashable as :func:`_fp` does)."""
-    return _fp(part, memo)
 
 
 #: Texts longer than this (characters) enter a hash by their own digest (nodes/lib/digest.py).

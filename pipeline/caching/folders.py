@@ -64,8 +64,7 @@ def checked_project_cache_dir(project_dir: str | os.PathLike, cache_dir: str | o
     the project could have written what would be read there, or point a link of its own at
     another folder. ``cache_dir`` must be absolute (the CLI and the API resolve a relative one
     against the working folder)."""
-    if cache_dir is not None and not os.path.isabs(os.fspath(cache_dir)):
-        raise usercache.CacheFolderError(f"--cache-dir {os.fspath(cache_dir)!r}: not an absolute path")
+    target = project_cache_dir(project_dir, cache_dir)  # a relative cache_dir: refused by cache_root
     given = os.path.normpath(os.fspath(cache_dir)) if cache_dir is not None else os.fspath(cache_root())
     project = os.path.abspath(os.fspath(project_dir))
     for folder, inside in ((given, project), (os.path.realpath(given), os.path.realpath(project))):
@@ -73,7 +72,7 @@ def checked_project_cache_dir(project_dir: str | os.PathLike, cache_dir: str | o
             raise usercache.CacheFolderError(
                 f"cache folder {given} is inside the project {project}: a project's files could be read there "
                 "as cached results; give a --cache-dir outside the project (or --no-cache)")
-    return project_cache_dir(project_dir, cache_dir)
+    return target
 
 
 @lru_cache(maxsize=1)

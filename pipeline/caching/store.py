@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import io
 import logging
 import os
@@ -29,7 +30,7 @@ from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from ..nodes.lib import usercache
 from ..nodes.lib.memo import MemoTable
-from .fingerprints import SHARED_MIN_ITEMS, _Unhashable, chunk_fingerprint, chunks_of, long_text_digest
+from .fingerprints import SHARED_MIN_ITEMS, _fp, _Unhashable, chunks_of, long_text_digest
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
                       open_project_folder)
 from . import folders
@@ -47,10 +48,6 @@ _UNSET = object()
 class StaleResult(Exception):
     """A stored result whose pickle no longer loads (found only when a node needed its value)."""
 
-    def __init__(self, data_version: str, reason: str) -> None:
-        super().__init__(f"cached result {data_version} does not load: {reason}")
-        self.data_version = data_version
-
 
 class Lazy:
     """A stored result read from disk but not unpickled yet. A hit whose dependents are all hits
@@ -67,7 +64,7 @@ class Lazy:
             try:
                 self._value = self._store.loads(self._payload)
             except Exception as exc:  # noqa: BLE001 - a shared part pruned, a class changed outside the nodes
-                raise StaleResult(self.data_version, f"{type(exc).__name__}: {exc}") from None
+                raise StaleResult(f"cached result {self.data_version} does not load: {type(exc).__name__}: {exc}") from None
             MEMORY.put(self.data_version, self._value, len(self._payload))
             self._payload = b""
         return self._value
@@ -77,32 +74,6 @@ class Lazy:
 #: holding it (the fitted context sits in half a dozen values of a build).
 SHARED_MIN_CHARS = 1 << 16
 _SHARED = "shared-"
-
-
-class _SharingPickler(pickle.Pickler):
-    """Pickles a value with each long tuple in it replaced by the keys of its chunks, and each
-    long text by its key (``fingerprints``: the run's, see :func:`.fingerprints.fingerprint`)."""
-
-    def __init__(self, file, store: "SQLiteResultStore", fingerprints: dict) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.store, self.fingerprints = store, fingerprints
-
-    def persistent_id(self, obj: Any) -> tuple | str | None:
-        kind = type(obj)
-        if kind is tuple and len(obj) >= SHARED_MIN_ITEMS:
-            return self.store.chunk_keys(obj, self.fingerprints)
-        if kind is str and len(obj) >= SHARED_MIN_CHARS:
-            return self.store.text_key(obj, self.fingerprints)
-        return None
-
-
-class _SharingUnpickler(pickle.Unpickler):
-    def __init__(self, file, store: "SQLiteResultStore") -> None:
-        super().__init__(file)
-        self.store = store
-
-    def persistent_load(self, pid: tuple | str) -> Any:
-        return self.store.shared(pid) if isinstance(pid, str) else self.store.joined(pid)
 
 
 def materialize(value: Any) -> Any:
@@ -211,23 +182,33 @@ class SQLiteResultStore(ResultStore):
         """Whether this folder holds the result (or will, after the flush)."""
         return data_version in self._pending or self._row(data_version, "1") is not None
 
-    def set(self, data_version: str, result: Any, saver_cls=None, loader_cls=None, fingerprints: dict | None = None,
-            **kwargs) -> None:
+    def set(self, data_version: str, result: Any, fingerprints: dict | None = None, **kwargs) -> None:
         """Keep a result for the flush after the build; one that does not pickle is not cached.
         ``fingerprints``: the run's (the adapter's), so that a tuple or text shared by many values
-        is fingerprinted once a run."""
-        if saver_cls is not None:
-            return  # @cache(format=...) materializers: not used by ctxengine's nodes
+        is fingerprinted once a run. Always pickled (ctxengine's nodes use no ``@cache(format=...)``)."""
         try:
             result = materialize(result)
             buffer = io.BytesIO()
-            _SharingPickler(buffer, self, {} if fingerprints is None else fingerprints).dump(result)
+            pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+            pickler.persistent_id = functools.partial(self.shared_key, {} if fingerprints is None else fingerprints)
+            pickler.dump(result)
             payload = buffer.getvalue()
         except Exception as exc:  # noqa: BLE001 - an unpicklable value never fails a build
             _LOGGER.debug("result %s not cached: %s", data_version, exc)
             return
         MEMORY.put(data_version, result, len(payload))
         self._pending[data_version] = payload
+
+    def shared_key(self, fingerprints: dict, obj: Any) -> tuple | str | None:
+        """How the pickle of a stored value refers to a part of it stored once (its persistent
+        id): a long tuple by the keys of its chunks, a long text by its key, else None (pickled
+        in place). ``fingerprints``: the run's, see :func:`.fingerprints.fingerprint`."""
+        kind = type(obj)
+        if kind is tuple and len(obj) >= SHARED_MIN_ITEMS:
+            return self.chunk_keys(obj, fingerprints)
+        if kind is str and len(obj) >= SHARED_MIN_CHARS:
+            return self.text_key(obj, fingerprints)
+        return None
 
     def chunk_keys(self, items: tuple, fingerprints: dict) -> tuple[str, ...] | None:
         """The keys of the chunks of a long tuple, each stored once in this folder (and kept as
@@ -239,7 +220,7 @@ class SQLiteResultStore(ResultStore):
         keys = []
         for part in chunks_of(items):
             try:
-                fp = chunk_fingerprint(part, fingerprints)
+                fp = _fp(part, fingerprints)  # raises _Unhashable
             except _Unhashable:
                 return None
             keys.append(_SHARED + fp)
@@ -284,7 +265,10 @@ class SQLiteResultStore(ResultStore):
         return value
 
     def loads(self, payload: bytes) -> Any:
-        return _SharingUnpickler(io.BytesIO(payload), self).load()
+        """A stored value unpickled, its shared parts (:meth:`shared_key`) read back."""
+        unpickler = pickle.Unpickler(io.BytesIO(payload))
+        unpickler.persistent_load = lambda pid: self.shared(pid) if isinstance(pid, str) else self.joined(pid)
+        return unpickler.load()
 
     def get(self, data_version: str, **kwargs) -> Any:
         value = MEMORY.get(data_version)
@@ -310,10 +294,10 @@ class SQLiteResultStore(ResultStore):
             self.metadata.connection.commit()
 
     def delete_all(self) -> None:
+        """Delete every result, and the metadata pointing at them."""
         self._pending.clear()
         with contextlib.suppress(sqlite3.Error):
-            self.metadata.connection.execute("DELETE FROM results")
-            self.metadata.connection.commit()
+            self.metadata.connection.executescript("DELETE FROM results; DELETE FROM cache_metadata;")
 
     def flush(self, memo_entries: dict | None = None, memo_max_bytes: int = DEFAULT_MAX_BYTES // 4) -> None:
         """Write the results kept since the last flush, with their metadata and the memo's new
@@ -322,7 +306,7 @@ class SQLiteResultStore(ResultStore):
         pending, touched = self._pending, self._touched
         self._pending, self._touched, self.warned = {}, set(), False
         self._shared_here = set()  # within one build only: another process may prune the folder
-        rows = self.metadata.take_pending()
+        rows, self.metadata.pending = self.metadata.pending, []
         if not (pending or touched or rows or memo_entries):
             return
         if self.metadata.busy:  # another process held the write lock past the timeout at the start
@@ -335,7 +319,9 @@ class SQLiteResultStore(ResultStore):
             cur.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
                             [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
             cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
-            self.metadata.write_rows(cur, rows)
+            cur.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
+            cur.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
+                            "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
             if memo_entries:
                 self.memo_table.write(cur, memo_entries, memo_max_bytes)
             self.metadata.connection.commit()
@@ -368,7 +354,7 @@ class _MetadataStore(SQLiteMetadataStore):
         super().__init__(path, connection_kwargs={"timeout": SQLITE_TIMEOUT, "factory": _TunedConnection})
         self.folder = Path(path).resolve()  # the code version's folder holding the database
         self._known: LRUCache = LRUCache(maxsize=20_000)  # cache key -> data version, seen by this process
-        self._pending: list[tuple] = []  # metadata rows set since the last flush
+        self.pending: list[tuple] = []  # metadata rows set since the last flush (:meth:`SQLiteResultStore.flush`)
 
     # A metadata store that cannot be read or written (disk full, file size limit, a lock held
     # past the timeout) makes the run uncached, never failed: a failed read is a miss, a failed
@@ -391,18 +377,7 @@ class _MetadataStore(SQLiteMetadataStore):
         """Remembered now, written by :meth:`flush` after the run: one transaction a build, not a
         commit per node (a result is always written before the metadata pointing at it)."""
         self._known[cache_key] = data_version
-        self._pending.append((cache_key, run_id, node_name, code_version, data_version))
-
-    def take_pending(self) -> list[tuple]:
-        """The metadata rows set since the last call (written by :meth:`SQLiteResultStore.flush`)."""
-        pending, self._pending = self._pending, []
-        return pending
-
-    @staticmethod
-    def write_rows(cur: sqlite3.Cursor, rows: list[tuple]) -> None:
-        cur.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
-        cur.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
-                        "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
+        self.pending.append((cache_key, run_id, node_name, code_version, data_version))
 
     busy = False  # the write lock was held by another process past the timeout at the start of this run
 
@@ -434,11 +409,8 @@ class Stores:
 
     def __init__(self, cache_dir: str | os.PathLike) -> None:
         root = open_project_folder(Path(cache_dir))
-        self.folder = os.fspath(cache_dir)
-        self.key = usercache.cache_key()
         self.metadata = open_metadata(root)
-        self.results = SQLiteResultStore(self.metadata, self.key)
-        self.memo_table = self.results.memo_table
+        self.results = SQLiteResultStore(self.metadata, usercache.cache_key())
         self.written_files: dict[str, str] = {}  # project.txt and last_run.json as last written
         self.runs_since_prune: int | None = None
 
@@ -447,9 +419,6 @@ class Stores:
         by code that differs from this one in a way the code version did not see."""
         self.results.delete_all()
         self.metadata._known.clear()
-        with contextlib.suppress(sqlite3.Error):
-            self.metadata.connection.execute("DELETE FROM cache_metadata")
-            self.metadata.connection.commit()
 
 
 def open_metadata(folder: Path) -> "_MetadataStore":
