@@ -384,12 +384,13 @@ def keep_tokenizer_files(encoding: str) -> None:
                 verified_table_path(base)  # checks it again (once per table file), never writes
                 write_private(os.path.join(user_cache_dir(), os.path.basename(marker)),
                                  BUNDLED_TABLES[base][1].encode("ascii"))
-        if name.endswith("_offline") and _encoding.cache_info().currsize and not trusted_file(_encoding_file(name)):
+        pickled = _encoding_file(name) if name.endswith("_offline") and _encoding.cache_info().currsize else None
+        if pickled is not None and not trusted_file(pickled):
             built = _encoding(name)  # this process's Encoding (made by an encode or decode)
             body = pickle.dumps({"name": built.name, "pat_str": built._pat_str,
                                  "mergeable_ranks": built._mergeable_ranks,
                                  "special_tokens": built._special_tokens}, protocol=pickle.HIGHEST_PROTOCOL)
-            target = os.path.join(user_cache_dir(), os.path.basename(_encoding_file(name)))
+            target = os.path.join(user_cache_dir(), os.path.basename(pickled))
             write_private(target, mac(cache_key(), body) + body)
     except (OSError, TableError):  # an unwritable cache or a bad table (warned by the build): next time
         pass
