@@ -77,4 +77,4 @@ def round_digest_of(*parts: bytes) -> bytes:
 
 def round_digest(round_: Round) -> bytes:
     """The content digest of a round: the one set when it was made, else its pickle's."""
-    return round_.digest or digest16(b"round", value_digest(round_))
+    return round_.digest or round_digest_of(value_digest(round_))
