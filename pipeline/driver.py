@@ -267,11 +267,11 @@ def _run(dr: h_driver.Driver, wanted: list[str], inputs: dict, overrides: dict, 
         try:
             out = _execute_materialized(dr, wanted, inputs, overrides)
         except caching.StaleResult:  # a stored pickle that no longer loads: the folder's results go
-            caching.stores_for(folder).forget_results()
+            stores.forget_results()
             out = _execute_materialized(dr, wanted, inputs, overrides)
         finally:
             limit = int(out["context_config"]["cache"]["maxBytes"]) if out else caching.DEFAULT_MAX_BYTES
-            dr.cache.result_store.flush(MEMO.close(), limit // 8)  # the memo's new entries in the build's transaction
+            stores.results.flush(MEMO.close(), limit // 8)  # the memo's new entries in the build's transaction
             dr.cache.forget_runs(keep=1)
         _LAST_CACHE_RUN[0] = caching.after_run(dr.cache, folder, inputs["project_dir"], limit,
                                               total_cap(out["resolved_config"], inputs["project_dir"]))
