@@ -254,7 +254,8 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
     """Record the run's hits, prune the project's folder to ``max_bytes`` (when it is over, and
     on a process's first build, then after every :data:`PRUNE_EVERY` builds or an eighth of the
     cap written) and then the root to ``max_total_bytes`` (:func:`prune_root`, sparing this
-    folder), forget older runs in memory."""
+    folder). The caller forgets older runs in memory (:meth:`CacheAdapter.forget_runs`, also
+    when a run fails)."""
     summary = run_summary(adapter)
     folder, stores = Path(cache_dir), stores_for(cache_dir)
     for name, text in ((PROJECT_FILE, os.path.realpath(project_dir) + "\n"),
@@ -270,7 +271,6 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
         prune_root(folder.parent.parent, max_total_bytes, keep=folder)
         runs, stores.results.written = 0, 0
     stores.runs_since_prune = runs + 1
-    adapter.forget_runs()
     return summary
 
 
