@@ -117,18 +117,20 @@ def prune_root(root: Path, max_total_bytes: int, keep: Path | None = None) -> in
     """Bound the project folders of a cache root together: when they pass ``max_total_bytes``,
     whole folders go, those of projects that no longer exist first (:func:`stale`), then the
     least recently used, down to 80% of the cap; ``keep`` (the folder just built) stays. Only
-    folders ctxengine made go (:func:`clear`). The bytes removed."""
+    folders ctxengine made go (as :func:`clear` removes them). The bytes removed. Each folder is
+    walked once: its size and its newest file come from the same stats."""
     folders = all_cache_dirs(root)
-    sizes = {folder: _tree_size(folder) for folder in folders}
+    files = {folder: _file_stats(folder) for folder in folders}
+    sizes = {folder: sum(info.st_size for info in found) for folder, found in files.items()}
     total = sum(sizes.values())
     if total <= max_total_bytes:
         return 0
     removed = 0
-    newest = {folder: max((info.st_mtime for info in _file_stats(folder)), default=0.0) for folder in folders}
+    newest = {folder: max((info.st_mtime for info in found), default=0.0) for folder, found in files.items()}
     for folder in sorted(folders, key=lambda f: (not stale(f), newest[f])):  # gone projects first, then least recently used
         if total - removed <= max_total_bytes * 0.8:
             break
-        if folder != keep and clear(folder):
+        if folder != keep and usercache.remove_owned(folder, PROJECT_NAME):
             removed += sizes[folder]
     return removed
 
