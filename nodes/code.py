@@ -179,7 +179,7 @@ def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: 
     out: list[Section] = []
     count = exact_counter.count
     budget = code_pool_tokens
-    ranked = list(code_ranking.paths) if code_parts.map else []
+    ranked = list(code_ranking.paths)  # empty when the map is off (code_ranking)
     skip = frozenset(f.path for f in code_names.files)
     whole = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip) if ranked else _fit.Fitted()
     if code_parts.files and code_names.files:
