@@ -42,6 +42,7 @@ from .lib.layout import POOL_OF_KIND
 from .lib.memo import NO_MEMO, Memo
 from .lib.settings import RenderSettings, StateSettings
 from .lib.textio import TextUnavailable, Trust, read_local_text, without_widening_hints
+from .lib.truncate import CachedCounter
 from .types import Section, Source
 
 STAGE = "code"
@@ -167,15 +168,18 @@ def code_pool_tokens(pool_share_tokens: dict) -> int:
 
 @tag(stage=STAGE)
 def code_sections(code_files: CodeFiles, code_tags: _tags.CodeTags, code_names: _names.CodeNames, code_ranking: _rank.Ranking,
-                  code_pool_tokens: int, token_counter: Any, code_settings: CodeSettings, code_parts: CodeParts) -> list:
+                  code_pool_tokens: int, exact_counter: CachedCounter, code_settings: CodeSettings,
+                  code_parts: CodeParts) -> list:
     """The "Code: Named Files" section (kind code) and the "Repo Map" section (kind codemap),
     fitted to the code pool together: the named files first, in all but the map's floor
     (``code.mapMinShare`` of the pool, or what the map would use if less) when the map runs; the map in what is left. Each file
-    shown is a source with the line range it shows."""
+    shown is a source with the line range it shows. Counted through ``exact_counter`` (its counts
+    kept in the memo): this node reruns whenever a file changes, and the outlines of the files
+    that did not change are not counted again."""
     out: list[Section] = []
-    count = token_counter.count
+    count = exact_counter.count
     budget = code_pool_tokens
-    ranked = list(code_ranking.paths) if code_parts.map else []
+    ranked = list(code_ranking.paths)  # empty when the map is off (code_ranking)
     skip = frozenset(f.path for f in code_names.files)
     whole = _fit.fit_map(ranked, code_files.texts, code_tags, budget, count, skip) if ranked else _fit.Fitted()
     if code_parts.files and code_names.files:
