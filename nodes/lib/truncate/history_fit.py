@@ -481,8 +481,8 @@ def _tight_fit(forms: _Forms, tokens_of: "_PartTokens", budget: int, counter, lo
     older = n - 2 if n > 2 else 0
     marker = counter.count(drop_note(rounds[:older], location)) + 2 if older else 0
     target = budget
+    minimal = round_within(rounds[-1], 0, counter, render, location)  # the newest prompt alone: whatever the target
     for _ in range(6):
-        minimal = round_within(rounds[-1], 0, counter, render, location)
         room = target - minimal.tokens - marker - (2 if n > 1 else 0)
         if room < 0:
             return None
