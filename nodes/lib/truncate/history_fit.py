@@ -598,7 +598,8 @@ def round_within(round_: Round, room: int, counter, render_round: Callable[[Roun
     for _ in range(8):
         within = _messages_within(rest, max(0, space), counter, location)
         kept = [m for _, m in within] + list(tail)
-        cut = [m for i, m in enumerate(rest) if i not in {j for j, _ in within}]
+        kept_at = {j for j, _ in within}
+        cut = [m for i, m in enumerate(rest) if i not in kept_at]
         if cut:
             text = _with_note(round_, head, kept, _messages_note(cut) + "]", render_round)
         else:
