@@ -39,8 +39,9 @@ def code_line_order(blocks: Sequence[Sequence[tuple[int, str]]]) -> tuple[list[i
         if not block:
             continue
         firsts.append(block[0][0])
-        rest = [uid for uid, text in block[1:] if not definition_line(text)]
-        definitions.extend(uid for uid, text in block[1:] if definition_line(text))
+        rest = []
+        for uid, text in block[1:]:
+            (definitions if definition_line(text) else rest).append(uid)
         others.extend(((k + 1) / (len(rest) + 1), uid) for k, uid in enumerate(rest))
     return firsts, definitions, [uid for _, uid in sorted(others)]
 

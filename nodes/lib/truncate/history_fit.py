@@ -481,8 +481,8 @@ def _tight_fit(forms: _Forms, tokens_of: "_PartTokens", budget: int, counter, lo
     older = n - 2 if n > 2 else 0
     marker = counter.count(drop_note(rounds[:older], location)) + 2 if older else 0
     target = budget
+    minimal = round_within(rounds[-1], 0, counter, render, location)  # the newest prompt alone: whatever the target
     for _ in range(6):
-        minimal = round_within(rounds[-1], 0, counter, render, location)
         room = target - minimal.tokens - marker - (2 if n > 1 else 0)
         if room < 0:
             return None
@@ -598,7 +598,8 @@ def round_within(round_: Round, room: int, counter, render_round: Callable[[Roun
     for _ in range(8):
         within = _messages_within(rest, max(0, space), counter, location)
         kept = [m for _, m in within] + list(tail)
-        cut = [m for i, m in enumerate(rest) if i not in {j for j, _ in within}]
+        kept_at = {j for j, _ in within}
+        cut = [m for i, m in enumerate(rest) if i not in kept_at]
         if cut:
             text = _with_note(round_, head, kept, _messages_note(cut) + "]", render_round)
         else:
