@@ -766,9 +766,11 @@ def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
     state = parse_state(files.state_text, files.state_path) if files.state_text is not None else None
     roadmap = files.roadmap_text or ""
     milestone = state.milestone if state else None
-    phases = milestone_phases(roadmap, milestone) if roadmap else ()
+    view = narrow_roadmap(roadmap, milestone) if roadmap else None  # once, for the phases and the plans
+    phases = milestone_phases(roadmap, milestone, view) if roadmap else ()
     position = read_position(state, files.folders, pinned, files.state_path, phases,
-                             roadmap_plans(roadmap, milestone) if roadmap else {}, phase_names(roadmap) if roadmap else {})
+                             roadmap_plans(roadmap, milestone, view) if roadmap else {},
+                             phase_names(roadmap) if roadmap else {})
     position = replace(position, evidence=(*files.chosen, *position.evidence),
                        warnings=(*files.chosen_warnings, *position.warnings))
     return _next_phase(_milestone_settled(position, state, files, phases), roadmap, files.folders)
@@ -1013,8 +1015,8 @@ def _added_after_range(roadmap_text: str, milestone: str, key: tuple[int, ...]) 
 
 def _lists_phase(roadmap_text: str, milestone: str, key: tuple[int, ...]) -> bool:
     """A block of ROADMAP.md names ``milestone`` and lists phase ``key`` under it."""
-    return (narrow_roadmap(roadmap_text, milestone).matched
-            and key in {phase_key(p) for p in milestone_phases(roadmap_text, milestone)})
+    view = narrow_roadmap(roadmap_text, milestone)
+    return view.matched and key in {phase_key(p) for p in milestone_phases(roadmap_text, milestone, view)}
 
 
 def _shipped_line(roadmap_text: str, milestone: str) -> tuple[int, str] | None:
