@@ -646,10 +646,12 @@ def _cache_stats(args: argparse.Namespace) -> int:
     from . import caching
 
     rows = [caching.stats(folder) for folder in _cache_folders(args)]
-    total = caching.total_bytes(_cache_root(args))
+    root = _cache_root(args)
+    every = args.project_dir is None and args.example is None  # the rows are the root's folders: sized once
+    total = sum(row["bytes"] for row in rows) if every else caching.total_bytes(root)
     cap = _total_cap()
     if args.format == "json":
-        _emit(json.dumps({"root": str(_cache_root(args)), "total_bytes": total, "max_total_bytes": cap,
+        _emit(json.dumps({"root": str(root), "total_bytes": total, "max_total_bytes": cap,
                           "folders": rows}, indent=2) + "\n")
         return 0
     table = []
@@ -664,7 +666,7 @@ def _cache_stats(args: argparse.Namespace) -> int:
     stale = sum(row["stale"] for row in rows)
     _say(f"{len(rows)} cache folder{'' if len(rows) == 1 else 's'}, {sum(r['bytes'] for r in rows) / 1e6:.2f} MB"
          + (f" ({stale} of projects that no longer exist: ctxengine cache clear --stale)" if stale else "")
-         + f"; the cache under {_cache_root(args)} holds {total / 1e6:.2f} MB of its {cap / 1e6:.0f} MB cap "
+         + f"; the cache under {root} holds {total / 1e6:.2f} MB of its {cap / 1e6:.0f} MB cap "
            "(cache.maxTotalBytes)")
     return 0
 

@@ -21,9 +21,9 @@ from typing import Mapping, Sequence
 
 from ..quote import quoted
 from ...types import ConfigError
-from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, dir_phase_key, dir_phase_part, dir_phase_parts, phase_key
+from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, _TAG, dir_phase_key, dir_phase_part, dir_phase_parts, phase_key
 from .common import _lines_of
-from .roadmap import RoadmapPlans, milestone_blocks, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
+from .roadmap import _TICKED, RoadmapPlans, milestone_blocks, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
 from .state import GsdState, parse_state
 
 PINNED, FRONTMATTER, BODY, FILES, NONE = "pinned", "frontmatter", "body", "files", "none"
@@ -766,9 +766,11 @@ def position_of(files: GsdFiles, pinned: str = "") -> GsdPosition:
     state = parse_state(files.state_text, files.state_path) if files.state_text is not None else None
     roadmap = files.roadmap_text or ""
     milestone = state.milestone if state else None
-    phases = milestone_phases(roadmap, milestone) if roadmap else ()
+    view = narrow_roadmap(roadmap, milestone) if roadmap else None  # once, for the phases and the plans
+    phases = milestone_phases(roadmap, milestone, view) if roadmap else ()
     position = read_position(state, files.folders, pinned, files.state_path, phases,
-                             roadmap_plans(roadmap, milestone) if roadmap else {}, phase_names(roadmap) if roadmap else {})
+                             roadmap_plans(roadmap, milestone, view) if roadmap else {},
+                             phase_names(roadmap) if roadmap else {})
     position = replace(position, evidence=(*files.chosen, *position.evidence),
                        warnings=(*files.chosen_warnings, *position.warnings))
     return _next_phase(_milestone_settled(position, state, files, phases), roadmap, files.folders)
@@ -912,13 +914,10 @@ def _labels(roadmap_text: str, milestone: str) -> list[str]:
     for line in roadmap_text.split("\n"):
         heading = re.match(r"^\s*(?:#{1,6}\s+|<summary>)(.*?)(?:</summary>)?\s*$", line)
         if heading and milestone in milestone_tokens(heading.group(1)):
-            name = re.sub(r"\s*\(.*$", "", _TAGS.sub("", heading.group(1)).replace("**", "")).strip(" -—–:#")
+            name = re.sub(r"\s*\(.*$", "", _TAG.sub("", heading.group(1)).replace("**", "")).strip(" -—–:#")
             if name:
                 out.append(name)
     return out
-
-
-_TAGS = re.compile(r"<[^>]+>")
 
 
 def _next_phase(position: GsdPosition, roadmap_text: str | None, folders: Mapping[str, Sequence[str]]) -> GsdPosition:
@@ -954,7 +953,7 @@ def _next_open_phase(key: tuple[int, ...], titles: Mapping[tuple[int, ...], str]
 def _ticked_phases(roadmap_text: str) -> set[tuple[int, ...]]:
     """The phases whose roadmap checklist item is checked (``- [x] Phase 23: ...``)."""
     return {phase_key(m.group(1)) for m in map(_PHASE_ITEM.match, roadmap_text.split("\n"))
-            if m and re.match(r"^\s*[-*]\s+\[[xX]\]", m.group(0))}
+            if m and _TICKED.match(m.group(0))}
 
 
 def _phase_titles(roadmap_text: str) -> dict[tuple[int, ...], str]:
@@ -1016,8 +1015,8 @@ def _added_after_range(roadmap_text: str, milestone: str, key: tuple[int, ...]) 
 
 def _lists_phase(roadmap_text: str, milestone: str, key: tuple[int, ...]) -> bool:
     """A block of ROADMAP.md names ``milestone`` and lists phase ``key`` under it."""
-    return (narrow_roadmap(roadmap_text, milestone).matched
-            and key in {phase_key(p) for p in milestone_phases(roadmap_text, milestone)})
+    view = narrow_roadmap(roadmap_text, milestone)
+    return view.matched and key in {phase_key(p) for p in milestone_phases(roadmap_text, milestone, view)}
 
 
 def _shipped_line(roadmap_text: str, milestone: str) -> tuple[int, str] | None:

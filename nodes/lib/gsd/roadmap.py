@@ -286,9 +286,10 @@ def _kept_text(lines: list[str], drop: set[int], swaps: dict[int, str]) -> tuple
     return _FOLDED_GAP.sub(r"\1\n", content), tuple(kept)
 
 
-def milestone_phases(text: str, milestone: str | None) -> tuple[str, ...]:
-    """The phase numbers ROADMAP.md lists for ``milestone`` (headings and checklist items)."""
-    content = narrow_roadmap(text, milestone).content.split("\n")
+def milestone_phases(text: str, milestone: str | None, view: RoadmapView | None = None) -> tuple[str, ...]:
+    """The phase numbers ROADMAP.md lists for ``milestone`` (headings and checklist items);
+    ``view``: ``narrow_roadmap(text, milestone)`` when the caller has it already."""
+    content = (view or narrow_roadmap(text, milestone)).content.split("\n")
     found: list[str] = []
     for line in content:
         heading = re.match(r"^#{1,6}\s+(.*)$", line)
@@ -337,14 +338,16 @@ class RoadmapPlans:
     done: tuple[int, str] | None = None  # the phase's own checklist item, checked: (1-based line, the line)
 
 
-def roadmap_plans(text: str, milestone: str | None = None) -> dict[tuple[int, ...], RoadmapPlans]:
+def roadmap_plans(text: str, milestone: str | None = None,
+                  view: RoadmapView | None = None) -> dict[tuple[int, ...], RoadmapPlans]:
     """Per phase (its number as a key), the plans ROADMAP.md names in the phase's section
     (``- [ ] 15-02-PLAN.md``), the total of its "**Plans:** 1/2 plans executed" line and its
     checked checklist item (``- [x] Phase 36: ... (3/3 plans) — completed``), in the part of
     the roadmap :func:`narrow_roadmap` keeps for ``milestone``. Real projects do not always
-    commit their PLAN or SUMMARY files: these name the plans still to run, and the phases done."""
+    commit their PLAN or SUMMARY files: these name the plans still to run, and the phases done.
+    ``view``: ``narrow_roadmap(text, milestone)`` when the caller has it already."""
     lines = _lines_of(text)
-    kept = {n for a, b in narrow_roadmap(text, milestone).kept for n in range(a, b + 1)}
+    kept = {n for a, b in (view or narrow_roadmap(text, milestone)).kept for n in range(a, b + 1)}
     out: dict[tuple[int, ...], RoadmapPlans] = {}
     for _, title, first, last in _sections(lines):
         match = _PHASE_HEADING.match(title.replace("**", "").strip())
