@@ -14,6 +14,7 @@ from hamilton.function_modifiers import tag
 
 from .lib import truncate as _t
 from .lib.crossref import CrossrefMending, mend_cross_references
+from .lib.digest import long_text
 from .lib.layout import render_context
 from .lib.settings import QualitySettings
 from .lib.tokens import budget_report_for
@@ -75,7 +76,7 @@ def exact_fit(
             raise BudgetExceededError(_overflow_message(state, tokens))
         state = more
         sections, notes = _mended(state)
-    return _t.ExactFit(state, tuple(sections), text, tokens, passes, tuple(notes), late)
+    return _t.ExactFit(state, tuple(sections), long_text(text), tokens, passes, tuple(notes), late)
 
 
 def _late_trigger(tokens: int, state: _t.TruncationState, trigger: _t.TruncationTrigger) -> str | None:

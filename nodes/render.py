@@ -14,6 +14,7 @@ from importlib import resources
 
 from hamilton.function_modifiers import cache, extract_fields, tag
 
+from .lib.digest import long_text
 from .lib.quote import quoted
 from .lib.layout import layout_order, render_context, render_parts
 from .lib.settings import RenderSettings, trust_at
@@ -116,14 +117,14 @@ def mode_template(render_settings: RenderSettings) -> str:
 @tag(stage="render")
 def rendered_context(sections: list, context_template: str, mode_template: str, render_settings: RenderSettings) -> str:
     """The full prompt: the mode template around the context template rendered over the sections."""
-    return render_context(
+    return long_text(render_context(
         sections,
         context_template,
         mode_template,
         escape=render_settings.escape,
         context_name=_template_name(render_settings),
         mode_name=f"configs/modes/{render_settings.template}.md",
-    )
+    ))
 
 
 @tag(stage="render")

@@ -7,8 +7,11 @@ objects through ``__dict__``). Nodes never mutate them; a changed value is a new
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
+from functools import cached_property
 from typing import Any, Mapping
+
+from .lib.digest import fields_digest, long_text, round_digest_of, value_digest
 
 IMMUTABLE = "immutable"
 SUMMARIZABLE = "summarizable"
@@ -107,9 +110,18 @@ class Round:
     index: int
     messages: tuple[Message, ...]
     lines: tuple[int, int] | None = None
-    #: A digest of its content, set when it is made (nodes/lib/digest.py: :func:`digested`):
-    #: memo keys and Hamilton's fingerprint of a round use it, so a round is hashed once.
-    digest: bytes = field(default=b"", compare=False, repr=False)
+    #: The digest of what a parser made the round from (its index included), when it knows it
+    #: (:func:`.lib.digest.round_digest_of`); else the round's content is hashed.
+    source_digest: InitVar[bytes] = b""
+    #: A digest of its content, set when it is made (a changed round, ``replace(round_, ...)``,
+    #: gets its own): memo keys and the cache's fingerprint of a round use it.
+    digest: bytes = field(init=False, default=b"", compare=False, repr=False)
+
+    DIGEST_TAG = b"r"  # carries a content digest (nodes/lib/digest.py)
+
+    def __post_init__(self, source_digest: bytes) -> None:
+        object.__setattr__(self, "digest", source_digest or round_digest_of(
+            value_digest((self.index, self.messages, self.lines))))
 
 
 @dataclass(frozen=True)
@@ -131,9 +143,24 @@ class Section:
     deprecated: bool = False
     data: Mapping[str, Any] = field(default_factory=dict)
 
+    DIGEST_TAG = b"S"  # carries a content digest (nodes/lib/digest.py)
+
     @property
     def tier(self) -> str:
         return tier_for(self.priority)
+
+    @cached_property
+    def digest(self) -> bytes:
+        """A digest of its content (every field), computed on first use and kept: the 4 MB
+        history section, shared by every truncation state, is hashed once. Never pickled (a
+        loaded section computes its own), so a section's pickle is its content only."""
+        return fields_digest(self)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content", long_text(self.content))
+
+    def __getstate__(self) -> dict:
+        return {name: value for name, value in self.__dict__.items() if name != "digest"}
 
     def with_content(self, content: str, **changes: Any) -> "Section":
         return replace(self, content=content, **changes)

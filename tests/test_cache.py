@@ -497,21 +497,90 @@ def test_a_long_tuple_is_fingerprinted_by_its_chunks():
 def test_a_round_is_fingerprinted_by_the_digest_set_when_it_was_made_here_and_in_hamilton():
     from hamilton.caching import fingerprinting
 
-    from ctxengine.nodes.lib.digest import digested
+    from ctxengine.nodes.lib.digest import round_digest_of
     from ctxengine.nodes.types import Message, Round
 
-    made = digested(Round(1, (Message("user", "hi", 1),)), b"its stretch")
-    assert caching.fingerprint(made) == "r" + made.digest.hex() == fingerprinting.hash_value(made)
-    other = digested(Round(1, (Message("user", "hi", 1),)), b"another stretch")
+    made = Round(1, (Message("user", "hi", 1),), source_digest=round_digest_of(b"its stretch"))
+    assert made.digest == round_digest_of(b"its stretch")
+    assert caching.fingerprint(made) == (b"r" + made.digest).hex() == fingerprinting.hash_value(made)
+    other = Round(1, (Message("user", "hi", 1),), source_digest=round_digest_of(b"another stretch"))
     assert caching.fingerprint(other) != caching.fingerprint(made)
-    plain = Round(1, (Message("user", "hi", 1),))  # made elsewhere: by its pickle
-    assert caching.fingerprint(plain) == caching.fingerprint(Round(1, (Message("user", "hi", 1),)))
+    plain = Round(1, (Message("user", "hi", 1),))  # made without a source digest: by its content
+    assert plain.digest and caching.fingerprint(plain) == caching.fingerprint(Round(1, (Message("user", "hi", 1),)))
     assert caching.fingerprint(plain) != caching.fingerprint(Round(1, (Message("user", "ho", 1),)))
-    # a tuple of rounds: by their digests, one hash; a round made without one counts by its content
+    # a tuple of rounds: by their digests, one hash
     assert caching.fingerprint((made, made)) != caching.fingerprint((made, other))
     assert caching.fingerprint((plain, plain)) != caching.fingerprint((plain, Round(1, (Message("user", "ho", 1),))))
-    long = tuple(digested(Round(i, (Message("user", "hi", i),)), str(i).encode()) for i in range(300))
+    long = tuple(Round(i, (Message("user", "hi", i),), source_digest=round_digest_of(str(i).encode())) for i in range(300))
     assert caching.fingerprint(long) != caching.fingerprint(long[:-1] + (plain,))
+
+
+def test_a_changed_round_gets_its_own_digest_and_a_loaded_one_keeps_its_own():
+    from dataclasses import replace
+
+    from ctxengine.nodes.lib.digest import round_digest_of
+    from ctxengine.nodes.types import Message, Round
+
+    made = Round(1, (Message("user", "hi", 1), Message("assistant", "done", 2)), source_digest=round_digest_of(b"x"))
+    trimmed = replace(made, messages=made.messages[:1])  # as the history fit trims a round
+    assert trimmed.digest not in (b"", made.digest)
+    assert trimmed.digest == Round(1, (Message("user", "hi", 1),)).digest  # by its content
+    assert caching.fingerprint(trimmed) != caching.fingerprint(made)
+    loaded = pickle.loads(pickle.dumps(made))
+    assert loaded.digest == made.digest and caching.fingerprint(loaded) == caching.fingerprint(made)
+
+
+def _section(**changes):
+    from ctxengine.nodes.types import Message, Round, Section, Source
+
+    fields = dict(key="history", title="History", kind="history", content="x" * 10, priority=60, pool="state",
+                  sources=(Source("file", "a.md", (1, 2)),),
+                  data={"rounds": (Round(1, (Message("user", "hi", 1),)),), "verbatim_from": 0})
+    return Section(**{**fields, **changes})
+
+
+def test_sections_differing_only_in_data_sources_or_priority_fingerprint_apart():
+    from ctxengine.nodes.types import Message, Round, Source
+
+    base = caching.fingerprint(_section())
+    assert caching.fingerprint(_section()) == base  # equal content, other objects
+    others = [_section(data={"rounds": (Round(1, (Message("user", "ho", 1),)),), "verbatim_from": 0}),
+              _section(data={"rounds": (Round(1, (Message("user", "hi", 1),)),), "verbatim_from": 1}),
+              _section(sources=(Source("file", "a.md", (1, 3)),)), _section(priority=61),
+              _section(deprecated=True), _section(content="x" * 11)]
+    prints = {caching.fingerprint(s) for s in others}
+    assert base not in prints and len(prints) == len(others)
+    # inside other values, by the same digest: a tuple of sections, a dataclass holding them
+    assert caching.fingerprint((_section(),)) == caching.fingerprint((_section(),))
+    assert caching.fingerprint((_section(),)) != caching.fingerprint((_section(priority=61),))
+    assert caching.fingerprint({"s": [_section()]}) != caching.fingerprint({"s": [_section(priority=61)]})
+
+
+def test_a_replaced_section_gets_a_new_digest_and_a_pickled_one_the_same():
+    section = _section()
+    assert "digest" not in vars(section)  # computed on first use only
+    first = section.digest
+    changed = section.with_content("y" * 10)
+    assert "digest" not in vars(changed) and changed.digest != first
+    payload = pickle.dumps(section)
+    assert b"digest" not in pickle.dumps(_section(data={}))  # a section's pickle is its content only
+    loaded = pickle.loads(payload)
+    assert "digest" not in vars(loaded) and loaded.digest == first and loaded == section
+
+
+def test_a_long_section_text_carries_its_digest_from_when_it_was_made(monkeypatch):
+    from ctxengine.nodes.lib import digest
+
+    long_content = "a line of the history, é\n" * 4000
+    section = _section(content=long_content)
+    assert type(section.content) is digest.DigestedText and section.content == long_content
+    assert section.content.digest == hashlib.sha256(long_content.encode("utf-8")).digest()[:16]
+    hashed = []
+    monkeypatch.setattr(digest, "bytes_digest", lambda data: hashed.append(len(data)) or b"0" * 16)
+    moved = section.with_content(section.content, priority=70)  # another section, the same text
+    assert caching.fingerprint((section, moved)) and hashed == []
+    assert type(pickle.loads(pickle.dumps(section)).content) is str  # pickled as a plain text
+    assert type(_section(content="short").content) is str
 
 
 def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
@@ -523,13 +592,17 @@ def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
         tuple("".join(["text ", str(i)]) for i in range(200)))  # other str objects, same content
 
 
-def test_a_large_text_is_hashed_once_a_run_and_its_digest_is_its_sha256(monkeypatch):
+def test_a_large_text_made_long_carries_its_sha256_and_is_not_hashed_again(monkeypatch):
     from ctxengine.nodes.lib import digest
 
     text = "a fitted context line, é\n" * 4000
     assert digest.text_digest(text) == hashlib.sha256(text.encode("utf-8")).digest()[:16]
+    carried = digest.long_text(text)  # as the rendered context is made
+    assert type(carried) is digest.DigestedText and carried.digest == digest.text_digest(text)
+    assert digest.long_text("short") == "short" and type(digest.long_text("short")) is str
     hashed = []
-    monkeypatch.setattr(caching.fingerprints, "text_digest", lambda t: hashed.append(len(t)) or digest.text_digest(t))
-    memo: dict = {}
-    assert caching.fingerprint((text, [text]), memo) == caching.fingerprint((text, [text]), memo)
-    assert len(hashed) == 1  # one run (one memo): hashed once, wherever it sits
+    monkeypatch.setattr(digest, "bytes_digest", lambda data: hashed.append(len(data)) or b"0" * 16)
+    first = caching.fingerprint((carried, [carried]))
+    assert first == caching.fingerprint((carried, [carried])) and hashed == []
+    caching.fingerprint(text)  # a long plain text: hashed where it is met
+    assert len(hashed) == 1

@@ -14,11 +14,11 @@ tests check them against sequences computed by hand.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..types import Message, Round
-from .digest import round_digest
+from .digest import digest16
 from .memo import NO_MEMO, Memo
 
 #: How many recent rounds the growth rate averages over.
@@ -83,6 +83,15 @@ class RoundUse:
     measured: int  # tokens counted from the text (0 when every message had usage)
     reported: int  # tokens taken from usage fields
     conversation: bool = True
+    #: A digest of its content, set when it is made: a tuple of a transcript's uses is
+    #: fingerprinted by one hash of them joined (nodes/lib/digest.py).
+    digest: bytes = field(init=False, default=b"", compare=False, repr=False)
+
+    DIGEST_TAG = b"u"  # carries a content digest
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", digest16(b"use", b"%d,%d,%d,%d,%d" % (
+            self.index, self.tokens, self.measured, self.reported, self.conversation)))
 
     @property
     def source(self) -> str:
@@ -91,9 +100,9 @@ class RoundUse:
         return "usage" if self.reported else "measured"
 
 
-#: What a RoundUse costs in the memo (its pickle and the entry's slot, measured): sized
-#: without pickling each one.
-USE_BYTES = 192
+#: What a RoundUse costs in the memo (its pickle, digest included, and the entry's slot,
+#: measured): sized without pickling each one.
+USE_BYTES = 224
 
 
 def round_use(
@@ -143,7 +152,7 @@ def round_uses(
     def uses(part: tuple[Round, ...], exact: bool) -> tuple[RoundUse, ...]:
         counter, name = ways[exact]
         kind = f"use:{name}:{shape}"
-        return memo.values_of(kind, part, [round_digest(r) for r in part], lambda r: round_use(r, counter, render),
+        return memo.values_of(kind, part, [r.digest for r in part], lambda r: round_use(r, counter, render),
                               size=USE_BYTES)
 
     return uses(rounds[:cut], False) + uses(rounds[cut:], True)

@@ -19,7 +19,8 @@ from hamilton.caching.adapter import CachingBehavior, CachingEventType, Hamilton
 from hamilton.caching.stores.base import ResultRetrievalError
 
 from ..nodes.lib import usercache
-from .fingerprints import _digest, fingerprint
+from ..nodes.lib.digest import digest16
+from .fingerprints import fingerprint
 from .folders import DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _tree_size, prune_root
 from . import folders
 from .store import _CURRENT, PRUNE_EVERY, Stores, materialize, prune, stores_for
@@ -55,9 +56,6 @@ class CacheAdapter(HamiltonCacheAdapter):
         self.home = home  # the folder of a run outside :func:`.store.using`
         self.hits: dict[str, set[str]] = {}  # run id -> the nodes served from the cache
         self.versioned: dict[str, frozenset[str]] = {}  # run id -> what :meth:`_versioned` returns
-        #: run id -> the run's fingerprints by identity (a node's value shares its sections with
-        #: its inputs: the 4 MB history is walked once a run, not once a node; see benchmarks/cache.py)
-        self.run_fingerprints: dict[str, dict] = {}
         #: Hamilton resolves behaviors and code versions anew every run (about 3 ms of a 17 ms
         #: warm build): the last graph's behaviors; code versions by (graph, outputs, inputs, overrides)
         self.behaviors_of: tuple[Any, dict] = (None, {})
@@ -98,7 +96,7 @@ class CacheAdapter(HamiltonCacheAdapter):
             if version.startswith("<unhashable>"):
                 version = f"<unhashable>_{os.urandom(8).hex()}"  # never a hit
             parts.append(f"{dep}={version}".encode())
-        self.cache_keys[run_id][name] = f"{name}-{_digest(*parts)}"
+        self.cache_keys[run_id][name] = f"{name}-{digest16(*parts).hex()}"
 
     def do_node_execute(self, *, run_id, node_, kwargs, task_id=None, **future_kwargs):
         """A recomputed node runs, and its value is fingerprinted only when a cached node reads
@@ -155,7 +153,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         data_version = self.data_versions[run_id].get(node_.name)
         if success and task_id is None and isinstance(data_version, str):
             if not store.stored(data_version):  # in this folder (memory may hold it from another)
-                store.set(data_version, result, fingerprints=self.run_fingerprints.setdefault(run_id, {}))
+                store.set(data_version, result)
                 self._log_event(run_id, node_.name, "result_store", CachingEventType.SET_RESULT, None, data_version)
             return
         super().post_node_execute(run_id=run_id, node_=node_, result=result, success=success, error=error,
@@ -170,7 +168,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         if node_name is not None and run_id in self.behaviors and node_name not in self._versioned(run_id):
             return NOT_VERSIONED
         result = materialize(result)
-        quick = fingerprint(result, self.run_fingerprints.setdefault(run_id, {}))
+        quick = fingerprint(result)
         if quick is not None:
             return quick
         return super()._version_data(node_name=node_name, run_id=run_id, result=result, task_id=task_id)  # UNHASHABLE: always a miss
@@ -193,13 +191,13 @@ class CacheAdapter(HamiltonCacheAdapter):
         run_id = self.last_run_id if run_id is None else run_id
         fn = getattr(self._fn_graphs[run_id].nodes[node_name], "originating_functions", None) or ()
         where = ",".join(f"{f.__module__}.{f.__qualname__}" for f in fn)
-        return _digest(folders.code_version().encode(), node_name.encode(), where.encode())
+        return digest16(folders.code_version().encode(), node_name.encode(), where.encode()).hex()
 
     def forget_runs(self, keep: int = 1) -> None:
         """Drop what the adapter keeps in memory of every run but the last ``keep``."""
         old, self.run_ids = self.run_ids[:-keep], self.run_ids[-keep:]
         for run_id in old:
-            for table in (self.hits, self.versioned, self.run_fingerprints, self.behaviors, self.data_versions,
+            for table in (self.hits, self.versioned, self.behaviors, self.data_versions,
                           self.code_versions, self.cache_keys, self._fn_graphs, self._data_savers, self._data_loaders,
                           self._logs):
                 table.pop(run_id, None)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import io
 import logging
 import os
@@ -30,7 +29,7 @@ from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from ..nodes.lib import usercache
 from ..nodes.lib.memo import MemoTable
-from .fingerprints import SHARED_MIN_ITEMS, _fp, _Unhashable, chunks_of, long_text_digest
+from ..nodes.lib.digest import CHUNK_ITEMS, DigestedText, Unhashable, chunks_of, content_digest, text_digest
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
                       open_project_folder)
 from . import folders
@@ -182,15 +181,14 @@ class SQLiteResultStore(ResultStore):
         """Whether this folder holds the result (or will, after the flush)."""
         return data_version in self._pending or self._row(data_version, "1") is not None
 
-    def set(self, data_version: str, result: Any, fingerprints: dict | None = None, **kwargs) -> None:
+    def set(self, data_version: str, result: Any, **kwargs) -> None:
         """Keep a result for the flush after the build; one that does not pickle is not cached.
-        ``fingerprints``: the run's (the adapter's), so that a tuple or text shared by many values
-        is fingerprinted once a run. Always pickled (ctxengine's nodes use no ``@cache(format=...)``)."""
+        Always pickled (ctxengine's nodes use no ``@cache(format=...)``)."""
         try:
             result = materialize(result)
             buffer = io.BytesIO()
             pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-            pickler.persistent_id = functools.partial(self.shared_key, {} if fingerprints is None else fingerprints)
+            pickler.persistent_id = self.shared_key
             pickler.dump(result)
             payload = buffer.getvalue()
         except Exception as exc:  # noqa: BLE001 - an unpicklable value never fails a build
@@ -199,33 +197,28 @@ class SQLiteResultStore(ResultStore):
         MEMORY.put(data_version, result, len(payload))
         self._pending[data_version] = payload
 
-    def shared_key(self, fingerprints: dict, obj: Any) -> tuple | str | None:
+    def shared_key(self, obj: Any) -> tuple | str | None:
         """How the pickle of a stored value refers to a part of it stored once (its persistent
         id): a long tuple by the keys of its chunks, a long text by its key, else None (pickled
-        in place). ``fingerprints``: the run's, see :func:`.fingerprints.fingerprint`."""
+        in place)."""
         kind = type(obj)
-        if kind is tuple and len(obj) >= SHARED_MIN_ITEMS:
-            return self.chunk_keys(obj, fingerprints)
-        if kind is str and len(obj) >= SHARED_MIN_CHARS:
-            return self.text_key(obj, fingerprints)
+        if kind is tuple and len(obj) >= CHUNK_ITEMS:
+            return self.chunk_keys(obj)
+        if (kind is str or kind is DigestedText) and len(obj) >= SHARED_MIN_CHARS:
+            return self.text_key(obj)
         return None
 
-    def chunk_keys(self, items: tuple, fingerprints: dict) -> tuple[str, ...] | None:
-        """The keys of the chunks of a long tuple, each stored once in this folder (and kept as
-        recent as the values that refer to it), computed once a run (``fingerprints``: the run's);
-        None when part of it cannot be fingerprinted."""
-        known = fingerprints.get(("chunks", id(items)))
-        if known is not None and known[0] is items:
-            return known[1]
+    def chunk_keys(self, items: tuple) -> tuple[str, ...] | None:
+        """The keys of the chunks of a long tuple (their content digests), each stored once in
+        this folder (and kept as recent as the values that refer to it); None when part of it
+        cannot be fingerprinted."""
         keys = []
         for part in chunks_of(items):
             try:
-                fp = _fp(part, fingerprints)  # raises _Unhashable
-            except _Unhashable:
+                keys.append(_SHARED + content_digest(part).hex())
+            except Unhashable:
                 return None
-            keys.append(_SHARED + fp)
             self._keep_shared(keys[-1], part)
-        fingerprints[("chunks", id(items))] = (items, tuple(keys))
         return tuple(keys)
 
     def _keep_shared(self, key: str, part: tuple | str) -> None:
@@ -240,9 +233,9 @@ class SQLiteResultStore(ResultStore):
             self._touched.add(key)
         self._shared_here.add(key)
 
-    def text_key(self, text: str, fingerprints: dict) -> str:
+    def text_key(self, text: str) -> str:
         """The key of a long text stored once in this folder (kept as recent as what refers to it)."""
-        key = _SHARED + "t" + long_text_digest(text, fingerprints).hex()
+        key = _SHARED + "t" + text_digest(text).hex()
         self._keep_shared(key, text)
         return key
 

@@ -26,6 +26,8 @@ class CodeFiles:
     warnings: tuple[str, ...] = ()
     digest: bytes = field(default=b"", compare=False, repr=False)
 
+    DIGEST_TAG = b"cf"  # carries a content digest (nodes/lib/digest.py)
+
 
 def code_files_of(texts: Mapping[str, str], digests: Mapping[str, bytes], skipped: tuple, warnings: tuple) -> CodeFiles:
     """A :class:`CodeFiles` with its digest."""

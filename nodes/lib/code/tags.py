@@ -94,6 +94,8 @@ class CodeTags(Mapping):
     """The tags of every file read (relative path -> :class:`FileTags`), a read-only mapping;
     ``digest``: that of the files they were made from (its fingerprint for Hamilton's cache)."""
 
+    DIGEST_TAG = b"ct"  # carries a content digest (nodes/lib/digest.py)
+
     def __init__(self, tags: Mapping[str, FileTags], digest: bytes = b""):
         self._tags, self.digest = dict(tags), digest
 

@@ -350,7 +350,7 @@ def _round_from(group, last: int, index: int, digest: bytes) -> Round:
     """Round ``index`` of a parsed stretch, carrying ``digest`` (:func:`..digest.round_digest_of`)."""
     messages = tuple([_message(role, body, index, first) for role, body, first in group])
     begin = next((line for role, _, line in group if role == "user"), group[0][2])
-    return Round(index=index, messages=messages, lines=(begin, last), digest=digest)
+    return Round(index=index, messages=messages, lines=(begin, last), source_digest=digest)
 
 
 _MESSAGE_FIELDS = tuple(f.name for f in fields(Message))

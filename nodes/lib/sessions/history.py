@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ...types import Message, Round
-from ..digest import digested
 
 JSONL = "jsonl"
 AIDER = "aider"
@@ -62,7 +61,7 @@ def number_rounds(groups: Sequence[Sequence[Message]], first: int = 1) -> list[R
         )
         numbers = [m.line for m in messages if m.line is not None]
         lines = (min(numbers), max(numbers)) if numbers else None
-        rounds.append(digested(Round(index=index, messages=messages, lines=lines)))
+        rounds.append(Round(index=index, messages=messages, lines=lines))
     return rounds
 
 

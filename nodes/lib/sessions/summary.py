@@ -7,7 +7,6 @@ import re
 from typing import Iterable, Sequence
 
 from ...types import Message, Round
-from ..digest import round_digest
 from ..memo import NO_MEMO, Memo
 from .history import SUMMARY, tool_units
 from .render import one_line
@@ -230,14 +229,14 @@ def _result_gist(results: Sequence[Message]) -> str:
 def round_summary(round_: Round, memo: Memo = NO_MEMO) -> str:
     """One deterministic summary bullet for a round (no model call), made once per round
     content when ``memo`` keeps it; see :func:`_summarize_round`."""
-    return memo.get(SUMMARY, round_digest(round_), lambda: _summarize_round(round_))
+    return memo.get(SUMMARY, round_.digest, lambda: _summarize_round(round_))
 
 
 def round_summaries(rounds: Iterable[Round], memo: Memo = NO_MEMO) -> tuple[str, ...]:
     """The summary bullet of every round, oldest first (each made once: :func:`round_summary`;
     in runs of rounds, :meth:`Memo.values_of`)."""
     rounds = tuple(rounds)
-    return memo.values_of(SUMMARY, rounds, [round_digest(r) for r in rounds], _summarize_round)
+    return memo.values_of(SUMMARY, rounds, [r.digest for r in rounds], _summarize_round)
 
 
 def _summarize_round(round_: Round) -> str:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ...types import Round
-from ..digest import round_digest
 from ..memo import NO_MEMO, Memo
 from ..summarize import fact_ids
 
@@ -33,7 +32,7 @@ class IdNotedSummary:
     memo: Memo = field(default=NO_MEMO, compare=False, repr=False)
 
     def __call__(self, round_: Round) -> str:
-        return self.memo.get(NOTED + _name_of(self.base), round_digest(round_),
+        return self.memo.get(NOTED + _name_of(self.base), round_.digest,
                              lambda: _with_ids(_FILES_PART.sub(_fewer_files, self.base(round_), count=1), round_))
 
 
