@@ -484,6 +484,29 @@ def test_fingerprints_are_equal_across_processes_and_differ_for_other_values():
     assert caching.fingerprint(closure(1)) == caching.fingerprint(closure(1))
 
 
+LOADED = """
+import pickle, sys
+from ctxengine.caching import fingerprint
+print(fingerprint(pickle.load(sys.stdin.buffer)))
+"""
+
+
+def test_a_pickled_value_loaded_in_another_process_keeps_its_fingerprint():
+    from ctxengine.nodes.lib.digest import round_digest_of
+    from ctxengine.nodes.lib.monitor import RoundUse
+    from ctxengine.nodes.types import Message, Round
+
+    rounds = tuple(Round(i, (Message("user", f"ask {i}", i),), source_digest=round_digest_of(b"%d" % i)) for i in range(150))
+    value = {"history": _section(content="a line of the history\n" * 4000, data={"rounds": rounds}),
+             "uses": tuple(RoundUse(i, 10 + i, 10 + i, 0) for i in range(200)), "rounds": rounds[:3]}
+    here = caching.fingerprint(value)  # the section's digest is computed now and kept on it (not pickled)
+    for seed in ("1", "2"):
+        done = subprocess.run([sys.executable, "-c", LOADED], input=pickle.dumps(value), capture_output=True, timeout=60,
+                              env=dict(os.environ, PYTHONHASHSEED=seed, HAMILTON_AUTOLOAD_EXTENSIONS="0"))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.decode().strip() == here
+
+
 def test_a_long_tuple_is_fingerprinted_by_its_chunks():
     from ctxengine.nodes.lib.monitor import RoundUse
 
@@ -600,6 +623,7 @@ def test_a_large_text_made_long_carries_its_sha256_and_is_not_hashed_again(monke
     carried = digest.long_text(text)  # as the rendered context is made
     assert type(carried) is digest.DigestedText and carried.digest == digest.text_digest(text)
     assert digest.long_text("short") == "short" and type(digest.long_text("short")) is str
+    assert caching.fingerprint([carried]) == caching.fingerprint([text])  # the same text, loaded (a str) or not
     hashed = []
     monkeypatch.setattr(digest, "bytes_digest", lambda data: hashed.append(len(data)) or b"0" * 16)
     first = caching.fingerprint((carried, [carried]))

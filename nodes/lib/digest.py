@@ -2,10 +2,11 @@
 on a 4 MB transcript here), cut to 16 bytes, for memo and cache keys.
 
 Values that carry a digest of their content (``DIGEST_TAG`` on their type and a ``digest``
-attribute: a :class:`..types.Round`, set when it is made; a :class:`..types.Section`, computed
-on first use and kept on it; a :class:`DigestedText`; the code stage's files and tags) enter
-:func:`content_digest` by it, so a value shared by many others is hashed once, never by
-identity. ``ctxengine.caching`` fingerprints values with :func:`content_digest`.
+attribute: a :class:`..types.Round` and a :class:`..monitor.RoundUse`, set when made; a
+:class:`..types.Section`, computed on first use and kept on it; the code stage's files and
+tags) enter :func:`content_digest` by it, and a long text by its :func:`text_digest` (kept on a
+:class:`DigestedText`), so a value shared by many others is hashed once, never by identity.
+``ctxengine.caching`` fingerprints values with :func:`content_digest`.
 """
 
 from __future__ import annotations
@@ -60,9 +61,8 @@ class DigestedText(str):
     """A text with its :func:`text_digest`, computed when it was made (a transcript read again
     after it grew: from the digest state of its old part and its new part only, nodes/lib/grown.py),
     so neither the memo's keys nor the cache's fingerprint hash its megabytes again. It pickles
-    as a plain ``str``."""
+    as a plain ``str``, and digests as one (:func:`content_digest`)."""
 
-    DIGEST_TAG = b"t"
     digest: bytes
 
     def __reduce__(self):
@@ -114,7 +114,7 @@ def content_digest(value: Any) -> bytes:
     serves a stale result; two equal values may digest apart (shared references inside a pickle,
     a set deep inside one), which only costs a recomputation."""
     kind = type(value)
-    if kind in _SCALARS:
+    if kind in _SCALARS or kind is DigestedText:
         return digest16(_part(value))
     tag = getattr(kind, "DIGEST_TAG", None)
     if tag is not None:
@@ -172,7 +172,7 @@ def _part(value: Any) -> bytes:
     type, so "1" and 1 differ), a long text by its :func:`text_digest`, anything else by its
     own :func:`content_digest`."""
     kind = type(value)
-    if kind is str:
+    if kind is str or kind is DigestedText:  # the same text, loaded (a plain str) or not
         if len(value) > LONG_TEXT:
             return b"S" + text_digest(value)
         return b"s" + value.encode("utf-8", "surrogatepass")

@@ -29,7 +29,7 @@ from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from ..nodes.lib import usercache
 from ..nodes.lib.memo import MemoTable
-from ..nodes.lib.digest import CHUNK_ITEMS, DigestedText, Unhashable, chunks_of, content_digest, text_digest
+from ..nodes.lib.digest import CHUNK_ITEMS, LONG_TEXT, DigestedText, Unhashable, chunks_of, content_digest, text_digest
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
                       open_project_folder)
 from . import folders
@@ -69,9 +69,6 @@ class Lazy:
         return self._value
 
 
-#: A text this long (characters) is stored once by its digest and referred to by every value
-#: holding it (the fitted context sits in half a dozen values of a build).
-SHARED_MIN_CHARS = 1 << 16
 _SHARED = "shared-"
 
 
@@ -199,12 +196,12 @@ class SQLiteResultStore(ResultStore):
 
     def shared_key(self, obj: Any) -> tuple | str | None:
         """How the pickle of a stored value refers to a part of it stored once (its persistent
-        id): a long tuple by the keys of its chunks, a long text by its key, else None (pickled
-        in place)."""
+        id): a long tuple by the keys of its chunks, a long text (the fitted context sits in half
+        a dozen values of a build) by its key, else None (pickled in place)."""
         kind = type(obj)
         if kind is tuple and len(obj) >= CHUNK_ITEMS:
             return self.chunk_keys(obj)
-        if (kind is str or kind is DigestedText) and len(obj) >= SHARED_MIN_CHARS:
+        if (kind is str or kind is DigestedText) and len(obj) > LONG_TEXT:
             return self.text_key(obj)
         return None
 
