@@ -204,6 +204,32 @@ def test_a_torn_result_is_recomputed(demo, tmp_path):
     assert set(what.values()) == {"hit"}
 
 
+def test_a_large_section_is_stored_once_and_its_own_parts_stay_as_recent_as_it(tmp_path):
+    from ctxengine.nodes.lib.digest import round_digest_of
+    from ctxengine.nodes.types import Message, Round
+
+    rounds = tuple(Round(i, (Message("user", f"ask {i}", i),), source_digest=round_digest_of(b"%d" % i)) for i in range(130))
+    section = _section(data={"rounds": rounds})
+    stores = caching.stores_for(caching.project_cache_dir(tmp_path, tmp_path / "c"))
+    results, db = stores.results, stores.metadata.connection
+    results.set("value-1", {"state": (section, 1)})
+    results.set("value-2", [section, 2])
+    results.flush()
+    rows = dict(db.execute("SELECT data_version, size FROM results"))
+    shared = sorted(k for k in rows if k.startswith("shared-"))  # the section, once; its rounds in two chunks
+    assert len(shared) == 3 and "shared-S" + section.digest.hex() in shared
+    assert max(rows["value-1"], rows["value-2"]) < 200  # each refers to the section
+    db.execute("UPDATE results SET used = 1")
+    db.commit()
+    results.set("value-3", (section, 3))  # a new value refers to it: the section and its chunks are touched
+    results.flush()
+    used = dict(db.execute("SELECT data_version, used FROM results"))
+    assert {k for k, t in used.items() if t > 1} == {"value-3"} | {k for k in used if k.startswith("shared-")}
+    caching.MEMORY.clear()  # another process: read back from the rows
+    loaded = results.get("value-2").load()
+    assert loaded == [section, 2] and loaded[0].data["rounds"] == rounds and loaded[0].digest == section.digest
+
+
 def test_a_result_that_no_longer_unpickles_never_fails_a_build(long_session, tmp_path):
     """A row whose digest matches but whose pickle does not load (a class changed outside the
     node sources): found only when a value is needed, then dropped and the build run again."""
@@ -340,6 +366,7 @@ def test_long_tuples_are_stored_once_and_an_unchanged_rebuild_does_not_unpickle_
     assert holders <= driver.cached_nodes()
     for node in holders:  # each holder's row refers to it
         assert rows[versions()[node]] < rounds, node
+    assert rows["shared-S" + history.digest.hex()] < rounds  # the history section, once, its rounds by chunk
     caching.MEMORY.clear()  # a fresh process: every hit comes from the file
     second, what = build(long_session, folder)
     assert set(what.values()) == {"hit"} and rendered(second) == rendered(first)

@@ -29,6 +29,7 @@ from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from ..nodes.lib import usercache
 from ..nodes.lib.memo import MemoTable
+from ..nodes.types import Section
 from ..nodes.lib.digest import CHUNK_ITEMS, LONG_TEXT, DigestedText, Unhashable, chunks_of, content_digest, text_digest
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
                       open_project_folder)
@@ -70,6 +71,12 @@ class Lazy:
 
 
 _SHARED = "shared-"
+
+
+def _large(section: Section) -> bool:
+    """Whether a section is stored once, by its digest: a long text or a long tuple (rounds) in it."""
+    return len(section.content) > LONG_TEXT or any(
+        type(item) is tuple and len(item) >= CHUNK_ITEMS for item in section.data.values())
 
 
 def materialize(value: Any) -> Any:
@@ -197,12 +204,17 @@ class SQLiteResultStore(ResultStore):
     def shared_key(self, obj: Any) -> tuple | str | None:
         """How the pickle of a stored value refers to a part of it stored once (its persistent
         id): a long tuple by the keys of its chunks, a long text (the fitted context sits in half
-        a dozen values of a build) by its key, else None (pickled in place)."""
+        a dozen values of a build) or a large section (the history, in every truncation state)
+        by its key, else None (pickled in place)."""
         kind = type(obj)
         if kind is tuple and len(obj) >= CHUNK_ITEMS:
             return self.chunk_keys(obj)
         if (kind is str or kind is DigestedText) and len(obj) > LONG_TEXT:
             return self.text_key(obj)
+        if kind is Section and _large(obj):
+            key = _SHARED + "S" + obj.digest.hex()
+            self._keep_shared(key, obj)
+            return key
         return None
 
     def chunk_keys(self, items: tuple) -> tuple[str, ...] | None:
@@ -218,17 +230,27 @@ class SQLiteResultStore(ResultStore):
             self._keep_shared(keys[-1], part)
         return tuple(keys)
 
-    def _keep_shared(self, key: str, part: tuple | str) -> None:
+    def _keep_shared(self, key: str, part: tuple | str | Section) -> None:
+        """Store a shared part once in this folder, or keep it as recent as the value now stored
+        that refers to it (pruning never takes it first). A section's own long tuples and text
+        are shared in turn (it is pickled again when stored already: they stay as recent as it)."""
         if key in self._pending or key in self._shared_here:
             return
+        self._shared_here.add(key)
         row = self._row(key, "used")
-        if row is None:
+        if type(part) is Section:
+            buffer = io.BytesIO()
+            pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+            pickler.persistent_id = lambda obj: None if obj is part else self.shared_key(obj)
+            pickler.dump(part)
+            data = buffer.getvalue()
+        elif row is None:
             data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
+        if row is None:
             self._pending[key] = data
             MEMORY.put(key, part, len(data))
-        else:  # as recent as the value now stored that refers to it: pruning never takes it first
+        else:
             self._touched.add(key)
-        self._shared_here.add(key)
 
     def text_key(self, text: str) -> str:
         """The key of a long text stored once in this folder (kept as recent as what refers to it)."""
@@ -250,7 +272,7 @@ class SQLiteResultStore(ResultStore):
                 if row is None or not self._authentic(key, row[0], row[1]):
                     raise ResultRetrievalError(f"shared part {key} is gone, torn or not ours")
                 payload = row[1]
-            value = pickle.loads(payload)
+            value = self.loads(payload)
             MEMORY.put(key, value, len(payload))
         return value
 
