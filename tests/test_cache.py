@@ -633,6 +633,14 @@ def test_a_long_section_text_carries_its_digest_from_when_it_was_made(monkeypatc
     assert type(_section(content="short").content) is str
 
 
+def test_a_tuple_of_values_carrying_digests_of_other_lengths_is_walked():
+    from ctxengine.nodes.lib.code.files import CodeFiles, code_files_of
+
+    empty, some = CodeFiles(), code_files_of({"a.py": "x"}, {"a.py": b"1" * 16}, (), ())
+    assert empty.digest == b"" and len(some.digest) == 16  # joined, (empty, some) and (some, empty) would collide
+    assert caching.fingerprint((empty, some)) != caching.fingerprint((some, empty))
+
+
 def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
     rows = tuple({"n": i} for i in range(200))
     before = caching.fingerprint(rows)

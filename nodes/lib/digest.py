@@ -148,11 +148,10 @@ def _tuple_digest(items: tuple) -> bytes:
     if len(items) > CHUNK_ITEMS:
         return digest16(b"chunks", *map(content_digest, chunks_of(items)))
     kinds = set(map(type, items))
-    if len(kinds) == 1:
-        kind = next(iter(kinds))
-        tag = getattr(kind, "DIGEST_TAG", None)
-        if tag is not None:  # each by the digest it carries: one hash of them joined
-            return digest16(b"tuple-of", tag, b"".join(map(_DIGEST_OF, items)))
+    if len(kinds) == 1 and (tag := getattr(next(iter(kinds)), "DIGEST_TAG", None)) is not None:
+        joined = b"".join(map(_DIGEST_OF, items))
+        if len(joined) == 16 * len(items):  # each by the 16 bytes it carries: one hash of them joined
+            return digest16(b"tuple-of", tag, joined)
     if len(items) > _WIDE and kinds.issubset(_SCALARS):
         return pickled_digest(items)
     return digest16(b"tuple", *map(_part, items))
