@@ -217,7 +217,7 @@ def test_a_large_section_is_stored_once_and_its_own_parts_stay_as_recent_as_it(t
     results.flush()
     rows = dict(db.execute("SELECT data_version, size FROM results"))
     shared = sorted(k for k in rows if k.startswith("shared-"))  # the section, once; its rounds in two chunks
-    assert len(shared) == 3 and "shared-S" + section.digest.hex() in shared
+    assert len(shared) == 3 and "shared-" + caching.fingerprint(section) in shared
     assert max(rows["value-1"], rows["value-2"]) < 200  # each refers to the section
     db.execute("UPDATE results SET used = 1")
     db.commit()
@@ -366,7 +366,7 @@ def test_long_tuples_are_stored_once_and_an_unchanged_rebuild_does_not_unpickle_
     assert holders <= driver.cached_nodes()
     for node in holders:  # each holder's row refers to it
         assert rows[versions()[node]] < rounds, node
-    assert rows["shared-S" + history.digest.hex()] < rounds  # the history section, once, its rounds by chunk
+    assert rows["shared-" + caching.fingerprint(history)] < rounds  # the history section, once, its rounds by chunk
     caching.MEMORY.clear()  # a fresh process: every hit comes from the file
     second, what = build(long_session, folder)
     assert set(what.values()) == {"hit"} and rendered(second) == rendered(first)

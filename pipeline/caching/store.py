@@ -30,7 +30,7 @@ from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 from ..nodes.lib import usercache
 from ..nodes.lib.memo import MemoTable
 from ..nodes.types import Section
-from ..nodes.lib.digest import CHUNK_ITEMS, LONG_TEXT, DigestedText, Unhashable, chunks_of, content_digest, text_digest
+from ..nodes.lib.digest import CHUNK_ITEMS, LONG_TEXT, DigestedText, Unhashable, chunks_of, content_digest
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
                       open_project_folder)
 from . import folders
@@ -208,34 +208,22 @@ class SQLiteResultStore(ResultStore):
         by its key, else None (pickled in place)."""
         kind = type(obj)
         if kind is tuple and len(obj) >= CHUNK_ITEMS:
-            return self.chunk_keys(obj)
-        if (kind is str or kind is DigestedText) and len(obj) > LONG_TEXT:
-            return self.text_key(obj)
-        if kind is Section and _large(obj):
-            key = _SHARED + "S" + obj.digest.hex()
-            self._keep_shared(key, obj)
-            return key
-        return None
-
-    def chunk_keys(self, items: tuple) -> tuple[str, ...] | None:
-        """The keys of the chunks of a long tuple (their content digests), each stored once in
-        this folder (and kept as recent as the values that refer to it); None when part of it
-        cannot be fingerprinted."""
-        keys = []
-        for part in chunks_of(items):
             try:
-                keys.append(_SHARED + content_digest(part).hex())
+                return tuple(map(self._kept, chunks_of(obj)))
             except Unhashable:
                 return None
-            self._keep_shared(keys[-1], part)
-        return tuple(keys)
+        if ((kind is str or kind is DigestedText) and len(obj) > LONG_TEXT) or (kind is Section and _large(obj)):
+            return self._kept(obj)
+        return None
 
-    def _keep_shared(self, key: str, part: tuple | str | Section) -> None:
-        """Store a shared part once in this folder, or keep it as recent as the value now stored
-        that refers to it (pruning never takes it first). A section's own long tuples and text
-        are shared in turn (it is pickled again when stored already: they stay as recent as it)."""
+    def _kept(self, part: tuple | str | Section) -> str:
+        """The key of a shared part (its content digest), stored once in this folder, or kept as
+        recent as the value now stored that refers to it (pruning never takes it first). A
+        section's own long tuples and text are shared in turn (it is pickled again when stored
+        already: they stay as recent as it)."""
+        key = _SHARED + content_digest(part).hex()
         if key in self._pending or key in self._shared_here:
-            return
+            return key
         self._shared_here.add(key)
         row = self._row(key, "used")
         if type(part) is Section:
@@ -251,11 +239,6 @@ class SQLiteResultStore(ResultStore):
             MEMORY.put(key, part, len(data))
         else:
             self._touched.add(key)
-
-    def text_key(self, text: str) -> str:
-        """The key of a long text stored once in this folder (kept as recent as what refers to it)."""
-        key = _SHARED + "t" + text_digest(text).hex()
-        self._keep_shared(key, text)
         return key
 
     def joined(self, keys: tuple[str, ...]) -> tuple:
