@@ -151,12 +151,14 @@ class Section:
 
     @cached_property
     def digest(self) -> bytes:
-        """A digest of its content (every field), computed on first use and kept: the 4 MB
-        history section, shared by every truncation state, is hashed once. Never pickled (a
-        loaded section computes its own), so a section's pickle is its content only."""
+        """A digest of its content (every field), computed on first use and kept: the history
+        section (its rounds hold the 4 MB transcript), in every truncation state, is hashed
+        once. Never pickled (a loaded section computes its own): a section's pickle is its
+        content only. A changed section (``replace``, :meth:`with_content`) gets its own."""
         return fields_digest(self)
 
     def __post_init__(self) -> None:
+        """A content over 64K chars carries its digest from now on (``long_text``)."""
         object.__setattr__(self, "content", long_text(self.content))
 
     def __getstate__(self) -> dict:
