@@ -27,7 +27,9 @@ from .lib import disclosure as _dis
 from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
 from .lib.gsd import AUTO, GsdPosition, PhaseWork, phase_work
 from .lib.markdown import nest_under_title
-from .lib.references import fallback_title, root_group, normalise_url, parse_document, priority_for, title_for
+from .lib.memo import NO_MEMO, Memo
+from .lib.references import (fallback_title, root_group, normalise_url, parse_document, parsed_document,
+                             priority_for, title_for)
 from .lib.quote import quoted
 from .lib.settings import DisclosureSettings, trust_at
 from .lib.textio import (CONFIG_MAX_BYTES, Refused, TextUnavailable, Trust, fetch_url, list_files, read_local_text,
@@ -111,11 +113,13 @@ def planning_files(
     disclosure_phase: Optional[str],
     requested_names: tuple,
     disclosure_work: PhaseWork,
+    memo: Memo = NO_MEMO,
 ) -> PlanningFiles:
     """The files under .planning/ (hidden ones skipped), with every disclosure candidate read:
     the markdown documents that are not state, the files the current phase's rules name, and
     the regular files inside the project that the request names (outside .planning/ only the
-    named paths themselves are looked at, as ``../path``)."""
+    named paths themselves are looked at, as ``../path``). A candidate whose text did not change
+    is not parsed again (``memo``)."""
     root = os.path.realpath(project_dir)
     base = os.path.join(root, ".planning")
     present = [name for name in _dis.project_documents(requested_names)
@@ -137,7 +141,7 @@ def planning_files(
     max_bytes = disclosure_settings.max_file_bytes
     documents: dict[str, Candidate] = {}
     for path in wanted:
-        documents[path] = _candidate(base, path, max_bytes, warnings, trust)
+        documents[path] = _candidate(base, path, max_bytes, warnings, trust, memo)
     return PlanningFiles(tuple(listing), documents, tuple(warnings), named)
 
 
@@ -404,14 +408,14 @@ def _read_text(path: str, max_bytes: int, trust: Trust, shown: str | None = None
     return loaded.text, None
 
 
-def _candidate(base: str, path: str, max_bytes: int, warnings: list[str], trust: Trust) -> Candidate:
+def _candidate(base: str, path: str, max_bytes: int, warnings: list[str], trust: Trust, memo: Memo) -> Candidate:
     full = _full(base, path)
     display = _dis.display_of(path)
     text, problem = _read_text(full, max_bytes, trust, display, warnings)
     size = os.lstat(full).st_size if os.path.lexists(full) else 0
     if text is None:
         return Candidate(path, fallback_title(display), "", {}, None, size, problem)
-    parsed = parse_document(text, display)
+    parsed = parsed_document(text, display, memo)
     if parsed.warning:
         warnings.append(parsed.warning)
     title = title_for(parsed.metadata, parsed.body, fallback_title(display))
