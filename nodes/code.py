@@ -38,6 +38,7 @@ from .lib.code import names as _names
 from .lib.code import rank as _rank
 from .lib.code import tags as _tags
 from .lib.code.settings import CodeParts, CodeSettings, code_parts_for
+from .lib.git import GitSnapshot
 from .lib.layout import POOL_OF_KIND
 from .lib.memo import NO_MEMO, Memo
 from .lib.settings import RenderSettings, StateSettings
@@ -58,13 +59,15 @@ def code_parts(code_settings: CodeSettings, disclosure_phase: Optional[str], ren
 
 @tag(stage=STAGE, loader="git")
 @cache(behavior="recompute")
-def code_listing(project_dir: str, code_parts: CodeParts, state_settings: StateSettings) -> _filetree.FileListing:
+def code_listing(project_dir: str, code_parts: CodeParts, state_settings: StateSettings,
+                 git_snapshot: GitSnapshot) -> _filetree.FileListing:
     """The project's files as git lists them (``git ls-files``, .gitignore holds; a walk outside a
     repository) but the planning folder's, which the plan sections show; nothing when the code
-    stage is off."""
+    stage is off. The filter drivers ``git_snapshot`` switched off in the same repository are
+    reused (no second ``git config`` in the build)."""
     if not code_parts.any:
         return _filetree.FileListing(project_dir, "off")
-    listing = _filetree.list_files(project_dir, timeout=state_settings.git_timeout)
+    listing = _filetree.list_files(project_dir, timeout=state_settings.git_timeout, snapshot=git_snapshot)
     return replace(listing, paths=tuple(p for p in listing.paths if not p.startswith(PLANNING_FOLDER)))
 
 

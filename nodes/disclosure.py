@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping, Optional
 
@@ -27,7 +26,10 @@ from .lib import disclosure as _dis
 from .lib.disclosure import Candidate, Decision, DisclosureRules, FetchedDoc, PhaseSelection, Signals
 from .lib.gsd import AUTO, GsdPosition, PhaseWork, phase_work
 from .lib.markdown import nest_under_title
-from .lib.references import fallback_title, root_group, normalise_url, parse_document, priority_for, title_for
+from .lib.digest import digest16
+from .lib.memo import NO_MEMO, Memo
+from .lib.references import (fallback_title, root_group, normalise_url, parse_document, parsed_document,
+                             priority_for, title_for)
 from .lib.quote import quoted
 from .lib.settings import DisclosureSettings, trust_at
 from .lib.textio import (CONFIG_MAX_BYTES, Refused, TextUnavailable, Trust, fetch_url, list_files, read_local_text,
@@ -59,46 +61,53 @@ class DisclosureOutcome:
 # ----------------------------------------------------------------------------- loaders
 
 
-@lru_cache(maxsize=1)
-def _bundled_rules() -> dict:
-    """configs/disclosure.yaml, parsed once per process (it ships with the package)."""
-    text = resources.files("ctxengine.configs").joinpath("disclosure.yaml").read_text(encoding="utf-8")
-    return load_yaml(text) or {}
+#: The memo kind of the parsed disclosure rules (:func:`disclosure_rules`).
+RULES = "disclosure-rules"
+BUNDLED_RULES = "configs/disclosure.yaml"
 
 
 @cache(behavior="recompute")
 @tag(stage="disclosure", loader="file")
-def disclosure_rules(disclosure_settings: DisclosureSettings, trust_settings: Trust, project_dir: str) -> DisclosureRules:
+def disclosure_rules(disclosure_settings: DisclosureSettings, trust_settings: Trust, project_dir: str,
+                     memo: Memo = NO_MEMO) -> DisclosureRules:
     """The disclosure rules: bundled configs/disclosure.yaml, with the project's YAML file named
-    by ``disclosure.rules`` (relative to .planning/) laid over it."""
-    data = _bundled_rules()
-    source = "configs/disclosure.yaml"
+    by ``disclosure.rules`` (relative to .planning/) laid over it; parsed once per content of the
+    two files (``memo``, in the process only)."""
+    bundled = resources.files("ctxengine.configs").joinpath("disclosure.yaml").read_text(encoding="utf-8")
     named = disclosure_settings.rules
-    if named:
-        path = os.path.expanduser(named)
-        if not os.path.isabs(path):
-            path = os.path.join(project_dir, ".planning", path)
-        trust = trust_at(trust_settings, project_dir)
-        if trusted_path(path, trust) and not os.path.lexists(path):  # outside: refused without looking
-            raise ConfigError(f"key 'disclosure.rules' is {quoted(named)}, but there is no file {path}; "
-                              "give a YAML file relative to .planning/ or remove the key")
-        try:  # under the trust rules: inside the project (or trust.allowedPaths), a regular file, capped
-            text = read_local_text(path, trust, CONFIG_MAX_BYTES,
-                                   f"the rules file cap ({CONFIG_MAX_BYTES} bytes)").text
-        except TextUnavailable as exc:
-            raise ConfigError(f"key 'disclosure.rules' ({quoted(named)}): {exc}") from None
-        try:
-            over = load_yaml(text) or {}
-        except YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"{path}:{mark.line + 1}" if mark is not None else path
-            raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the rules file") from None
-        if not isinstance(over, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping with modes, triggers, phases, state")
-        _dis.parse_rules(_dis.merge_rules({}, over), path)  # errors name the project file
-        data = _dis.merge_rules(data, over)
-        source = f"configs/disclosure.yaml + {_display(path, project_dir)}"
-    return _dis.parse_rules(data, source)
+    if not named:
+        return memo.get(RULES, digest16(bundled.encode("utf-8")),
+                        lambda: _dis.parse_rules(load_yaml(bundled) or {}, BUNDLED_RULES), persist=False)
+    path = os.path.expanduser(named)
+    if not os.path.isabs(path):
+        path = os.path.join(project_dir, ".planning", path)
+    trust = trust_at(trust_settings, project_dir)
+    if trusted_path(path, trust) and not os.path.lexists(path):  # outside: refused without looking
+        raise ConfigError(f"key 'disclosure.rules' is {quoted(named)}, but there is no file {path}; "
+                          "give a YAML file relative to .planning/ or remove the key")
+    try:  # under the trust rules: inside the project (or trust.allowedPaths), a regular file, capped
+        text = read_local_text(path, trust, CONFIG_MAX_BYTES, f"the rules file cap ({CONFIG_MAX_BYTES} bytes)").text
+    except TextUnavailable as exc:
+        raise ConfigError(f"key 'disclosure.rules' ({quoted(named)}): {exc}") from None
+    source = f"{BUNDLED_RULES} + {_display(path, project_dir)}"
+    key = digest16(bundled.encode("utf-8"), text.encode("utf-8", "surrogatepass"), path.encode("utf-8", "surrogatepass"),
+                   source.encode("utf-8", "surrogatepass"))
+    return memo.get(RULES, key, lambda: _rules_over(load_yaml(bundled) or {}, text, path, source), persist=False)
+
+
+def _rules_over(bundled: dict, text: str, path: str, source: str) -> DisclosureRules:
+    """The bundled rules with the project's rules file (``text``, read from ``path``) laid over
+    them; a problem of that file is a ConfigError naming it (and the line of bad YAML)."""
+    try:
+        over = load_yaml(text) or {}
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else path
+        raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the rules file") from None
+    if not isinstance(over, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping with modes, triggers, phases, state")
+    _dis.parse_rules(_dis.merge_rules({}, over), path)  # errors name the project file
+    return _dis.parse_rules(_dis.merge_rules(bundled, over), source)
 
 
 @cache(behavior="recompute")
@@ -111,11 +120,13 @@ def planning_files(
     disclosure_phase: Optional[str],
     requested_names: tuple,
     disclosure_work: PhaseWork,
+    memo: Memo = NO_MEMO,
 ) -> PlanningFiles:
     """The files under .planning/ (hidden ones skipped), with every disclosure candidate read:
     the markdown documents that are not state, the files the current phase's rules name, and
     the regular files inside the project that the request names (outside .planning/ only the
-    named paths themselves are looked at, as ``../path``)."""
+    named paths themselves are looked at, as ``../path``). A candidate whose text did not change
+    is not parsed again (``memo``)."""
     root = os.path.realpath(project_dir)
     base = os.path.join(root, ".planning")
     present = [name for name in _dis.project_documents(requested_names)
@@ -137,7 +148,7 @@ def planning_files(
     max_bytes = disclosure_settings.max_file_bytes
     documents: dict[str, Candidate] = {}
     for path in wanted:
-        documents[path] = _candidate(base, path, max_bytes, warnings, trust)
+        documents[path] = _candidate(base, path, max_bytes, warnings, trust, memo)
     return PlanningFiles(tuple(listing), documents, tuple(warnings), named)
 
 
@@ -404,14 +415,14 @@ def _read_text(path: str, max_bytes: int, trust: Trust, shown: str | None = None
     return loaded.text, None
 
 
-def _candidate(base: str, path: str, max_bytes: int, warnings: list[str], trust: Trust) -> Candidate:
+def _candidate(base: str, path: str, max_bytes: int, warnings: list[str], trust: Trust, memo: Memo) -> Candidate:
     full = _full(base, path)
     display = _dis.display_of(path)
     text, problem = _read_text(full, max_bytes, trust, display, warnings)
     size = os.lstat(full).st_size if os.path.lexists(full) else 0
     if text is None:
         return Candidate(path, fallback_title(display), "", {}, None, size, problem)
-    parsed = parse_document(text, display)
+    parsed = parsed_document(text, display, memo)
     if parsed.warning:
         warnings.append(parsed.warning)
     title = title_for(parsed.metadata, parsed.body, fallback_title(display))

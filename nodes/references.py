@@ -18,6 +18,7 @@ from hamilton.function_modifiers import cache, tag
 from .lib.quote import quoted
 from .lib import references as _refs
 from .lib.markdown import nest_under_title
+from .lib.memo import NO_MEMO, Memo
 from .lib.references import ReferenceProblem, ReferenceSet, RuleFile, RulesChoice, Target
 from .lib.settings import ReferenceSettings, trust_at
 from .lib.textio import Trust, exit_point, fetch_url, list_files, read_local_text, trusted_path
@@ -64,11 +65,12 @@ def fetch_deadline(trust_settings: Trust) -> float:
 @tag(stage="references", loader="file")
 def reference_documents(
     project_dir: str, reference_specs: list, reference_settings: ReferenceSettings, trust_settings: Trust,
-    fetch_deadline: Optional[float] = None,
+    fetch_deadline: Optional[float] = None, memo: Memo = NO_MEMO,
 ) -> ReferenceSet:
     """Every configured reference document, and recursively the documents its @ lines name,
     each loaded once, with the @ links between them and the warnings met on the way. Files
-    and URLs are read under the trust rules (``trust.*``); a refusal is a warning."""
+    and URLs are read under the trust rules (``trust.*``); a refusal is a warning. A document
+    whose text did not change is not parsed again (``memo``)."""
     settings = reference_settings
     trust = trust_at(trust_settings, project_dir)
     locate = _locator(trust)
@@ -76,7 +78,7 @@ def reference_documents(
     read = _reader(trust, settings.url_timeout, settings.url_max_bytes, settings.max_file_bytes, fetch_deadline, notes,
                    {spec.target: settings.project_rules_max_bytes for spec in reference_specs if spec.optional})
     priorities = dict(settings.group_priorities)
-    found = _refs.walk_references(reference_specs, locate, read, settings.max_depth, priorities)
+    found = _refs.walk_references(reference_specs, locate, read, settings.max_depth, priorities, memo)
     return replace(found, warnings=found.warnings + tuple(dict.fromkeys(notes)))
 
 

@@ -516,13 +516,14 @@ def git_section(git_state: _git.GitState, state_settings: StateSettings) -> Sect
 
 @tag(stage=STAGE, loader="git")
 @cache(behavior="recompute")
-def file_listing(project_dir: str, state_settings: StateSettings) -> _filetree.FileListing:
-    """The project's files: ``git ls-files`` in a repository (.gitignore holds), else a walk
-    that skips .git, node_modules, virtualenvs, caches and build output and never follows
-    symlinks. Nothing when ``state.includeFileTree`` is off (the default)."""
+def file_listing(project_dir: str, state_settings: StateSettings, git_snapshot: _git.GitSnapshot) -> _filetree.FileListing:
+    """The project's files: ``git ls-files`` in a repository (.gitignore holds; the filter
+    drivers ``git_snapshot`` switched off reused), else a walk that skips .git, node_modules,
+    virtualenvs, caches and build output and never follows symlinks. Nothing when
+    ``state.includeFileTree`` is off (the default)."""
     if not _on(state_settings, "tree"):
         return _filetree.FileListing(project_dir, "off")
-    return _filetree.list_files(project_dir, timeout=state_settings.git_timeout)
+    return _filetree.list_files(project_dir, timeout=state_settings.git_timeout, snapshot=git_snapshot)
 
 
 @tag(stage=STAGE)

@@ -22,12 +22,10 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import experiment as ex
 from .nodes.lib.quote import quoted
 from .nodes.types import CtxEngineError
 from .options import MODES, PHASES, internal_error, parse_override
 from .version import __version__
-from .viz.output import check_output_path, write_output
 
 #: Named options shared by build and config: argparse dest -> flag (build_overrides takes the dest).
 NAMED_OPTIONS = {
@@ -400,12 +398,7 @@ def _warn_if_empty(request: str, how: str) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    if args.output is not None:  # a wrong folder fails now, not after the build
-        check_output_path(args.output, "-o")
-    if args.lineage:
-        check_output_path(args.lineage, "--lineage")
-    if args.report:
-        check_output_path(args.report, "--report")
+    _check_outputs((args.output, "-o"), (args.lineage, "--lineage"), (args.report, "--report"))
     out = _run_build(args, lineage=bool(args.lineage or args.report))
     result = out["build_result"]
     if args.format == "json":
@@ -441,7 +434,7 @@ def _run_build(args: argparse.Namespace, lineage: bool) -> dict[str, Any]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    check_output_path(args.output, "-o")  # a wrong folder fails now, not after the build
+    _check_outputs((args.output, "-o"))
     out = _run_build(args, lineage=True)
     for warning in out["build_result"].warnings:
         _say(f"warning: {warning}")
@@ -455,8 +448,7 @@ def _write_report(out: dict[str, Any], output: str, option: str, project_dir: Pa
     from .viz.report import report_html
 
     html = report_html(out["build_result"], out["context_lineage"], project_dir=project_dir)
-    written = write_output(output, html, option)
-    _say(f"wrote {written}")
+    _say(f"wrote {_write(html, output, option)}")
 
 
 def _config(args: argparse.Namespace) -> int:
@@ -523,7 +515,7 @@ def _batch(args: argparse.Namespace) -> int:
     if args.resume and args.output is None:
         raise CtxEngineError("--resume reads the rows of -o FILE: give -o FILE")
     if args.output is not None:  # a wrong folder or file type fails now, not after the batch
-        check_output_path(args.output, "-o")
+        _check_outputs((args.output, "-o"))
         if args.resume and os.path.exists(args.output) and not os.path.isfile(args.output):  # a FIFO: reading blocks
             raise CtxEngineError(f"--resume reads the rows of -o {quoted(args.output)}, which is not a regular file; "
                                  "give a file or drop --resume")
@@ -575,9 +567,9 @@ def _project_folders(paths: Sequence[str]) -> list[str]:
 
 
 def _experiment(args: argparse.Namespace) -> int:
-    for path, option in ((args.output, "-o"), (args.chart, "--chart")):
-        if path is not None:
-            check_output_path(path, option)
+    from . import experiment as ex  # only this command runs experiments
+
+    _check_outputs((args.output, "-o"), (args.chart, "--chart"))
     ex.results_format(args.output)  # a wrong file type, or .parquet without pyarrow, fails before the runs
     vary = dict(ex.parse_vary(text) for text in args.vary)
     facts = ex.read_facts(args.facts) if args.facts else None
@@ -618,7 +610,7 @@ def _dag(args: argparse.Namespace) -> int:
     from .driver import default_driver
     from .viz.dag import write_dag
 
-    check_output_path(args.output, "-o")
+    _check_outputs((args.output, "-o"))
     written, note = write_dag(default_driver(), args.output, stage=args.stage)
     _say(f"wrote {written}" + (f" ({note})" if note else ""))
     return 0
@@ -695,11 +687,29 @@ def _cache_clear(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(text: str, output: str | None) -> None:
+def _check_outputs(*options: tuple[str | None, str]) -> None:
+    """Each output path given, as (path, option), checked before any work: a wrong folder fails
+    now, not after the build (None: not given).
+
+    The writer (viz/output.py) is imported by this and :func:`_write` only, not with the CLI:
+    with what it imports (tempfile, fcntl) it is about 8 ms of ``import ctxengine.cli``, which
+    ``ctxengine --version`` and every build to stdout would pay for nothing."""
+    from .viz.output import check_output_path
+
+    for path, option in options:
+        if path is not None:
+            check_output_path(path, option)
+
+
+def _write(text: str, output: str | None, option: str = "-o") -> Path | None:
+    """``text`` to stdout (``output`` None) or to the file of ``option`` (see :func:`_check_outputs`
+    for why the writer is imported here); the path written (None: stdout)."""
     if output is None:
         _emit(text)
-        return
-    write_output(output, text, "-o")
+        return None
+    from .viz.output import write_output
+
+    return write_output(output, text, option)
 
 
 class _StdoutSink:

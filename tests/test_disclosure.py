@@ -407,6 +407,36 @@ def test_a_project_rules_file_adds_a_trigger(tmp_path):
         run(project, "x", disclosure__rules="nope.yaml")
 
 
+def test_the_rules_are_parsed_once_per_content_of_the_two_files(tmp_path):
+    """disclosure_rules keeps its parse in the memo (kind ``disclosure-rules``) by the content of
+    the bundled file and the project's: a second build parses nothing, an edited rules file is
+    parsed again and its new trigger holds."""
+    from ctxengine.nodes.lib.memo import Memo
+
+    project = write(demo_copy(tmp_path), {
+        ".planning/disclosure.yaml": "triggers:\n  - name: flags\n    keywords: [flag]\n    load: [\"flags.md\"]\n",
+        ".planning/flags.md": "# Flags\n",
+        ".planning/toggles.md": "# Toggles\n",
+    })
+    memo = Memo()
+
+    def rules(**overrides):
+        settings = {**QUIET, "disclosure.rules": "disclosure.yaml", **overrides}
+        return _DRIVER.execute(["disclosure_rules"], inputs={"project_dir": str(project), "overrides": settings,
+                                                              "user_request": "", "memo": memo})["disclosure_rules"]
+
+    first = rules()
+    assert memo.made["disclosure-rules"] == 1
+    assert rules() is first and memo.made["disclosure-rules"] == 1
+    assert rules(**{"disclosure.rules": ""}).source == "configs/disclosure.yaml"  # the bundled rules alone
+    assert memo.made["disclosure-rules"] == 2
+    (project / ".planning" / "disclosure.yaml").write_text(
+        "triggers:\n  - name: flags\n    keywords: [flag]\n    load: [\"toggles.md\"]\n", encoding="utf-8")
+    edited = rules()
+    assert memo.made["disclosure-rules"] == 3
+    assert [t for t in edited.triggers if t.name == "flags"] != [t for t in first.triggers if t.name == "flags"]
+
+
 def test_a_document_over_the_size_cap_stays_out_with_the_reason(tmp_path):
     row = rows(run(demo_copy(tmp_path), "x", disclosure__maxFileBytes=100))[REF + "coding-standards.md"]
     assert row["loaded"] is False

@@ -577,3 +577,31 @@ def test_a_reference_file_over_the_size_cap_is_refused_with_the_key_to_raise(tmp
     (tmp_path / ".planning" / "big.md").write_text("x" * 5000)
     with pytest.raises(ReferenceLoadError, match=r"over references\.maxFileBytes \(1000\)"):
         execute(["reference_sections"], tmp_path, {"references.project": ["big.md"], "references.maxFileBytes": 1000})
+
+
+def test_a_document_whose_text_did_not_change_is_not_parsed_again(tmp_path):
+    """Warm builds (serve) parse a document's frontmatter once per text: the memo keeps the parse
+    (kind ``document``) by the digest of the text and its name; an edited document is parsed again."""
+    import shutil
+
+    import ctxengine
+    from ctxengine import driver as ctx_driver
+
+    project = tmp_path / "demo"
+    shutil.copytree(ctxengine.bundled_example("demo"), project)
+    outputs = ["reference_documents", "planning_files"]
+    ctx_driver.MEMO.clear()
+    first = ctx_driver.execute(outputs, project, cache=False)
+    made = ctx_driver.MEMO.made["document"]
+    assert made >= 2  # the references and the planning documents of the demo
+    again = ctx_driver.execute(outputs, project, cache=False)
+    assert ctx_driver.MEMO.made["document"] == made
+    assert again["reference_documents"] == first["reference_documents"]
+    assert again["planning_files"] == first["planning_files"]
+    edited = project / ".planning" / "references" / "security.md"
+    edited.write_text("---\ntitle: Edited security\n---\n" + edited.read_text(encoding="utf-8"), encoding="utf-8")
+    changed = ctx_driver.execute(outputs, project, cache=False)
+    assert ctx_driver.MEMO.made["document"] == made + 1
+    titles = [c.title for c in changed["planning_files"].documents.values()] + \
+        [d.title for d in changed["reference_documents"].documents]
+    assert "Edited security" in titles

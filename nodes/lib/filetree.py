@@ -73,18 +73,22 @@ def walk_files(root: str, limit: int = WALK_LIMIT) -> tuple[list[str], bool]:
     return sorted(paths), True
 
 
-def list_files(project_dir: str, timeout: float = 10.0, max_bytes: int = 8_000_000) -> FileListing:
+def list_files(project_dir: str, timeout: float = 10.0, max_bytes: int = 8_000_000,
+               snapshot: _git.GitSnapshot | None = None) -> FileListing:
     """The project's files: ``git ls-files`` when it is in a repository git may read, else a
-    walk (without a repository git is not started: it could only say so, at every build)."""
+    walk (without a repository git is not started: it could only say so, at every build).
+    ``snapshot``: the build's look at the repository; when it read this same repository, the
+    filter drivers it switched off are reused (one ``git config`` a build, not two)."""
     if not os.path.isdir(project_dir):
         return FileListing(project_dir, "walk", (), True, (f"file tree: {project_dir} is not a folder",))
     warnings: list[str] = []
     scope = _git.repository_scope(project_dir)  # reads a few small files, runs nothing
     program = None if scope.git_dir is None else executable_path("git", project_dir)  # never the project's own
     if program is not None:
+        same = snapshot is not None and snapshot.available and snapshot.git_dir == scope.git_dir
         result = _git.run_git(
             ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], project_dir, timeout, max_bytes,
-            scope=scope, git=program,
+            scope=scope, git=program, overrides=snapshot.filter_overrides if same else None,
         )
         if result.returncode == 0:
             paths = sorted({p for p in result.stdout.split("\0") if p})

@@ -35,6 +35,10 @@ class GitSnapshot:
     max_lines: int = 200
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # information, not a problem: no repository, a detached HEAD
+    git_dir: str | None = None  # the repository read (RepoScope.git_dir)
+    #: the config that switched off the repository's filter drivers (run.overrides_from): another
+    #: git command of the same build in the same repository reuses it (no second ``git config``)
+    filter_overrides: tuple[tuple[str, str], ...] = ()
 
 
 def take_snapshot(
@@ -123,4 +127,4 @@ def take_snapshot(
 
     log = log_result.stdout if base == "HEAD" and log_count > 0 and log_result.returncode == 0 else ""
     return GitSnapshot(project_dir, True, root, status.stdout, numstat.stdout, patch, log, base, max_lines,
-                       tuple(warnings), tuple(notes))
+                       tuple(warnings), tuple(notes), scope.git_dir, overrides)

@@ -12,8 +12,8 @@ Nothing here reads files or the network (the node module ``nodes/references.py``
 other modules use are re-exported here (``from ctxengine.nodes.lib import references``).
 """
 
-from .documents import (ParsedDocument, at_references, fallback_title, parse_document, priority_for, title_for,
-                        without_lines)
+from .documents import (ParsedDocument, at_references, fallback_title, parse_document, parsed_document, priority_for,
+                        title_for, without_lines)
 from .rules import GSD_RULES, PROJECT_RULES_KEY, RuleFile, RulesChoice, is_gsd_rules, rule_names, with_rules
 from .specs import GROUP_PRIORITY_KEYS, GROUPS, ReferenceSpec, group_priorities, reference_specs_from
 from .targets import (ReferenceProblem, Target, builtin_name, closest_names, display_path, file_candidates,
@@ -25,6 +25,6 @@ __all__ = ["GROUPS", "GROUP_PRIORITY_KEYS", "GSD_RULES", "INLINE", "PROJECT_RULE
            "ReferenceLink", "ReferenceProblem", "ReferenceSet", "ReferenceSpec", "RuleFile", "RulesChoice", "Target",
            "at_references", "builtin_name", "closest_names", "display_path", "fallback_title", "file_candidates",
            "group_priorities", "is_absolute_path", "is_drive_path", "is_gsd_rules", "is_http_url",
-           "is_reference_token", "normalise_url", "ordered", "parse_document", "priority_for", "reference_specs_from",
+           "is_reference_token", "normalise_url", "ordered", "parse_document", "parsed_document", "priority_for", "reference_specs_from",
            "root_group", "rule_names", "suggestion_text", "target_kind", "title_for", "url_child", "walk_references",
            "with_rules", "without_lines"]

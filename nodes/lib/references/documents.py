@@ -8,10 +8,15 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
+from ..digest import digest16
 from ..fences import fenced
 from ..markdown import FrontmatterError, first_heading, frontmatter_block, split_frontmatter
+from ..memo import NO_MEMO, Memo
 from ..quote import quoted
 from .targets import is_http_url, is_reference_token
+
+#: The memo kind of a parsed document (:func:`parsed_document`).
+PARSED = "document"
 
 @dataclass(frozen=True)
 class ParsedDocument:
@@ -37,6 +42,14 @@ def parse_document(text: str, display: str) -> ParsedDocument:
         _, body, start = frontmatter_block(text)
         warning = f"{where}: {exc}; the document is used without metadata"
         return ParsedDocument({}, body, start, max(last_line, start), warning)
+
+
+def parsed_document(text: str, display: str, memo: Memo = NO_MEMO) -> ParsedDocument:
+    """:func:`parse_document`, kept in ``memo`` by the digest of the text and of the name its
+    warning shows, in this process only (parsing again is cheaper than reading a row): a warm
+    build does not parse the YAML frontmatter of a document that did not change."""
+    key = digest16(text.encode("utf-8", "surrogatepass"), display.encode("utf-8", "surrogatepass"))
+    return memo.get(PARSED, key, lambda: parse_document(text, display), persist=False, size=len(text))
 
 
 def at_references(body: str, first_line: int = 1) -> list[tuple[int, str]]:

@@ -13,8 +13,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from ...types import Document, ReferenceLoadError, Source
 from ..textio import Refused, TextUnavailable
-from .documents import (ParsedDocument, at_references, fallback_title, parse_document, priority_for, title_for,
-                        without_lines)
+from ..memo import NO_MEMO, Memo
+from .documents import ParsedDocument, at_references, fallback_title, parsed_document, priority_for, title_for, without_lines
 from .specs import ReferenceSpec
 from .targets import Target
 
@@ -75,8 +75,10 @@ def walk_references(
     read: Read,
     max_depth: int,
     priorities: Mapping[str, int],
+    memo: Memo = NO_MEMO,
 ) -> ReferenceSet:
-    """Every configured document and, depth first, the documents its @ lines name.
+    """Every configured document and, depth first, the documents its @ lines name (each parsed
+    once per content: :func:`.documents.parsed_document` keeps it in ``memo``).
 
     A configured reference that cannot be located or read raises ReferenceLoadError; one the
     trust rules refuse (Refused) is a warning and left out; an @ line that cannot be read or is
@@ -84,7 +86,7 @@ def walk_references(
     is a warning with its path and is not followed; depth beyond ``max_depth`` is a warning.
     """
     roots, warnings = _located_roots(specs, locate)
-    walk = _Walk(locate, read, max_depth, {target.key for _, target in roots}, warnings)
+    walk = _Walk(locate, read, max_depth, {target.key for _, target in roots}, warnings, memo)
     for spec, target in roots:
         try:
             text = read(target)
@@ -136,12 +138,13 @@ class _Walk:
     max_depth: int
     configured: set[str]
     warnings: list[str]
+    memo: Memo = NO_MEMO
     records: dict[str, _Record] = field(default_factory=dict)
     links: list[ReferenceLink] = field(default_factory=list)
 
     def add(self, target: Target, text: str, group: str, root_group: str, parent: str | None,
             why: str = "") -> _Record:
-        parsed = parse_document(text, target.display)
+        parsed = parsed_document(text, target.display, self.memo)
         if parsed.warning:
             self.warnings.append(parsed.warning)
         self.records[target.key] = _Record(target, parsed, group, root_group, parent, why)

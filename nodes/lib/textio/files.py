@@ -72,19 +72,17 @@ def resolved_path(path: str, trust: Trust, shown: str | None = None) -> str:
     exist, so the refusal is the same for a file that is there and one that is not), then
     TextUnavailable for a missing file or a symlink loop."""
     shown = shown or path
-    lexical = os.path.realpath(path)
-    if not (is_under(lexical, trust.root) or any(is_under(lexical, folder) for folder in trust.allowed_paths)):
+    real = os.path.realpath(path)  # a missing part or a symlink loop is left as it is, then found by the stat
+    if not (is_under(real, trust.root) or any(is_under(real, folder) for folder in trust.allowed_paths)):
         raise outside_refusal(shown, path, trust)
     try:
-        real = os.path.realpath(path, strict=True)
+        os.stat(real)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise TextUnavailable(f"{shown} is a symlink loop (it links back to itself); fix or remove the link") from None
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             raise TextUnavailable(f"{shown}: file not found") from None
         raise TextUnavailable(f"cannot read {shown}: {exc.strerror or exc}") from None
-    if not (is_under(real, trust.root) or any(is_under(real, folder) for folder in trust.allowed_paths)):
-        raise outside_refusal(shown, path, trust)
     return real
 
 
