@@ -266,6 +266,25 @@ def test_the_total_cap_removes_folders_of_projects_gone_first(tmp_path, capsys):
     assert not folders["old"].exists() and folders["new"].is_dir()
 
 
+def test_a_process_s_first_build_walks_the_root_only_for_a_new_folder_or_a_root_bounded_long_ago(demo, tmp_path):
+    shared = tmp_path / "shared"
+    other = Path(shutil.copytree(DEMO, tmp_path / "other"))
+    for project in (demo, other):
+        driver.execute(["build_result"], project, {}, REQUEST, cache_dir=shared)
+    mine, theirs = Path(driver.cache_dir_for(demo, shared)), Path(driver.cache_dir_for(other, shared))
+    stamp = mine.parent.parent / caching.folders.ROOT_STAMP
+    assert stamp.is_file()  # the new folders' first builds bounded the root
+    _pad(theirs, 2 << 20)
+    caching.store._STORES.clear()  # a fresh process; the root was bounded a moment ago: not walked
+    driver.execute(["build_result"], demo, {"cache.maxTotalBytes": 1 << 20}, REQUEST, cache_dir=shared)
+    assert theirs.is_dir()
+    old = time.time() - caching.folders.ROOT_PRUNE_EVERY - 1
+    os.utime(stamp, (old, old))
+    caching.store._STORES.clear()  # a fresh process, the root bounded over an hour ago: walked
+    driver.execute(["build_result"], demo, {"cache.maxTotalBytes": 1 << 20}, REQUEST, cache_dir=shared)
+    assert not theirs.exists() and mine.is_dir() and stamp.stat().st_mtime > old
+
+
 # ----------------------------------------------------------------------------- a busy or corrupt database
 
 

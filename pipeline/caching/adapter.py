@@ -21,7 +21,7 @@ from hamilton.caching.stores.base import ResultRetrievalError
 from ..nodes.lib import usercache
 from ..nodes.lib.digest import digest16
 from .fingerprints import fingerprint
-from .folders import DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _tree_size, prune_root
+from .folders import DEFAULT_MAX_TOTAL_BYTES, LAST_RUN_FILE, PROJECT_FILE, _tree_size, prune_root, root_prune_due
 from . import folders
 from .store import _CURRENT, PRUNE_EVERY, Stores, materialize, prune, stores_for
 
@@ -252,21 +252,24 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
     """Record the run's hits, prune the project's folder to ``max_bytes`` (when it is over, and
     on a process's first build, then after every :data:`PRUNE_EVERY` builds or an eighth of the
     cap written) and then the root to ``max_total_bytes`` (:func:`prune_root`, sparing this
-    folder). The caller forgets older runs in memory (:meth:`CacheAdapter.forget_runs`, also
+    folder; on a process's first build only when the folder is new or the root was last bounded
+    :data:`.folders.ROOT_PRUNE_EVERY` seconds ago: a CLI call does not walk every project's folder). The caller forgets older runs in memory (:meth:`CacheAdapter.forget_runs`, also
     when a run fails)."""
     summary = run_summary(adapter)
     folder, stores = Path(cache_dir), stores_for(cache_dir)
+    runs = stores.runs_since_prune
+    made = runs is None and not os.path.exists(folder / PROJECT_FILE)  # a project's first build
     for name, text in ((PROJECT_FILE, os.path.realpath(project_dir) + "\n"),
                        (LAST_RUN_FILE, json.dumps(summary.as_dict()) + "\n")):
         if stores.written_files.get(name) != text:  # an unchanged rerun writes nothing
             with contextlib.suppress(OSError):
                 usercache.write_private(folder / name, text)
                 stores.written_files[name] = text
-    runs = stores.runs_since_prune
     if (runs is None or runs >= PRUNE_EVERY or stores.results.written > max_bytes // 8
             or _tree_size(folder) > max_bytes):  # a few files: their sizes are cheap to read
         prune(folder, max_bytes, stores.metadata)
-        prune_root(folder.parent.parent, max_total_bytes, keep=folder)
+        if made or runs is not None or root_prune_due(folder.parent.parent):
+            prune_root(folder.parent.parent, max_total_bytes, keep=folder)
         runs, stores.results.written = 0, 0
     stores.runs_since_prune = runs + 1
     return summary

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,6 +41,11 @@ DEFAULT_MAX_TOTAL_BYTES = 1 << 30
 #: Seconds a process waits for another one writing the metadata store (then it builds without
 #: storing its results, and says so).
 SQLITE_TIMEOUT = 3.0
+#: Seconds between two walks of the cache root (:func:`prune_root`) when a process's first build
+#: of a project made no new folder (its folder is bounded on its own; the root grows by new ones).
+ROOT_PRUNE_EVERY = 3600.0
+#: The root's file whose time says when it was last bounded.
+ROOT_STAMP = "last_pruned"
 PROJECT_FILE = "project.txt"
 LAST_RUN_FILE = "last_run.json"
 PROJECTS = "projects"
@@ -118,7 +124,10 @@ def prune_root(root: Path, max_total_bytes: int, keep: Path | None = None) -> in
     whole folders go, those of projects that no longer exist first (:func:`stale`), then the
     least recently used, down to 80% of the cap; ``keep`` (the folder just built) stays. Only
     folders ctxengine made go (as :func:`clear` removes them). The bytes removed. Each folder is
-    walked once: its size and its newest file come from the same stats."""
+    walked once: its size and its newest file come from the same stats. Its time is recorded
+    (:func:`root_prune_due`)."""
+    with contextlib.suppress(OSError):
+        usercache.write_private(root / ROOT_STAMP, "")
     folders = all_cache_dirs(root)
     files = {folder: _file_stats(folder) for folder in folders}
     sizes = {folder: sum(info.st_size for info in found) for folder, found in files.items()}
@@ -133,6 +142,15 @@ def prune_root(root: Path, max_total_bytes: int, keep: Path | None = None) -> in
         if folder != keep and usercache.remove_owned(folder, PROJECT_NAME):
             removed += sizes[folder]
     return removed
+
+
+def root_prune_due(root: Path) -> bool:
+    """Whether the cache root was last bounded (:func:`prune_root`) :data:`ROOT_PRUNE_EVERY`
+    seconds ago or more, or never."""
+    try:
+        return time.time() - os.stat(root / ROOT_STAMP).st_mtime >= ROOT_PRUNE_EVERY
+    except OSError:
+        return True
 
 
 def total_bytes(root: Path) -> int:
