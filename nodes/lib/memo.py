@@ -70,11 +70,6 @@ class Memo:
             self._table: MemoTable | None = None
             self._kinds: frozenset[str] | None = None  # the kinds the open table holds (read on the first miss)
             self._new: dict[tuple[str, bytes], Any] = {}
-            self._loaded: set[tuple[str, int]] = set()  # (table name, row id) of the rows read
-            #: values read from a table (their rows' MACs checked): (kind, digest) -> (value,
-            #: bytes); at most half the bound
-            self._rows: dict[tuple[str, bytes], tuple[Any, int]] = {}
-            self._rows_bytes = 0
 
     def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True,
             size: int | None = None) -> Any:
@@ -94,7 +89,7 @@ class Memo:
         if found is not _MISSING:
             return found[0]
         row_key = key if type(digest) is bytes else (kind, text_digest(digest))
-        if self._rows or self._table is not None:
+        if self._table is not None:
             found = self._stored(row_key)
             if found is not _MISSING:
                 if key is not row_key:  # kept by its text from now on: no hashing next time
@@ -127,7 +122,7 @@ class Memo:
             found = self._values.get((kind, digest))
         if found is not None:
             return found[0]
-        found = self._stored((kind, digest)) if self._rows or self._table is not None else _MISSING
+        found = self._stored((kind, digest)) if self._table is not None else _MISSING
         return None if found is _MISSING else found
 
     def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
@@ -137,7 +132,6 @@ class Memo:
         (:meth:`MemoTable.write`: a row of one value is keyed by that value's key)."""
         with self._lock:
             self._store((kind, digest), value, size)
-            self._rows.pop((kind, digest), None)
             if persist and self._table is not None:
                 self._new[(kind, digest)] = value
 
@@ -165,37 +159,27 @@ class Memo:
         return new
 
     def _stored(self, row_key: tuple[str, bytes]) -> Any:
-        """The value under ``row_key`` in a row read from a table, or _MISSING. On a miss, the
-        open table's row holding it is found by its key (one indexed query, only for a kind the
-        table holds) and read whole: its MAC checked, then unpickled; its values are held beside
-        the LRU entries (at most half the bound) and served from there."""
+        """The value under ``row_key`` (a digest key) in this process, else in the open table, or
+        _MISSING. On a miss, the open table's row holding it is found by its key (one indexed
+        query, only for a kind the table holds) and read whole (its MAC checked, then
+        unpickled): its values join the entries (each costing its share of the row's bytes)."""
         with self._lock:
-            row = self._rows.get(row_key)
+            found = self._values.get(row_key, _MISSING)
             table = self._table
-            if row is None and table is not None:
-                if self._kinds is None:
-                    self._kinds = table.kinds()
-                if row_key[0] in self._kinds:
-                    row_id = table.row_of(*row_key)
-                    if row_id is not None and (table.name, row_id) not in self._loaded:
-                        self._loaded.add((table.name, row_id))
-                        self._take(table.values_in(row_id), row_key[0])
-                        row = self._rows.get(row_key)
-        return _MISSING if row is None else row[0]
-
-    def _take(self, read: tuple[dict[bytes, Any], int] | None, kind: str) -> None:
-        """Hold the values of a row read (``(values by digest, the row's bytes)``) until used."""
-        if read is None:
-            return
-        values, size = read
-        if self._rows_bytes + size > self.max_bytes // 2:
-            self._rows.clear()  # the values of older rows: made again when needed
-            self._rows_bytes = 0
-            self._loaded.clear()
-        each = _SCALAR_BYTES + size // max(1, len(values))
-        for digest, value in values.items():
-            self._rows.setdefault((kind, digest), (value, each))
-        self._rows_bytes += size
+            if found is not _MISSING or table is None:
+                return found if found is _MISSING else found[0]
+            if self._kinds is None:
+                self._kinds = table.kinds()
+            row_id = table.row_of(*row_key) if row_key[0] in self._kinds else None
+            read = None if row_id is None else table.values_in(row_id)
+            if read is None:
+                return _MISSING
+            values, size = read
+            each = _SCALAR_BYTES + size // max(1, len(values))
+            for digest, value in values.items():
+                if (row_key[0], digest) not in self._values:  # a value put since is newer
+                    self._store((row_key[0], digest), value, each)
+            return values.get(row_key[1], _MISSING)
 
     def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool,
               size: int | None) -> None:
