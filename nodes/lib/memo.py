@@ -94,7 +94,7 @@ class Memo:
             if found is not _MISSING:
                 if key is not row_key:  # kept by its text from now on: no hashing next time
                     with self._lock:
-                        self._store(key, found, (_plain_size(found) or _SCALAR_BYTES) + _key_bytes(key) - _SCALAR_BYTES)
+                        self._store(key, found, _value_size(found) + len(digest))
                 return found
         value = make()
         self._keep(key, row_key, value, persist, size)
@@ -118,11 +118,7 @@ class Memo:
     def peek(self, kind: str, digest: bytes) -> Any:
         """The value kept under (kind, digest) in this process, else in the open table, or None
         (nothing is made)."""
-        with self._lock:
-            found = self._values.get((kind, digest))
-        if found is not None:
-            return found[0]
-        found = self._stored((kind, digest)) if self._table is not None else _MISSING
+        found = self._stored((kind, digest))
         return None if found is _MISSING else found
 
     def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
@@ -134,6 +130,11 @@ class Memo:
             self._store((kind, digest), value, size)
             if persist and self._table is not None:
                 self._new[(kind, digest)] = value
+
+    def __reduce__(self):
+        """A memo in a stored value (a counter holding one) pickles as :data:`NO_MEMO`: what is kept
+        never carries a process's memo, and its fingerprint never depends on what the memo holds."""
+        return (_no_memo, ())
 
     def __len__(self) -> int:
         return len(self._values)
@@ -183,13 +184,10 @@ class Memo:
 
     def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool,
               size: int | None) -> None:
-        if size is None:
-            size = _plain_size(value)
-        if size is None:
-            size = _pickled_size(value)
+        size = (_value_size(value) if size is None else size) + (len(key[1]) if type(key[1]) is str else 0)
         with self._lock:
             self.made[key[0]] += 1
-            self._store(key, value, size + _key_bytes(key) - _SCALAR_BYTES)
+            self._store(key, value, size)
             if persist and self._table is not None:
                 self._new[row_key] = value
 
@@ -217,42 +215,17 @@ def _no_memo() -> Memo:
     return NO_MEMO
 
 
-def _pickles_as_no_memo(self: Memo):
-    """A memo in a stored value (a counter holding one) pickles as :data:`NO_MEMO`: what is kept
-    never carries a process's memo, and its fingerprint never depends on what the memo holds."""
-    return (_no_memo, ())
-
-
-Memo.__reduce__ = _pickles_as_no_memo  # type: ignore[method-assign]
-
-
-def _pickled_size(value: Any) -> int:
-    """The bytes an entry costs: its pickle's (a value that does not pickle: a few)."""
+def _value_size(value: Any) -> int:
+    """About the bytes an entry of ``value`` costs (its key's slot included): a text's length, a
+    few bytes for a number, else its pickle's (a value that does not pickle: a few)."""
+    if type(value) is str or type(value) is bytes:
+        return _SCALAR_BYTES + len(value)
+    if type(value) in (int, float, bool, type(None)):
+        return _SCALAR_BYTES
     try:
         return _SCALAR_BYTES + len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # noqa: BLE001 - kept in this process only (MemoTable.write leaves it out)
-        return _SCALAR_BYTES + len(str(type(value)))
-
-
-_SCALAR_TYPES = (int, float, bool, type(None))
-
-
-def _key_bytes(key: tuple[str, bytes | str]) -> int:
-    """What an entry's key and slot cost: a text kept by itself costs its length."""
-    return _SCALAR_BYTES + (len(key[1]) if type(key[1]) is str else 0)
-
-
-def _plain_size(value: Any) -> int | None:
-    """The bytes an entry of a scalar, a text or a tuple of scalars costs (about its pickle's
-    size, the key's slot included), counted without pickling it; None for any other value."""
-    kind = type(value)
-    if kind in _SCALAR_TYPES:
         return _SCALAR_BYTES
-    if kind is str or kind is bytes:
-        return _SCALAR_BYTES + len(value)
-    if kind is tuple and all(type(item) in _SCALAR_TYPES for item in value):
-        return _SCALAR_BYTES + 9 * len(value)
-    return None
 
 
 # ----------------------------------------------------------------------------- the table
@@ -379,16 +352,9 @@ class MemoTable:
 
 
 def _pickled_values(values: dict[bytes, Any]) -> bytes | None:
-    """The pickle of ``values`` (digest -> value), leaving out a value that does not pickle."""
+    """The pickle of ``values`` (digest -> value), or None when one does not pickle (then none of
+    the kind's values of this build are written: they are made again when needed)."""
     try:
         return pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - one value that does not pickle: the others are written
-        kept = {}
-        for digest, value in values.items():
-            try:
-                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # noqa: BLE001
-                continue
-            kept[digest] = value
-        return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL) if kept else None
-
+    except Exception:  # noqa: BLE001 - a value that does not pickle: kept in the process only
+        return None
