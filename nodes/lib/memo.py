@@ -258,9 +258,6 @@ class MemoTable:
         except sqlite3.Error as exc:
             _LOGGER.debug("memo table of %s not made: %s", name, exc)
 
-    def sign(self, kind: str, digest: bytes, payload: bytes) -> bytes:
-        return usercache.mac(self.key, kind.encode(), digest, payload)
-
     def kinds(self) -> frozenset[str]:
         """The kinds of the values the table holds."""
         try:
@@ -329,7 +326,7 @@ class MemoTable:
             digest = bytes_digest(payload) if alone is None else alone
             cursor.execute(f"INSERT OR {'IGNORE' if alone is None else 'REPLACE'} INTO memo "
                            "(kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
-                           (kind, digest, self.sign(kind, digest, payload), payload))
+                           (kind, digest, usercache.mac(self.key, kind.encode(), digest, payload), payload))
             row_id = cursor.lastrowid if cursor.rowcount else cursor.execute(
                 "SELECT id FROM memo WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()[0]
             cursor.executemany("INSERT OR REPLACE INTO memo_keys VALUES (?, ?, ?)",

@@ -18,9 +18,11 @@ only when this user wrote them (:func:`trusted_file`).
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
 import re
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -132,8 +134,6 @@ def marked(folder: Path) -> bool:
 def remove_owned(folder: Path, name: re.Pattern[str]) -> bool:
     """Delete ``folder`` when it is ctxengine's: a real folder (not a link) whose name matches
     ``name`` and that carries the marker. Whether it was deleted; anything else is left alone."""
-    import shutil
-
     try:
         info = os.lstat(folder)
     except OSError:
@@ -168,10 +168,8 @@ def cache_key() -> bytes:
             fh.write(os.urandom(_KEY_BYTES))
             fh.flush()
             os.fsync(fh.fileno())
-        try:
+        with contextlib.suppress(FileExistsError):
             os.link(temp, path)  # whole or not at all; another process's key wins
-        except FileExistsError:
-            pass
     finally:
         os.unlink(temp)
     return _read_key(path)
