@@ -165,10 +165,11 @@ class Memo:
         query, only for a kind the table holds) and read whole (its MAC checked, then
         unpickled): its values join the entries (each costing its share of the row's bytes)."""
         with self._lock:
-            found = self._values.get(row_key, _MISSING)
-            table = self._table
-            if found is not _MISSING or table is None:
-                return found if found is _MISSING else found[0]
+            found, table = self._values.get(row_key), self._table  # an entry is (value, bytes): never None
+            if found is not None:
+                return found[0]
+            if table is None:
+                return _MISSING
             if self._kinds is None:
                 self._kinds = table.kinds()
             row_id = table.row_of(*row_key) if row_key[0] in self._kinds else None
