@@ -4,11 +4,10 @@ One interface, :meth:`Memo.get` ``(kind, digest, make)``: the value of ``kind`` 
 content whose digest (:mod:`.digest`, 16 bytes) is ``digest``, remembered, else ``make()``.
 What it keeps: the parse of a transcript's stretch and the reading of a transcript line (both
 in the process only), runs of a transcript's rounds, a round's summary line and token use, the
-exact token count of a text piece, a source file's code tags. Keys are content digests (never the identity of an
-object, never a file stamp), so an entry can never be stale: changed content has another
-digest; a short text may be its own key in the process (a counted piece: no hashing of its
-bytes), its digest used only for the table. One exception, :meth:`Memo.put`/:meth:`Memo.peek`:
-a parser's record of its last parse of a source, by the digest of the source's path, replaced
+exact token count of a text piece, a source file's code tags. Keys are content digests (never
+the identity of an object, never a file stamp), so an entry can never be stale: changed content
+has another digest (a short text given as the key, a counted piece, is kept by its digest). One
+exception, :meth:`Memo.put`/:meth:`Memo.peek`: a parser's record of its last parse of a source, by the digest of the source's path, replaced
 at each parse and checked against the content before use (``sessions.aider._AiderParse``).
 
 It enters the Hamilton graph as the driver input ``memo`` that the cache ignores: the nodes
@@ -80,24 +79,18 @@ class Memo:
         caller knows it (the length of the text it was made from); else it is measured (a text's
         or a scalar's at a glance, any other value's pickle).
 
-        ``digest`` may be a short text itself (a piece whose tokens are counted): this process
-        keeps it by the text (a dict lookup, no hashing of its bytes), and its digest
-        (:func:`.digest.text_digest`) is computed only when the table is looked up or written."""
-        key = (kind, digest)
-        with self._lock:
-            found = self._values.get(key, _MISSING)
+        ``digest`` may be a short text itself (a piece whose tokens are counted): it is kept by
+        the text's digest (:func:`.digest.text_digest`)."""
+        key = (kind, digest if type(digest) is bytes else text_digest(digest))
+        found = self._stored(key)
         if found is not _MISSING:
-            return found[0]
-        row_key = key if type(digest) is bytes else (kind, text_digest(digest))
-        if self._table is not None:
-            found = self._stored(row_key)
-            if found is not _MISSING:
-                if key is not row_key:  # kept by its text from now on: no hashing next time
-                    with self._lock:
-                        self._store(key, found, _value_size(found) + len(digest))
-                return found
+            return found
         value = make()
-        self._keep(key, row_key, value, persist, size)
+        with self._lock:
+            self.made[kind] += 1
+            self._store(key, value, _value_size(value) if size is None else size)
+            if persist and self._table is not None:
+                self._new[key] = value
         return value
 
     def values_of(self, kind: str, items: Sequence[Any], digests: Sequence[bytes], make: Callable[[Any], Any],
@@ -182,15 +175,6 @@ class Memo:
                 if (row_key[0], digest) not in self._values:  # a value put since is newer
                     self._store((row_key[0], digest), value, each)
             return values.get(row_key[1], _MISSING)
-
-    def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool,
-              size: int | None) -> None:
-        size = (_value_size(value) if size is None else size) + (len(key[1]) if type(key[1]) is str else 0)
-        with self._lock:
-            self.made[key[0]] += 1
-            self._store(key, value, size)
-            if persist and self._table is not None:
-                self._new[row_key] = value
 
     def _store(self, key: tuple[str, bytes], value: Any, size: int) -> None:
         if self.max_bytes and size <= self.max_bytes // _LARGEST:  # NO_MEMO (no room) keeps nothing
