@@ -7,8 +7,9 @@ in the process only), runs of a transcript's rounds, a round's summary line and 
 exact token count of a text piece, a source file's code tags. Keys are content digests (never
 the identity of an object, never a file stamp), so an entry can never be stale: changed content
 has another digest (a short text given as the key, a counted piece, is kept by its digest). One
-exception, :meth:`Memo.put`/:meth:`Memo.peek`: a parser's record of its last parse of a source, by the digest of the source's path, replaced
-at each parse and checked against the content before use (``sessions.aider._AiderParse``).
+exception, :meth:`Memo.put`/:meth:`Memo.peek`: a parser's record of its last parse of a
+source, by the digest of the source's path, replaced at each parse and checked against the
+content before use (``sessions.aider._AiderParse``).
 
 It enters the Hamilton graph as the driver input ``memo`` that the cache ignores: the nodes
 that reuse work take ``memo`` as a parameter (the DAG drawing shows them); library functions
