@@ -297,29 +297,27 @@ class MemoTable:
         its values by digest, one MAC: a build's thousands of entries cost a few rows), then,
         when the table holds more than ``max_bytes`` (its pickles and :data:`ROW_BYTES` a row),
         delete the oldest rows down to half of it. A row of many values is keyed by its pickle's
-        digest (the same values written twice are one row); a row of one value by that value's
-        key, in place of the row that held it before (:meth:`Memo.put`: the last parse of a
-        transcript, written again by each build that parsed it, leaves no copy behind)."""
+        digest, a row of one value by that value's key; a row written again replaces the row that
+        held it (the same values written twice are one row, now the newest; :meth:`Memo.put`: the
+        last parse of a transcript, written again by each build that parsed it, leaves no copy
+        behind). A kind with a value that does not pickle is not written (its values stay in the
+        process)."""
+        if not entries:
+            return
         by_kind: dict[str, dict[bytes, Any]] = {}
         for (kind, digest), value in entries.items():
             by_kind.setdefault(kind, {})[digest] = value
-        written = False
         for kind, values in by_kind.items():
-            payload = _pickled_values(values)
-            if payload is None:
+            try:
+                payload = pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - made again when needed
                 continue
-            alone = next(iter(values)) if len(values) == 1 else None
-            digest = bytes_digest(payload) if alone is None else alone
-            cursor.execute(f"INSERT OR {'IGNORE' if alone is None else 'REPLACE'} INTO memo "
-                           "(kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
+            digest = next(iter(values)) if len(values) == 1 else bytes_digest(payload)
+            cursor.execute("INSERT OR REPLACE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
                            (kind, digest, usercache.mac(self.key, kind.encode(), digest, payload), payload))
-            row_id = cursor.lastrowid if cursor.rowcount else cursor.execute(
-                "SELECT id FROM memo WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()[0]
+            row_id = cursor.lastrowid
             cursor.executemany("INSERT OR REPLACE INTO memo_keys VALUES (?, ?, ?)",
                                [(kind, key, row_id) for key in values])
-            written = True
-        if not written:
-            return
         keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
         sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0))
                  for row_id, size in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
@@ -333,11 +331,3 @@ class MemoTable:
             cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
             cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (cut,))
 
-
-def _pickled_values(values: dict[bytes, Any]) -> bytes | None:
-    """The pickle of ``values`` (digest -> value), or None when one does not pickle (then none of
-    the kind's values of this build are written: they are made again when needed)."""
-    try:
-        return pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - a value that does not pickle: kept in the process only
-        return None
