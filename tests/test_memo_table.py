@@ -110,6 +110,21 @@ def test_a_kind_with_a_value_that_does_not_pickle_is_left_out_of_the_table(table
     assert again.get("summary", b"s" * 16, lambda: "made") == "kept" and not again.made
 
 
+
+def test_a_row_written_again_replaces_the_row_that_held_it(table):
+    for _ in range(2):  # two processes make the same values: one row
+        memo = _process(table)
+        for i in range(3):
+            memo.get("summary", i.to_bytes(16, "little"), lambda i=i: f"line {i}")
+        _written(memo, table)
+    for text in ("first parse", "second parse"):  # a last parse put again: no copy left behind
+        memo = _process(table)
+        memo.put("last-parse", b"p" * 16, text, 100, persist=True)
+        _written(memo, table)
+    assert _kinds(table) == ["summary", "last-parse"]
+    assert _process(table).peek("last-parse", b"p" * 16) == "second parse"
+
+
 class _Touch:
     def __init__(self, marker: Path) -> None:
         self.marker = str(marker)
