@@ -17,7 +17,8 @@ take ``memo=NO_MEMO`` (keeps nothing). One bound: the least recently used entrie
 :data:`MAX_BYTES` (sizes: given by the caller who knows the text a value was made from, else a
 text's length, a few bytes for a number, else the pickle's; cachetools' LRU cache). One
 persistence: the table ``memo`` of the project's cache database (:class:`MemoTable`), whose
-rows the memo reads on its first miss of a cached build and to which the entries the build
+rows the memo reads on a miss of a key they hold (their values then join its entries, under
+the one bound) and to which the entries the build
 made (those not made with ``persist=False``: what is cheaper to make again than to write and
 read) are written in the build's transaction, one row a kind (the pickle of its values by
 digest: a build's thousands of entries are a few rows, pickled once, one MAC each); each row
@@ -54,7 +55,7 @@ class Memo:
     """Values made from content, by (kind, content digest); see the module docstring.
 
     ``made`` counts the values made (misses) by kind; :meth:`open` / :meth:`close` bracket a
-    cached build (the table read on the first miss, the entries made handed back for the
+    cached build (the table read on a miss, the entries made handed back for the
     build's transaction)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
@@ -141,8 +142,8 @@ class Memo:
     # ------------------------------------------------------------------ a cached build
 
     def open(self, table: "MemoTable") -> None:
-        """A cached build starts: the rows of ``table`` this process has not read yet are read
-        on the first miss; the entries made from now on are recorded for :meth:`close`."""
+        """A cached build starts: a miss looks ``table`` up (the row holding the key is read
+        whole); the entries made from now on are recorded for :meth:`close`."""
         with self._lock:
             self._table, self._kinds, self._new = table, None, {}
 
@@ -232,8 +233,8 @@ KEY_BYTES = 80
 
 class MemoTable:
     """The ``memo`` table of one cache database: rows (kind, digest, MAC, pickle), the MAC
-    under the user's ``key`` over the kind, the digest and the pickle. ``name`` tells the
-    tables apart (the memo reads each one's new rows once)."""
+    under the user's ``key`` over the kind, the digest and the pickle. ``name``: the database's
+    path, for messages."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection], key: bytes, name: str) -> None:
         self.connection, self.key, self.name = connection, key, name
