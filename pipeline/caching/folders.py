@@ -143,11 +143,17 @@ def total_bytes(root: Path) -> int:
 def stale(folder: Path) -> bool:
     """Whether a project's cache folder belongs to a project that no longer exists (the path in
     its project.txt is gone; a folder without one has not finished a build: not stale)."""
-    try:
-        project = (folder / PROJECT_FILE).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return False
+    project = recorded_project(folder)
     return bool(project) and not os.path.isdir(project)
+
+
+def recorded_project(folder: Path) -> str:
+    """The project path a project's cache folder records in its project.txt ("" when it has none
+    or it cannot be read)."""
+    try:
+        return (folder / PROJECT_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return ""
 
 
 def stats(cache_dir: Path) -> dict:
@@ -161,12 +167,9 @@ def stats(cache_dir: Path) -> dict:
     last = {}
     with contextlib.suppress(OSError, ValueError):
         last = json.loads((cache_dir / LAST_RUN_FILE).read_text(encoding="utf-8"))
-    project = ""
-    with contextlib.suppress(OSError, ValueError):
-        project = (cache_dir / PROJECT_FILE).read_text(encoding="utf-8").strip()
     return {
         "folder": str(cache_dir),
-        "project": project,
+        "project": recorded_project(cache_dir),
         "stale": stale(cache_dir),
         "bytes": _tree_size(cache_dir),
         "entries": entries,
