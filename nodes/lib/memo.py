@@ -167,8 +167,7 @@ class Memo:
                 return _MISSING
             if self._kinds is None:
                 self._kinds = table.kinds()
-            row_id = table.row_of(*row_key) if row_key[0] in self._kinds else None
-            read = None if row_id is None else table.values_in(row_id)
+            read = table.values_with(*row_key) if row_key[0] in self._kinds else None
             if read is None:
                 return _MISSING
             values, size = read
@@ -247,35 +246,28 @@ class MemoTable:
 
     def kinds(self) -> frozenset[str]:
         """The kinds of the values the table holds."""
-        try:
-            return frozenset(kind for (kind,) in self.connection().execute("SELECT DISTINCT kind FROM memo"))
-        except sqlite3.Error:
-            return frozenset()
+        return frozenset(kind for (kind,) in self._fetched("SELECT DISTINCT kind FROM memo"))
 
-    def row_of(self, kind: str, digest: bytes) -> int | None:
-        """The id of the row holding the value of (kind, digest), or None."""
-        try:
-            found = self.connection().execute(
-                "SELECT row FROM memo_keys WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()
-        except sqlite3.Error:
-            return None
-        return None if found is None else found[0]
-
-    def values_in(self, row_id: int) -> tuple[dict[bytes, Any], int] | None:
-        """(the values of a row by digest, its bytes), or None: no such row, its MAC fails (never
-        unpickled: :meth:`authentic`) or it no longer unpickles."""
-        try:
-            row = self.connection().execute(
-                "SELECT kind, digest, mac, payload FROM memo WHERE id = ?", (row_id,)).fetchone()
-        except sqlite3.Error:
-            return None
-        if row is None or not self.authentic(*row):
+    def values_with(self, kind: str, digest: bytes) -> tuple[dict[bytes, Any], int] | None:
+        """(the values of the row holding the value of (kind, digest), by digest; the row's
+        bytes), or None: no such row, its MAC fails (never unpickled: :meth:`authentic`) or it no
+        longer unpickles."""
+        found = self._fetched("SELECT memo.kind, memo.digest, mac, payload FROM memo_keys JOIN memo ON id = row "
+                              "WHERE memo_keys.kind = ? AND memo_keys.digest = ?", kind, digest)
+        if not found or not self.authentic(*found[0]):
             return None
         try:
-            values = pickle.loads(row[3])  # noqa: S301 - its MAC under the user's key checked above
+            values = pickle.loads(found[0][3])  # noqa: S301 - its MAC under the user's key checked above
         except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
             return None
-        return (values, len(row[3])) if isinstance(values, dict) else None
+        return (values, len(found[0][3])) if isinstance(values, dict) else None
+
+    def _fetched(self, sql: str, *parameters: Any) -> list[tuple]:
+        """The rows ``sql`` gives (none when the database cannot be read)."""
+        try:
+            return self.connection().execute(sql, parameters).fetchall()
+        except sqlite3.Error:
+            return []
 
     def authentic(self, kind: str, digest: bytes, tag: bytes, payload: bytes) -> bool:
         """Whether a row's MAC checks; a row whose MAC fails is deleted, never unpickled (one
