@@ -28,6 +28,7 @@ fails is never unpickled.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 import sqlite3
@@ -278,11 +279,9 @@ class MemoTable:
             self.warned = True
             _WARN.warning("warning: cache: memo entries in %s do not carry this user's MAC (written by someone "
                           "else); they are discarded and made again", self.name)
-        try:
+        with contextlib.suppress(sqlite3.Error):
             self.connection().execute("DELETE FROM memo WHERE kind = ? AND digest = ?", (kind, digest))
             self.connection().commit()
-        except sqlite3.Error:
-            pass
         return False
 
     def write(self, cursor: sqlite3.Cursor, entries: dict[tuple[str, bytes], Any], max_bytes: int) -> None:
