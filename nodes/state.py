@@ -16,6 +16,7 @@ import os
 import platform
 import subprocess
 from dataclasses import replace
+from importlib import resources
 
 from hamilton.function_modifiers import cache, extract_fields, tag
 
@@ -463,8 +464,6 @@ def git_snapshot(project_dir: str, state_settings: StateSettings) -> _git.GitSna
 def _bundled_example(project_dir: str) -> bool:
     """Whether ``project_dir`` is one of ctxengine's bundled examples (then the clone or virtual
     environment it sits in is ctxengine's, not the project's: not reading it is no news)."""
-    from importlib import resources
-
     examples = os.path.realpath(str(resources.files("ctxengine.examples")))
     return os.path.realpath(project_dir).startswith(examples + os.sep)
 

@@ -29,6 +29,7 @@ import sqlite3
 from functools import lru_cache
 from pathlib import Path
 
+from .. import configs, nodes
 from ..nodes.lib import usercache
 from ..nodes.lib.usercache import cache_root
 from ..version import __version__
@@ -90,8 +91,6 @@ def code_version() -> str:
 
 def code_folders() -> list[Path]:
     """The folders of the node sources and the bundled configs."""
-    from .. import configs, nodes
-
     return [Path(nodes.__file__).resolve().parent, Path(configs.__file__).resolve().parent]
 
 

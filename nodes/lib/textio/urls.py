@@ -12,20 +12,18 @@ body is cleaned as a file's is (:mod:`.clean`).
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import socket
 import ssl
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from .clean import LoadedText, loaded_text
 from .files import READ_CHUNK
 from .trust import SETTINGS_HINT, Refused, TextUnavailable, Trust
-
-if TYPE_CHECKING:  # http.client (and the email parser it brings) loads when a URL is fetched
-    import http.client
 
 METADATA_HOSTS = frozenset({
     "metadata.google.internal", "metadata.goog", "metadata", "instance-data", "instance-data.ec2.internal",
@@ -229,8 +227,6 @@ class _Watchdog:
 def _connection(scheme: str, host: str, port: int, address: str, timeout: float) -> http.client.HTTPConnection:
     """An HTTP(S) connection to ``host`` that connects to the vetted ``address`` (the Host
     header and the TLS name stay ``host``): no second DNS lookup, no rebinding gap, no proxy."""
-    import http.client
-
     if scheme == "https":
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
             host, port, timeout=timeout, context=ssl.create_default_context())
@@ -268,8 +264,6 @@ def fetch_url(
 def _fetch_once(url: str, original: str, trust: Trust, timeout: float, max_bytes: int,
                 deadline: float) -> LoadedText | str:
     """One request: the body, or the Location of a redirect."""
-    import http.client
-
     via = "" if url == original else f" (redirected to {url})"
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
