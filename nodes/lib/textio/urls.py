@@ -18,6 +18,7 @@ import socket
 import ssl
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -264,58 +265,19 @@ def fetch_url(
 def _fetch_once(url: str, original: str, trust: Trust, timeout: float, max_bytes: int,
                 deadline: float) -> LoadedText | str:
     """One request: the body, or the Location of a redirect."""
-    via = "" if url == original else f" (redirected to {url})"
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        what = "only http:// and https:// URLs are fetched"
-        raise (Refused if via else TextUnavailable)(f"{original}{via}: {what}" if via else f"{url}: {what}")
-    try:
-        host, port = parts.hostname or "", parts.port or (443 if scheme == "https" else 80)
-    except ValueError:
-        raise TextUnavailable(f"{url}: bad port") from None
-    if not host:
-        raise TextUnavailable(f"{url}: no host")
-    reason = host_refusal(host, trust)
+    target = request_target(url, original)
+    reason = host_refusal(target.host, trust)
     if reason:
-        raise Refused(f"{original}{via}: {reason}")
+        raise Refused(f"{original}{target.via}: {reason}")
     started = time.monotonic()
     if started >= deadline:
         raise _deadline_spent(original, trust)
     limits = _Limits(started, trust, timeout, deadline, original, url)
-    try:
-        address = vetted_address(host, port, trust, limits.head - started)
-    except TextUnavailable as exc:
-        raise type(exc)(f"{original}{via}: {exc}") from None
-    except TimeoutError:
-        raise limits.exceeded() from None
-    conn = _connection(scheme, host, port, address, max(0.01, limits.head - started))
+    address = _address_of(target, trust, limits, started)
+    conn = _connection(target.scheme, target.host, target.port, address, max(0.01, limits.head - started))
     watchdog = _Watchdog()
     try:
-        conn.connect()
-        watchdog.arm(conn.sock, limits.head)
-        target = parts.path or "/"
-        if parts.query:
-            target += "?" + parts.query
-        conn.request("GET", target, headers={"User-Agent": "ctxengine", "Accept-Encoding": "identity",
-                                             "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"})
-        response = conn.getresponse()
-        if watchdog.fired or time.monotonic() > limits.head:
-            raise TimeoutError
-        if response.status in _REDIRECTS:
-            location = response.getheader("Location")
-            if not location:
-                raise TextUnavailable(f"{original}{via} answered HTTP {response.status} without a Location")
-            return location
-        if not 200 <= response.status < 300:
-            raise TextUnavailable(f"{url} answered HTTP {response.status} {response.reason}")
-        length = response.getheader("Content-Length", "") or ""
-        if length.isdigit() and int(length) > max_bytes:
-            raise TextUnavailable(_too_large(url, f"{length} bytes", max_bytes))
-        limits.phase = "body"
-        watchdog.arm(conn.sock, limits.body)
-        data = _read_capped(response, url, max_bytes, limits.body, watchdog)
-        charset = response.msg.get_content_charset() or "utf-8"
+        answer = _answer(conn, target, limits, watchdog, max_bytes)
     except TextUnavailable:
         raise
     except (TimeoutError, socket.timeout):
@@ -327,7 +289,107 @@ def _fetch_once(url: str, original: str, trust: Trust, timeout: float, max_bytes
     finally:
         watchdog.disarm()
         conn.close()
+    if isinstance(answer, str):
+        return answer
+    data, charset = answer
     return loaded_text(data, url, charset, size=len(data))
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one request asks for: ``url`` (reached from ``original`` by redirects, or the same),
+    its lower-case scheme, host, port (the scheme's default when none is given) and the path
+    with its query as the request line carries it."""
+
+    url: str
+    original: str
+    scheme: str
+    host: str
+    port: int
+    path: str
+
+    @property
+    def via(self) -> str:
+        """`` (redirected to URL)`` for a redirect's target, else empty: what messages add after the original."""
+        return "" if self.url == self.original else f" (redirected to {self.url})"
+
+
+def request_target(url: str, original: str) -> Target:
+    """The :class:`Target` of ``url``; TextUnavailable for a URL that is not http(s), has a bad
+    port or no host (Refused when a redirect led to another scheme)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        what = "only http:// and https:// URLs are fetched"
+        if url != original:
+            raise Refused(f"{original} (redirected to {url}): {what}")
+        raise TextUnavailable(f"{url}: {what}")
+    try:
+        host, port = parts.hostname or "", parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise TextUnavailable(f"{url}: bad port") from None
+    if not host:
+        raise TextUnavailable(f"{url}: no host")
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Target(url, original, scheme, host, port, path)
+
+
+def _address_of(target: Target, trust: Trust, limits: _Limits, started: float) -> str:
+    """The vetted address to connect to for ``target`` (:func:`vetted_address`), its refusal
+    naming the original URL, its timeout the limit that hit."""
+    try:
+        return vetted_address(target.host, target.port, trust, limits.head - started)
+    except TextUnavailable as exc:
+        raise type(exc)(f"{target.original}{target.via}: {exc}") from None
+    except TimeoutError:
+        raise limits.exceeded() from None
+
+
+#: The request's headers: no compression (the size cap counts the bytes as sent), text preferred.
+REQUEST_HEADERS = {"User-Agent": "ctxengine", "Accept-Encoding": "identity",
+                   "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"}
+
+
+def _answer(conn: http.client.HTTPConnection, target: Target, limits: _Limits, watchdog: _Watchdog,
+            max_bytes: int) -> str | tuple[bytes, str]:
+    """The Location of a redirect, or (the body, its charset): the request sent on ``conn``,
+    the headers by ``limits.head``, the body by ``limits.body`` and within ``max_bytes``."""
+    response = _response(conn, target.path, limits, watchdog)
+    location = redirect_location(response, target)
+    if location is not None:
+        return location
+    length = response.getheader("Content-Length", "") or ""
+    if length.isdigit() and int(length) > max_bytes:
+        raise TextUnavailable(_too_large(target.url, f"{length} bytes", max_bytes))
+    limits.phase = "body"
+    watchdog.arm(conn.sock, limits.body)
+    data = _read_capped(response, target.url, max_bytes, limits.body, watchdog)
+    return data, response.msg.get_content_charset() or "utf-8"
+
+
+def _response(conn: http.client.HTTPConnection, path: str, limits: _Limits,
+              watchdog: _Watchdog) -> http.client.HTTPResponse:
+    """The response to GET ``path`` with its headers read; TimeoutError past ``limits.head``."""
+    conn.connect()
+    watchdog.arm(conn.sock, limits.head)
+    conn.request("GET", path, headers=REQUEST_HEADERS)
+    response = conn.getresponse()
+    if watchdog.fired or time.monotonic() > limits.head:
+        raise TimeoutError
+    return response
+
+
+def redirect_location(response: http.client.HTTPResponse, target: Target) -> str | None:
+    """The Location a redirect points to; None for a success (2xx); TextUnavailable for any
+    other status, or a redirect without a Location."""
+    if response.status in _REDIRECTS:
+        location = response.getheader("Location")
+        if not location:
+            raise TextUnavailable(f"{target.original}{target.via} answered HTTP {response.status} without a Location")
+        return location
+    if not 200 <= response.status < 300:
+        raise TextUnavailable(f"{target.url} answered HTTP {response.status} {response.reason}")
+    return None
 
 
 def _read_capped(response, url: str, max_bytes: int, deadline: float, watchdog: _Watchdog) -> bytes:
