@@ -67,3 +67,65 @@ def test_with_lost_groups_back(kept, slack, expected_kept, expected_slack):
 def test_kept_messages(kept, lost, expected):
     out = hf._kept_messages(MESSAGES, kept, [0, 0, 1, 2], lost)
     assert [(i, m.content, len(m.tool_calls)) for i, m in out] == expected
+
+
+# round_within's steps: the round's three runs, then the search for the space that fits the room.
+
+def _user(text: str = "Do it") -> Message:
+    return Message("user", text, 1)
+
+
+@pytest.mark.parametrize("messages, tail_start, expected", [
+    case("no tail: the opening, then the rest", (_user(), MESSAGES[0], MESSAGES[1]), None, (1, 2, 0)),
+    case("a tail from index 2", (_user(), MESSAGES[0], MESSAGES[1], MESSAGES[3]), 2, (1, 1, 2)),
+    case("a tail inside the opening starts after it", (MESSAGES[2], _user(), MESSAGES[0]), 0, (2, 0, 1)),
+    case("a tail past the end is empty", (_user(), MESSAGES[0]), 9, (1, 1, 0)),
+])
+def test_round_thirds(messages, tail_start, expected):
+    thirds = hf.round_thirds(messages, tail_start)
+    assert tuple(map(len, thirds)) == expected
+    assert thirds.head + thirds.rest + thirds.tail == messages[:sum(expected)]
+
+
+def _trim(tokens: int) -> hf._Trimmed:
+    return hf._Trimmed(str(tokens), tokens, None)
+
+
+@pytest.mark.parametrize("best, tokens, room, expected", [
+    case("none yet, within", None, 90, 100, 90),
+    case("none yet, over", None, 110, 100, None),
+    case("larger and within replaces", 80, 95, 100, 95),
+    case("smaller keeps the best", 80, 70, 100, 80),
+    case("exactly the room is within", 80, 100, 100, 100),
+])
+def test_larger_within(best, tokens, room, expected):
+    found = hf._larger_within(None if best is None else _trim(best), _trim(tokens), room)
+    assert (None if found is None else found.tokens) == expected
+
+
+@pytest.mark.parametrize("space, miss, fits, over, expected", [
+    case("no bracket yet: step by the miss", 100, -30, 0, None, 70),
+    case("inside the bracket: step by the miss", 100, 5, 50, 120, 105),
+    case("outside it: its middle", 100, 40, 50, 120, 85),
+    case("on its edge is outside", 100, 20, 50, 120, 85),
+])
+def test_next_space(space, miss, fits, over, expected):
+    assert hf._next_space(space, miss, fits, over) == expected
+
+
+@pytest.mark.parametrize("render_cost, room, space, expected, tries", [
+    case("the first try close enough", lambda s: s + 5, 500, 495, 500, 1),
+    case("the render costs a fifth more: steps by the miss, then inside the bracket", lambda s: s * 6 // 5, 300, 300,
+         300, 4),  # 300 -> 360 over, 240 -> 288 (12 short), 252 -> 302 over, 250 -> 300
+    case("nothing fits: bisects down to the smallest made", lambda s: 400 + s, 300, 100, 401, 7),  # 100, 50, ... 1
+    case("no space to give: one try", lambda s: 50, 40, -10, 50, 1),
+])
+def test_closest_trim(render_cost, room, space, expected, tries):
+    asked = []
+
+    def trimmed_to(space):
+        asked.append(space)
+        return _trim(render_cost(max(0, space)))
+
+    assert hf._closest_trim(trimmed_to, room, space).tokens == expected
+    assert len(asked) == tries

@@ -5,7 +5,7 @@ from the start (head) or both ends (middle)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ...types import Message, Round
 from .measure import DEFAULT_CHARS_PER_TOKEN, calibrated_ratio, estimate_tokens
@@ -587,40 +587,79 @@ def round_within(round_: Round, room: int, counter, render_round: Callable[[Roun
     tokens = counter.count(verbatim)
     if tokens <= room:
         return _Trimmed(verbatim, tokens, round_)
-    messages = round_.messages
+    thirds = round_thirds(round_.messages, tail_start)
+    fixed = counter.count(render_round(replace(round_, messages=thirds.head + thirds.tail)))
+
+    def trimmed_to(space: int) -> _Trimmed:
+        return _trimmed_round(round_, thirds, space, counter, render_round, location)
+
+    return _closest_trim(trimmed_to, room, room - fixed - 24)
+
+
+class _Thirds(NamedTuple):
+    """A round's messages in three runs: the opening kept whole, the middle that is cut, the tail kept whole."""
+
+    head: tuple[Message, ...]
+    rest: tuple[Message, ...]
+    tail: tuple[Message, ...]
+
+
+def round_thirds(messages: Sequence[Message], tail_start: int | None = None) -> _Thirds:
+    """(head, rest, tail) of a round's messages: the head up to the user's words
+    (:func:`first_last_split`), the tail from ``tail_start`` on (None: no tail; never inside the head)."""
     head_end, _ = first_last_split(messages)
     tail_start = len(messages) if tail_start is None else max(head_end, tail_start)
-    head, rest, tail = messages[:head_end], messages[head_end:tail_start], tuple(messages[tail_start:])
-    fixed = counter.count(render_round(replace(round_, messages=tuple(head) + tail)))
-    space = room - fixed - 24
+    return _Thirds(tuple(messages[:head_end]), tuple(messages[head_end:tail_start]), tuple(messages[tail_start:]))
+
+
+def _trimmed_round(round_: Round, thirds: _Thirds, space: int, counter, render_round: Callable[[Round], str],
+                   location: str | None) -> _Trimmed:
+    """``round_`` with its middle messages cut to about ``space`` tokens (:func:`_messages_within`),
+    a note naming the messages that went whole."""
+    within = _messages_within(thirds.rest, max(0, space), counter, location)
+    kept = [m for _, m in within] + list(thirds.tail)
+    kept_at = {j for j, _ in within}
+    cut = [m for i, m in enumerate(thirds.rest) if i not in kept_at]
+    if cut:
+        text = _with_note(round_, thirds.head, kept, _messages_note(cut) + "]", render_round)
+    else:
+        text = render_round(replace(round_, messages=thirds.head + tuple(kept)))
+    return _Trimmed(text, counter.count(text), replace(round_, messages=thirds.head + tuple(kept)))
+
+
+def _closest_trim(trimmed_to: Callable[[int], _Trimmed], room: int, space: int) -> _Trimmed:
+    """The largest of up to 8 trims (``trimmed_to(space)``) within ``room`` tokens, else the
+    smallest made. The render (labels, indents) costs more than the parts, so the space steps by
+    the miss, then bisects between the largest space known to fit and the smallest known over;
+    it stops once a trim is within max(8, room / 50) tokens of ``room``."""
     best = smallest = None
-    fits, over = 0, None  # the largest space known to fit, the smallest known to be over
+    fits, over = 0, None
     for _ in range(8):
-        within = _messages_within(rest, max(0, space), counter, location)
-        kept = [m for _, m in within] + list(tail)
-        kept_at = {j for j, _ in within}
-        cut = [m for i, m in enumerate(rest) if i not in kept_at]
-        if cut:
-            text = _with_note(round_, head, kept, _messages_note(cut) + "]", render_round)
-        else:
-            text = render_round(replace(round_, messages=tuple(head) + tuple(kept)))
-        trimmed = _Trimmed(text, counter.count(text), replace(round_, messages=tuple(head) + tuple(kept)))
-        if smallest is None or trimmed.tokens < smallest.tokens:
-            smallest = trimmed
-        if trimmed.tokens <= room and (best is None or trimmed.tokens > best.tokens):
-            best = trimmed
+        trimmed = trimmed_to(space)
+        smallest = trimmed if smallest is None or trimmed.tokens < smallest.tokens else smallest
+        best = _larger_within(best, trimmed, room)
         if space <= 0 or (best is not None and room - best.tokens <= max(8, room // 50)):
             break
         if trimmed.tokens > room:
             over = space if over is None else min(over, space)
         else:
             fits = max(fits, space)
-        # the render (labels, indents) costs more than the parts: step by the miss, then bisect
-        guess = space + room - trimmed.tokens
-        space = guess if over is None or fits < guess < over else (fits + over) // 2
+        space = _next_space(space, room - trimmed.tokens, fits, over)
         if over is not None and over - fits <= 2:
             break
     return best if best is not None else smallest
+
+
+def _larger_within(best: _Trimmed | None, trimmed: _Trimmed, room: int) -> _Trimmed | None:
+    """``trimmed`` when it is within ``room`` and larger than ``best`` (or there is none), else ``best``."""
+    return trimmed if trimmed.tokens <= room and (best is None or trimmed.tokens > best.tokens) else best
+
+
+def _next_space(space: int, miss: int, fits: int, over: int | None) -> int:
+    """The space to try next: this one moved by the ``miss`` (room minus the tokens made), unless
+    that leaves the bracket (``fits``, ``over``), then the bracket's middle."""
+    guess = space + miss
+    return guess if over is None or fits < guess < over else (fits + over) // 2
 
 
 def _messages_within(messages: Sequence[Message], space: int, counter,
