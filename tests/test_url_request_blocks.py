@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import io
+import ipaddress
 
 import pytest
 
@@ -81,3 +82,29 @@ def test_redirect_location_refuses(head, message):
     with pytest.raises(TextUnavailable) as raised:
         U.redirect_location(response(head), TARGET)
     assert str(raised.value) == message
+
+
+# address_refusal's steps: an IPv6 address carrying an IPv4 one, and one that carries none.
+
+@pytest.mark.parametrize("address, form, inner, expected", [
+    case("IPv4-mapped: named as the IPv4 address", "::ffff:10.0.0.1", "IPv4-mapped", "10.0.0.1", "private address 10.0.0.1"),
+    case("NAT64 names both", "64:ff9b::a00:1", "NAT64", "10.0.0.1",
+         "NAT64 address 64:ff9b::a00:1 carrying the private address 10.0.0.1"),
+    case("6to4 carrying loopback", "2002:7f00:1::1", "6to4", "127.0.0.1",
+         "6to4 address 2002:7f00:1::1 carrying the loopback address 127.0.0.1"),
+    case("a public IPv4 inside: no refusal", "64:ff9b::808:808", "NAT64", "8.8.8.8", None),
+])
+def test_carried_refusal(address, form, inner, expected):
+    assert U.carried_refusal(ipaddress.IPv6Address(address), form, ipaddress.IPv4Address(inner)) == expected
+
+
+@pytest.mark.parametrize("address, expected", [
+    case("loopback", "::1", "loopback"),
+    case("link-local", "fe80::1", "link-local"),
+    case("unique-local", "fc00::1", "private (unique-local)"),
+    case("documentation, inside global unicast", "2001:db8::1", "documentation"),
+    case("outside global unicast", "4000::1", "reserved"),
+    case("an ordinary global address", "2606:4700::1", None),
+])
+def test_ipv6_kind(address, expected):
+    assert U.ipv6_kind(ipaddress.IPv6Address(address)) == expected

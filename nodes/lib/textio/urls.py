@@ -114,20 +114,37 @@ def address_refusal(address: str) -> str | None:
     except ValueError:
         return f"{address} is not an IP address"
     if isinstance(ip, ipaddress.IPv4Address):
-        kind = _ipv4_kind(ip)
-        return f"{kind} address {ip}" if kind else None
+        return _kind_named(_ipv4_kind(ip), ip)
     carried = embedded_ipv4(ip)
     if carried is not None:
-        form, inner = carried
-        kind = _ipv4_kind(inner)
-        if form == "IPv4-mapped":
-            return f"{kind} address {inner}" if kind else None
-        return f"{form} address {ip} carrying the {kind} address {inner}" if kind else None
+        return carried_refusal(ip, *carried)
+    return _kind_named(ipv6_kind(ip), ip)
+
+
+def _kind_named(kind: str | None, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """``<kind> address <ip>``, or None when ``kind`` is None (not special)."""
+    return f"{kind} address {ip}" if kind else None
+
+
+def carried_refusal(ip: ipaddress.IPv6Address, form: str, inner: ipaddress.IPv4Address) -> str | None:
+    """Why the IPv6 address ``ip`` carrying the IPv4 address ``inner`` (in ``form``, see
+    :func:`embedded_ipv4`) may not be fetched from: the special kind of ``inner``, or None.
+    An IPv4-mapped address is named as the IPv4 address it is."""
+    kind = _ipv4_kind(inner)
+    if not kind:
+        return None
+    if form == "IPv4-mapped":
+        return f"{kind} address {inner}"
+    return f"{form} address {ip} carrying the {kind} address {inner}"
+
+
+def ipv6_kind(ip: ipaddress.IPv6Address) -> str | None:
+    """The special kind of an IPv6 address carrying no IPv4 one: a kind of :data:`IPV6_OUTSIDE`,
+    "reserved" outside global unicast, else its :data:`IPV6_SPECIAL` entry; None: an ordinary one."""
     outside = next((kind for net, kind in IPV6_OUTSIDE if ip in net), None)
     if outside is None and ip not in _GLOBAL_UNICAST:
         outside = "reserved"
-    kind = outside or next((kind for net, kind in IPV6_SPECIAL if ip in net), None)
-    return f"{kind} address {ip}" if kind else None
+    return outside or next((kind for net, kind in IPV6_SPECIAL if ip in net), None)
 
 
 def metadata_address(address: str) -> bool:
