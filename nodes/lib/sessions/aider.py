@@ -263,15 +263,7 @@ def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tupl
         if kind == "header":
             append((kind, block[2:].rstrip(), first, line))
         else:
-            if kind == "user":  # the first line's prefix cut off, the others' substituted (a literal newline leads)
-                body, prefix = block[5:] if block.startswith((" ", "\t"), 4) else block[4:], _USER_PREFIX
-                if _confirms(block):
-                    kind = "tool"  # replayed confirmation answers: aider's output, not a request
-            else:
-                body, prefix = block[2:] if block.startswith(" ", 1) else block[1:], _TOOL_PREFIX
-            if "\n" in body:
-                body = prefix.sub("\n", body).replace("  \n", "\n")
-            body = body.rstrip()
+            kind, body = run_body(kind, block)
             if kind == "tool" and found is None and events and events[-1][0] == "tool":
                 _, before, start_line, _ = events[-1]  # tool output across blank lines: one message
                 events[-1] = ("tool", before + "\n" * gap + body, start_line, line)
@@ -282,6 +274,21 @@ def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tupl
     if found is not None:
         append(_assistant_event(text, previous_end, end, found.start(), line))
     return events
+
+
+def run_body(kind: str, block: str) -> tuple[str, str]:
+    """(kind, text) of a run of ``#### `` (kind "user") or ``> `` lines (kind "tool"): each
+    line's prefix cut off, trailing spaces aider adds to a line left out. A user run that only
+    replays confirmation answers (:func:`is_confirmation_run`) is aider's output: kind "tool"."""
+    if kind == "user":  # the first line's prefix cut off, the others' substituted (a literal newline leads)
+        body, prefix = block[5:] if block.startswith((" ", "\t"), 4) else block[4:], _USER_PREFIX
+        if _confirms(block):
+            kind = "tool"  # replayed confirmation answers: aider's output, not a request
+    else:
+        body, prefix = block[2:] if block.startswith(" ", 1) else block[1:], _TOOL_PREFIX
+    if "\n" in body:
+        body = prefix.sub("\n", body).replace("  \n", "\n")
+    return kind, body.rstrip()
 
 
 def _assistant_event(text: str, start: int, stop: int, non_space: int, line: int) -> tuple[str, str, int, int]:
