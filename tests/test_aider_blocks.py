@@ -26,3 +26,18 @@ def case(id_: str, *values):
 ])
 def test_run_body(kind, block, expected):
     assert A.run_body(kind, block) == expected
+
+
+@pytest.mark.parametrize("text, starts, skipped, warned", [
+    case("no request", "banner\n", [], 0, False),
+    case("two requests after a banner", "banner\n#### a\nok\n#### b\n", [7, 17], 0, False),
+    case("over the cap: the newest kept, a warning", "#### r\nok\n" * (A.MAX_ROUNDS + 2), None, 2, True),
+])
+def test_fresh_start(text, starts, skipped, warned):
+    start = A._fresh_start(text, "h.md")
+    assert (start.skipped, bool(start.warnings), start.cursors, start.rounds, start.tail) == (skipped, warned, [], [], None)
+    assert start.starts == (starts if starts is not None else start.starts) and len(start.starts) <= A.MAX_ROUNDS
+
+
+def test_resumed_start_without_a_last_parse_is_none():
+    assert A._resumed_start("#### a\n", None) is None
