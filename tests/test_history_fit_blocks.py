@@ -129,3 +129,23 @@ def test_closest_trim(render_cost, room, space, expected, tries):
 
     assert hf._closest_trim(trimmed_to, room, space).tokens == expected
     assert len(asked) == tries
+
+
+def _forms():
+    from ctxengine.nodes.lib.sessions import render_round, round_summary
+    from ctxengine.nodes.types import Round
+
+    long = Round(1, (_user("Fix the parser"),) + tuple(Message("assistant", f"Step {n}: " + "word " * 60, 1) for n in range(4)))
+    short = Round(2, (_user("ok"),))
+    return hf._Forms((long, short), render_round, round_summary)
+
+
+@pytest.mark.parametrize("levels, i, expected", [
+    case("first-last, shorter than the whole: may grow", [hf.FIRST_LAST, hf.VERBATIM], 0, True),
+    case("a summary line: may grow", [hf.SUMMARY, hf.VERBATIM], 0, True),
+    case("verbatim already", [hf.VERBATIM, hf.VERBATIM], 0, False),
+    case("dropped: not given back", [hf.DROPPED, hf.VERBATIM], 0, False),
+    case("a round whose short form is its whole", [hf.VERBATIM, hf.FIRST_LAST], 1, False),
+])
+def test_may_grow(levels, i, expected):
+    assert hf._may_grow(_forms(), levels, i) is expected

@@ -410,35 +410,49 @@ def _room_given_back(forms: _Forms, tokens_of: "_PartTokens", levels: list[int],
     exactly."""
     trimmed: dict[int, str] = {}
     kept: dict[int, Round] = {}
-    counter = tokens_of.counter
     text = None
     for i in range(len(levels) - 2, floor - 1, -1):
-        room = budget - exact
-        if room < GIVE_BACK_MIN:
+        if budget - exact < GIVE_BACK_MIN:
             break
-        if levels[i] not in (FIRST_LAST, SUMMARY) or forms.text(i, levels[i]) is forms.verbatim[i]:
+        if not _may_grow(forms, levels, i):
             continue
-        current = counter.count(forms.text(i, levels[i]))
-        tail_start = first_last_split(forms.rounds[i].messages)[1] if levels[i] == FIRST_LAST else None
-        gist = _gist_note(forms.summary(i))
-        room -= counter.count(gist) + 1 if gist else 0
-        for _ in range(3):  # the separators around a round trimmed inside cost a token or two more
-            grown = round_within(forms.rounds[i], current + room, counter, forms.render_round, location, tail_start)
-            if grown.round is not forms.rounds[i] and gist:
-                grown = replace(grown, text=grown.text + "\n" + gist)  # what its summary line said stays
-            if counter.count(grown.text) <= current:
-                break
-            parts = history_parts(forms, levels, location, trimmed={**trimmed, i: grown.text})
-            total = tokens_of.total(parts)
-            if total <= budget:
-                trimmed[i], kept[i], exact = grown.text, grown.round, total
-                text = "".join(t for _, t in parts)
-                break
-            room -= total - budget
+        grown = _grown_round(forms, tokens_of, levels, trimmed, i, budget - exact, budget, location)
+        if grown is not None:
+            trimmed[i], kept[i], exact, text = grown
     if text is None:
         return _history_fit(forms, levels, render_levels(forms, levels, location), exact)
     levels = [FIRST_LAST if i in trimmed else level for i, level in enumerate(levels)]
     return _history_fit(forms, levels, text, exact, replaced=kept)
+
+
+def _may_grow(forms: _Forms, levels: Sequence[int], i: int) -> bool:
+    """Whether round ``i`` is kept below verbatim (first-last or a summary line) in a form shorter than its whole."""
+    return levels[i] in (FIRST_LAST, SUMMARY) and forms.text(i, levels[i]) is not forms.verbatim[i]
+
+
+def _grown_round(forms: _Forms, tokens_of: "_PartTokens", levels: Sequence[int], trimmed: Mapping[int, str], i: int,
+                 room: int, budget: int, location: str | None) -> tuple[str, Round, int, str] | None:
+    """Round ``i`` trimmed inside (:func:`round_within`) into its form's tokens plus ``room``,
+    with its summary line's gist after it: (its text, the round as kept, the history's exact
+    tokens and text with it) when it grows and the whole history fits ``budget`` (up to 3 tries,
+    the room cut by each miss: the separators cost a token or two more); None when it does not."""
+    counter = tokens_of.counter
+    current = counter.count(forms.text(i, levels[i]))
+    tail_start = first_last_split(forms.rounds[i].messages)[1] if levels[i] == FIRST_LAST else None
+    gist = _gist_note(forms.summary(i))
+    room -= counter.count(gist) + 1 if gist else 0
+    for _ in range(3):
+        grown = round_within(forms.rounds[i], current + room, counter, forms.render_round, location, tail_start)
+        if grown.round is not forms.rounds[i] and gist:
+            grown = replace(grown, text=grown.text + "\n" + gist)  # what its summary line said stays
+        if counter.count(grown.text) <= current:
+            return None
+        parts = history_parts(forms, levels, location, trimmed={**trimmed, i: grown.text})
+        total = tokens_of.total(parts)
+        if total <= budget:
+            return grown.text, grown.round, total, "".join(t for _, t in parts)
+        room -= total - budget
+    return None
 
 
 def _gist_note(summary: str) -> str:
