@@ -149,3 +149,22 @@ def _forms():
 ])
 def test_may_grow(levels, i, expected):
     assert hf._may_grow(_forms(), levels, i) is expected
+
+
+def test_newest_within_cuts_the_request_when_the_opening_alone_is_over():
+    from ctxengine.nodes.lib.sessions import render_round
+    from ctxengine.nodes.types import Round
+
+    round_ = Round(4, (Message("system", "resumed", 1), _user("word " * 400), Message("assistant", "Done " * 50, 1)))
+    text, kept = hf._newest_within(round_, 60, COUNTER, render_round, 4.0)
+    assert [m.role for m in kept.messages] == ["system", "user"]  # the reply went, a note names it
+    assert kept.messages[1].content.startswith("word word") and len(kept.messages[1].content) < 400 * 5
+    assert "[session] resumed" in text and COUNTER.count(text) <= 60 + 24
+
+
+@pytest.mark.parametrize("room", [0, 100])
+def test_newest_within_a_round_without_messages_is_its_heading(room):
+    from ctxengine.nodes.lib.sessions import render_round
+    from ctxengine.nodes.types import Round
+
+    assert hf._newest_within(Round(1, ()), room, COUNTER, render_round, 4.0)[0] == "### Round 1"

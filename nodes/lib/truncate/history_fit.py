@@ -878,33 +878,43 @@ def _newest_within(round_: Round, room: int, counter, render_round, ratio) -> tu
     last tool groups and messages that fit, with a note for those cut between; the request is
     cut (head kept) when it alone is over."""
     messages = round_.messages
-    groups = message_groups(messages)
     head_end, _ = first_last_split(messages)
-    pinned = range(head_end)
     header = counter.count(render_round(replace(round_, messages=())))
-    note_cost = 24
-    space = room - header - note_cost
+    space = room - header - 24  # 24: the note naming what is cut
 
     def cost(message: Message) -> int:
         return max(1, estimate_tokens(render_round(replace(round_, messages=(message,))), ratio) - header + 1)
 
-    trimmed = trim_units(messages, space, cost, strategy="last", pinned=pinned, groups=groups)
-    kept = [i for i in trimmed.indices]
-    chosen = [messages[i] for i in kept]
-    if sum(cost(messages[i]) for i in pinned) > space:
-        opening = max(pinned)
-        others = sum(cost(messages[i]) for i in pinned if i != opening)
-        cut = cut_text(messages[opening].content, max(1, space - others), counter, "head")
-        chosen = [replace(messages[i], content=cut.text) if i == opening else messages[i] for i in pinned]
-        kept = list(pinned)
+    if head_end and sum(cost(messages[i]) for i in range(head_end)) > space:  # (a round without messages: its heading)
+        kept, chosen = _opening_cut(messages, head_end, space, cost, counter)
+    else:
+        kept = list(trim_units(messages, space, cost, strategy="last", pinned=range(head_end),
+                               groups=message_groups(messages)).indices)
+        chosen = [messages[i] for i in kept]
+    return _kept_text(round_, kept, chosen, head_end, render_round), replace(round_, messages=tuple(chosen))
+
+
+def _opening_cut(messages: Sequence[Message], head_end: int, space: int, cost: Callable[[Message], int],
+                 counter) -> tuple[list[int], list[Message]]:
+    """(indices, messages) of a round's opening alone, its last message (the request) cut to
+    what ``space`` leaves after the others (its head kept)."""
+    opening = head_end - 1
+    others = sum(cost(messages[i]) for i in range(head_end) if i != opening)
+    cut = cut_text(messages[opening].content, max(1, space - others), counter, "head")
+    return list(range(head_end)), [replace(messages[i], content=cut.text) if i == opening else messages[i]
+                                   for i in range(head_end)]
+
+
+def _kept_text(round_: Round, kept: Sequence[int], chosen: Sequence[Message], head_end: int, render_round) -> str:
+    """The text of ``round_`` keeping the messages ``chosen`` (at indices ``kept``): rendered
+    whole when nothing is cut, else with a note naming the cut messages between opening and tail."""
+    kept_at = set(kept)
+    cut_messages = [m for i, m in enumerate(round_.messages) if i not in kept_at]
+    if not cut_messages:
+        return render_round(replace(round_, messages=tuple(chosen)))
     head = [m for i, m in zip(kept, chosen) if i < head_end]
     tail = [m for i, m in zip(kept, chosen) if i >= head_end]
-    cut_messages = [m for i, m in enumerate(messages) if i not in set(kept)]
-    if not cut_messages:
-        text = render_round(replace(round_, messages=tuple(chosen)))
-    else:
-        text = _with_note(round_, head, tail, _messages_note(cut_messages) + "]", render_round)
-    return text, replace(round_, messages=tuple(chosen))
+    return _with_note(round_, head, tail, _messages_note(cut_messages) + "]", render_round)
 
 
 def keep_first_rounds(rounds: Sequence[Round], budget: int, counter, render_round, location: str | None = None,
