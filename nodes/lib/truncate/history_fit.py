@@ -359,31 +359,10 @@ def fit_history(
         return HistoryFit("", 0, (), ())
     forms = _Forms(rounds, render_round, round_summary)
     tokens_of = _PartTokens(forms, counter)
-    marker = counter.count(drop_note(rounds, location)) + 2
     floor = max(0, min(int(summarized_before), len(rounds) - 1))
-
-    def at_most_summary(level: int) -> Callable[[int], int]:
-        return lambda i: tokens_of.cost(i, SUMMARY if i < floor else level)
-
-    target = budget
-    for _ in range(8):
-        levels, total = graded_levels(len(rounds), at_most_summary(VERBATIM), at_most_summary(FIRST_LAST),
-                                      at_most_summary(SUMMARY), target, keep_last, recent_share, marker,
-                                      rough=lambda i: estimate_tokens(forms.verbatim[i]))
-        levels = [max(level, SUMMARY) if i < floor else level for i, level in enumerate(levels)]
-        if keep_all and (total > target or DROPPED in levels):
-            break
-        if total > target:
-            break
-        parts = history_parts(forms, levels, location)
-        exact = tokens_of.total(parts)
-        if exact <= budget:
-            if not keep_all and _newest_crowds_out(levels, tokens_of, budget):
-                break  # the newest round would push out what explains it: the tight fit
-            if keep_all or not give_back:
-                return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
-            return _room_given_back(forms, tokens_of, levels, exact, budget, floor, location)
-        target -= exact - budget + 2
+    graded = _graded_fit(forms, tokens_of, budget, keep_last, recent_share, floor, location, keep_all, give_back)
+    if graded is not None:
+        return graded
     if keep_all:
         return _summary_floor(forms, tokens_of, keep_last, location)
     tight = _tight_fit(forms, tokens_of, budget, counter, location)
@@ -391,6 +370,44 @@ def fit_history(
         return tight
     levels = [DROPPED] * (len(rounds) - 1) + [VERBATIM]
     return _trim_newest(forms, levels, budget, counter, location, DEFAULT_CHARS_PER_TOKEN)
+
+
+def _graded_fit(forms: _Forms, tokens_of: "_PartTokens", budget: int, keep_last: int, recent_share: float,
+                floor: int, location: str | None, keep_all: bool, give_back: bool) -> HistoryFit | None:
+    """The graded fit (:func:`graded_levels`) within ``budget``, counted exactly: the target
+    lowered by each miss, up to 8 tries (room given back when ``give_back``, see
+    :func:`_room_given_back`); None when there is none: the grading is over its target, drops a
+    round with ``keep_all``, or keeps the newest round whole at the cost of what explains it."""
+    marker = tokens_of.counter.count(drop_note(forms.rounds, location)) + 2
+    target = budget
+    for _ in range(8):
+        levels, total = _floored_levels(forms, tokens_of, target, keep_last, recent_share, marker, floor)
+        if total > target or (keep_all and DROPPED in levels):
+            return None
+        parts = history_parts(forms, levels, location)
+        exact = tokens_of.total(parts)
+        if exact <= budget:
+            if not keep_all and _newest_crowds_out(levels, tokens_of, budget):
+                return None  # the newest round would push out what explains it: the tight fit
+            if keep_all or not give_back:
+                return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
+            return _room_given_back(forms, tokens_of, levels, exact, budget, floor, location)
+        target -= exact - budget + 2
+    return None
+
+
+def _floored_levels(forms: _Forms, tokens_of: "_PartTokens", target: int, keep_last: int, recent_share: float,
+                    marker: int, floor: int) -> tuple[list[int], int]:
+    """(level of each round, their tokens) graded within ``target`` (:func:`graded_levels`), the
+    rounds before ``floor`` at most summary lines."""
+
+    def at_most_summary(level: int) -> Callable[[int], int]:
+        return lambda i: tokens_of.cost(i, SUMMARY if i < floor else level)
+
+    levels, total = graded_levels(len(forms.rounds), at_most_summary(VERBATIM), at_most_summary(FIRST_LAST),
+                                  at_most_summary(SUMMARY), target, keep_last, recent_share, marker,
+                                  rough=lambda i: estimate_tokens(forms.verbatim[i]))
+    return [max(level, SUMMARY) if i < floor else level for i, level in enumerate(levels)], total
 
 
 MIN_MESSAGE_TOKENS = 12  # a message given fewer tokens than this is cut whole (a note stands for it)
