@@ -168,3 +168,15 @@ def test_newest_within_a_round_without_messages_is_its_heading(room):
     from ctxengine.nodes.types import Round
 
     assert hf._newest_within(Round(1, ()), room, COUNTER, render_round, 4.0)[0] == "### Round 1"
+
+
+@pytest.mark.parametrize("target, floor, expected", [
+    case("room for all: verbatim", 10_000, 0, [hf.VERBATIM, hf.VERBATIM]),
+    case("a round the state stage summarised stays a summary line", 10_000, 1, [hf.SUMMARY, hf.VERBATIM]),
+    case("tight: the older round goes down first", 60, 0, [hf.SUMMARY, hf.VERBATIM]),
+])
+def test_floored_levels(target, floor, expected):
+    forms = _forms()
+    tokens_of = hf._PartTokens(forms, COUNTER)
+    levels, total = hf._floored_levels(forms, tokens_of, target, 1, 0.75, 10, floor)
+    assert levels == expected and total <= target
