@@ -16,6 +16,7 @@ import os
 import platform
 import subprocess
 from dataclasses import replace
+from importlib import resources
 
 from hamilton.function_modifiers import cache, extract_fields, tag
 
@@ -31,7 +32,6 @@ from .lib.memo import NO_MEMO, Memo
 from .lib.settings import StateSettings, trust_at
 from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path
 from .lib.programs import executable_path, safe_search_path
-from .lib.usercache import program_output
 from .types import ConfigError, CtxEngineError, Section, Source
 from ..version import __version__
 
@@ -464,8 +464,6 @@ def git_snapshot(project_dir: str, state_settings: StateSettings) -> _git.GitSna
 def _bundled_example(project_dir: str) -> bool:
     """Whether ``project_dir`` is one of ctxengine's bundled examples (then the clone or virtual
     environment it sits in is ctxengine's, not the project's: not reading it is no news)."""
-    from importlib import resources
-
     examples = os.path.realpath(str(resources.files("ctxengine.examples")))
     return os.path.realpath(project_dir).startswith(examples + os.sep)
 
@@ -553,13 +551,9 @@ def file_tree_section(file_listing: _filetree.FileListing, state_settings: State
 
 def _version_of(program: str, project_dir: str, path: str | None) -> str | None:
     """``program --version``'s first line, the program found on the absolute entries of ``path``
-    and never inside the project (:func:`executable_path`), started by that absolute path;
-    kept between processes per binary (:func:`program_output`), a failure never kept."""
+    and never inside the project (:func:`executable_path`), started by that absolute path."""
     where = executable_path(program, project_dir, path)
-    if where is None:
-        return None
-    return program_output(where, ("--version",),
-                          lambda: _first_version_line(where, safe_search_path(path, project_dir)))
+    return None if where is None else _first_version_line(where, safe_search_path(path, project_dir))
 
 
 def _first_version_line(program: str, search_path: str) -> str | None:
@@ -578,10 +572,9 @@ def _first_version_line(program: str, search_path: str) -> str | None:
 
 def _git_version(project_dir: str, path: str | None) -> str | None:
     """The git version through the safe runner, git found as :func:`_version_of` finds a
-    program; kept between processes per binary (:func:`program_output`), a failure never kept."""
+    program."""
     where = executable_path("git", project_dir, path)
-    return None if where is None else program_output(where, ("--version", "safe runner"),
-                                                      lambda: _git.git_version(where))
+    return None if where is None else _git.git_version(where)
 
 
 @tag(stage=STAGE, loader="environment")

@@ -25,6 +25,8 @@ from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from tqdm import tqdm
+
 from . import caching, driver
 from .api import check_request
 from .nodes.config import user_config_path
@@ -342,8 +344,6 @@ def _with_progress(rows: Iterator[dict], progress: Any, total: int | None) -> It
     if not progress or not sys.stderr.isatty():
         yield from rows
         return
-    from tqdm import tqdm
-
     with tqdm(total=total, unit="project", file=sys.stderr, dynamic_ncols=True) as bar:
         failed = 0
         for row in rows:

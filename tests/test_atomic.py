@@ -58,8 +58,8 @@ def test_only_a_regular_file_is_replaced_never_a_fifo_a_link_or_a_folder(tmp_pat
 
 
 def test_the_user_caches_files_are_written_whole_and_private(tmp_path):
-    usercache.write_private(tmp_path / "programs.json", "{}")
-    assert stat.S_IMODE((tmp_path / "programs.json").stat().st_mode) == 0o600 and _leftovers(tmp_path) == []
+    usercache.write_private(tmp_path / "marker.txt", "{}")
+    assert stat.S_IMODE((tmp_path / "marker.txt").stat().st_mode) == 0o600 and _leftovers(tmp_path) == []
 
 
 def test_there_is_one_atomic_writer_and_one_cache_root_resolver():

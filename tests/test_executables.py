@@ -1,5 +1,5 @@
 """Programs ctxengine starts (git, node, dot) come from absolute PATH entries only, never from the
-project, and are started by their absolute path; a failed version probe is not remembered.
+project, and are started by their absolute path.
 
 The project is a REAL repository with a committed executable ``git`` and ``node`` (shell scripts
 that touch a marker file OUTSIDE the project and print a fake version). The builds run through
@@ -21,7 +21,6 @@ import pytest
 
 from ctxengine.nodes.lib import git as G
 from ctxengine.nodes.lib import programs as P
-from ctxengine.nodes.lib import usercache
 from test_state_git import commit_all, make_repo
 
 HAS_GIT = shutil.which("git") is not None
@@ -146,44 +145,6 @@ def test_a_committed_git_and_node_never_run_from_a_cli_build(tmp_path: Path):
 
 
 # ----------------------------------------------------------------------------- version probes
-
-
-def test_a_failed_probe_is_not_remembered(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(usercache, "_OUTPUTS", None)  # a new process
-    binary = shutil.copy(os.path.realpath(sys.executable), tmp_path / "prog")  # a compiled executable
-    answers = iter([None, "prog 1.0", "prog 2.0"])
-    runs = []
-
-    def probe() -> str | None:
-        runs.append(1)
-        return next(answers)
-
-    assert usercache.program_output(str(binary), ("--version",), probe) is None  # failed: not kept
-    assert usercache.program_output(str(binary), ("--version",), probe) == "prog 1.0"  # asked again
-    monkeypatch.setattr(usercache, "_OUTPUTS", None)  # the next process reads the file
-    assert usercache.program_output(str(binary), ("--version",), probe) == "prog 1.0"
-    assert len(runs) == 2
-    kept = json.loads((Path(usercache.user_cache_dir()) / "programs.json").read_text())
-    assert list(kept.values()) == ["prog 1.0"]
-
-
-def test_a_failure_an_older_version_stored_counts_as_nothing_stored(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("CTXENGINE_CACHE_DIR", str(tmp_path / "cache"))
-    binary = shutil.copy(os.path.realpath(sys.executable), tmp_path / "prog")
-    key = usercache._binary_key(str(binary), ("--version",))
-    stored = Path(usercache.user_cache_dir()) / "programs.json"  # $CTXENGINE_CACHE_DIR/ctxengine-cache
-    stored.write_text(json.dumps({key: None}))
-    stored.chmod(0o600)
-    monkeypatch.setattr(usercache, "_OUTPUTS", None)
-    assert usercache.program_output(str(binary), ("--version",), lambda: "prog 3.0") == "prog 3.0"
-
-
-def test_a_bare_program_name_is_never_a_cache_key(tmp_path: Path, monkeypatch):
-    shutil.copy(os.path.realpath(sys.executable), tmp_path / "git")  # a compiled "git" in the working folder
-    monkeypatch.chdir(tmp_path)
-    assert usercache._binary_key("git", ("--version",)) is None
-    assert usercache._binary_key(str(tmp_path / "git"), ("--version",)) is not None
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git is not installed")

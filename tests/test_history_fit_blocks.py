@@ -67,3 +67,116 @@ def test_with_lost_groups_back(kept, slack, expected_kept, expected_slack):
 def test_kept_messages(kept, lost, expected):
     out = hf._kept_messages(MESSAGES, kept, [0, 0, 1, 2], lost)
     assert [(i, m.content, len(m.tool_calls)) for i, m in out] == expected
+
+
+# round_within's steps: the round's three runs, then the search for the space that fits the room.
+
+def _user(text: str = "Do it") -> Message:
+    return Message("user", text, 1)
+
+
+@pytest.mark.parametrize("messages, tail_start, expected", [
+    case("no tail: the opening, then the rest", (_user(), MESSAGES[0], MESSAGES[1]), None, (1, 2, 0)),
+    case("a tail from index 2", (_user(), MESSAGES[0], MESSAGES[1], MESSAGES[3]), 2, (1, 1, 2)),
+    case("a tail inside the opening starts after it", (MESSAGES[2], _user(), MESSAGES[0]), 0, (2, 0, 1)),
+    case("a tail past the end is empty", (_user(), MESSAGES[0]), 9, (1, 1, 0)),
+])
+def test_round_thirds(messages, tail_start, expected):
+    thirds = hf.round_thirds(messages, tail_start)
+    assert tuple(map(len, thirds)) == expected
+    assert thirds.head + thirds.rest + thirds.tail == messages[:sum(expected)]
+
+
+def _trim(tokens: int) -> hf._Trimmed:
+    return hf._Trimmed(str(tokens), tokens, None)
+
+
+@pytest.mark.parametrize("best, tokens, room, expected", [
+    case("none yet, within", None, 90, 100, 90),
+    case("none yet, over", None, 110, 100, None),
+    case("larger and within replaces", 80, 95, 100, 95),
+    case("smaller keeps the best", 80, 70, 100, 80),
+    case("exactly the room is within", 80, 100, 100, 100),
+])
+def test_larger_within(best, tokens, room, expected):
+    found = hf._larger_within(None if best is None else _trim(best), _trim(tokens), room)
+    assert (None if found is None else found.tokens) == expected
+
+
+@pytest.mark.parametrize("space, miss, fits, over, expected", [
+    case("no bracket yet: step by the miss", 100, -30, 0, None, 70),
+    case("inside the bracket: step by the miss", 100, 5, 50, 120, 105),
+    case("outside it: its middle", 100, 40, 50, 120, 85),
+    case("on its edge is outside", 100, 20, 50, 120, 85),
+])
+def test_next_space(space, miss, fits, over, expected):
+    assert hf._next_space(space, miss, fits, over) == expected
+
+
+@pytest.mark.parametrize("render_cost, room, space, expected, tries", [
+    case("the first try close enough", lambda s: s + 5, 500, 495, 500, 1),
+    case("the render costs a fifth more: steps by the miss, then inside the bracket", lambda s: s * 6 // 5, 300, 300,
+         300, 4),  # 300 -> 360 over, 240 -> 288 (12 short), 252 -> 302 over, 250 -> 300
+    case("nothing fits: bisects down to the smallest made", lambda s: 400 + s, 300, 100, 401, 7),  # 100, 50, ... 1
+    case("no space to give: one try", lambda s: 50, 40, -10, 50, 1),
+])
+def test_closest_trim(render_cost, room, space, expected, tries):
+    asked = []
+
+    def trimmed_to(space):
+        asked.append(space)
+        return _trim(render_cost(max(0, space)))
+
+    assert hf._closest_trim(trimmed_to, room, space).tokens == expected
+    assert len(asked) == tries
+
+
+def _forms():
+    from ctxengine.nodes.lib.sessions import render_round, round_summary
+    from ctxengine.nodes.types import Round
+
+    long = Round(1, (_user("Fix the parser"),) + tuple(Message("assistant", f"Step {n}: " + "word " * 60, 1) for n in range(4)))
+    short = Round(2, (_user("ok"),))
+    return hf._Forms((long, short), render_round, round_summary)
+
+
+@pytest.mark.parametrize("levels, i, expected", [
+    case("first-last, shorter than the whole: may grow", [hf.FIRST_LAST, hf.VERBATIM], 0, True),
+    case("a summary line: may grow", [hf.SUMMARY, hf.VERBATIM], 0, True),
+    case("verbatim already", [hf.VERBATIM, hf.VERBATIM], 0, False),
+    case("dropped: not given back", [hf.DROPPED, hf.VERBATIM], 0, False),
+    case("a round whose short form is its whole", [hf.VERBATIM, hf.FIRST_LAST], 1, False),
+])
+def test_may_grow(levels, i, expected):
+    assert hf._may_grow(_forms(), levels, i) is expected
+
+
+def test_newest_within_cuts_the_request_when_the_opening_alone_is_over():
+    from ctxengine.nodes.lib.sessions import render_round
+    from ctxengine.nodes.types import Round
+
+    round_ = Round(4, (Message("system", "resumed", 1), _user("word " * 400), Message("assistant", "Done " * 50, 1)))
+    text, kept = hf._newest_within(round_, 60, COUNTER, render_round, 4.0)
+    assert [m.role for m in kept.messages] == ["system", "user"]  # the reply went, a note names it
+    assert kept.messages[1].content.startswith("word word") and len(kept.messages[1].content) < 400 * 5
+    assert "[session] resumed" in text and COUNTER.count(text) <= 60 + 24
+
+
+@pytest.mark.parametrize("room", [0, 100])
+def test_newest_within_a_round_without_messages_is_its_heading(room):
+    from ctxengine.nodes.lib.sessions import render_round
+    from ctxengine.nodes.types import Round
+
+    assert hf._newest_within(Round(1, ()), room, COUNTER, render_round, 4.0)[0] == "### Round 1"
+
+
+@pytest.mark.parametrize("target, floor, expected", [
+    case("room for all: verbatim", 10_000, 0, [hf.VERBATIM, hf.VERBATIM]),
+    case("a round the state stage summarised stays a summary line", 10_000, 1, [hf.SUMMARY, hf.VERBATIM]),
+    case("tight: the older round goes down first", 60, 0, [hf.SUMMARY, hf.VERBATIM]),
+])
+def test_floored_levels(target, floor, expected):
+    forms = _forms()
+    tokens_of = hf._PartTokens(forms, COUNTER)
+    levels, total = hf._floored_levels(forms, tokens_of, target, 1, 0.75, 10, floor)
+    assert levels == expected and total <= target

@@ -87,6 +87,44 @@ def test_a_row_without_the_users_mac_is_refused_unread(table, tmp_path):
     assert db.execute("SELECT COUNT(*) FROM memo").fetchone()[0] == 0  # and deleted
 
 
+
+def test_values_read_from_the_table_are_held_within_the_memos_one_bound(table):
+    first = _process(table)
+    for i in range(2000):
+        first.get("count:x", i.to_bytes(16, "little"), lambda i=i: i)
+    _written(first, table)
+    small = Memo(max_bytes=40_000)
+    small.open(table)
+    assert all(small.get("count:x", i.to_bytes(16, "little"), lambda: -1) == i for i in range(2000))
+    assert not small.made and 0 < small.bytes <= 40_000  # read values are entries: counted, bounded, evicted
+
+
+def test_a_kind_with_a_value_that_does_not_pickle_is_left_out_of_the_table(table):
+    memo = _process(table)
+    memo.get("summary", b"s" * 16, lambda: "kept")
+    memo.get("odd", b"o" * 16, lambda: (lambda: "no pickle"))  # made and used in this process
+    assert memo.get("odd", b"o" * 16, lambda: pytest.fail("made again"))() == "no pickle"
+    _written(memo, table)
+    assert _kinds(table) == ["summary"]
+    again = _process(table)
+    assert again.get("summary", b"s" * 16, lambda: "made") == "kept" and not again.made
+
+
+
+def test_a_row_written_again_replaces_the_row_that_held_it(table):
+    for _ in range(2):  # two processes make the same values: one row
+        memo = _process(table)
+        for i in range(3):
+            memo.get("summary", i.to_bytes(16, "little"), lambda i=i: f"line {i}")
+        _written(memo, table)
+    for text in ("first parse", "second parse"):  # a last parse put again: no copy left behind
+        memo = _process(table)
+        memo.put("last-parse", b"p" * 16, text, 100, persist=True)
+        _written(memo, table)
+    assert _kinds(table) == ["summary", "last-parse"]
+    assert _process(table).peek("last-parse", b"p" * 16) == "second parse"
+
+
 class _Touch:
     def __init__(self, marker: Path) -> None:
         self.marker = str(marker)

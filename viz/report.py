@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 from ..nodes.lib.lineage import section_fate
 from ..nodes.report import BuildResult
 from .dot import dot_program
+from .lineage import lineage_digraph
 from .output import OutputWriteError, rendered
 
 CSS = """
@@ -198,8 +199,6 @@ def _lineage(lineage: Any, project_dir: str | os.PathLike | None = None) -> str:
     why = "is not installed"
     dot = dot_program(project_dir)  # absolute PATH entries outside the project; started by that path
     if dot is not None:
-        from .lineage import lineage_digraph  # graphviz: 11-18 ms that every build through the API would pay
-
         try:
             svg = rendered(lineage_digraph(lineage), "svg", "the report's lineage", dot, project_dir).decode("utf-8")
             svg = svg[svg.index("<svg"):]  # without the XML declaration and DOCTYPE

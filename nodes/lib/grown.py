@@ -42,10 +42,6 @@ class GrownTexts:
         self._lock = threading.Lock()
         self._kept: LRUCache = LRUCache(maxsize=max_files)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-
     def text(self, key: str, data: bytes, make: Callable[[bytes], tuple[str, int, bytes | None]],
              safe: Callable[[bytes], bool]) -> tuple[str, int]:
         """(text, removed) of ``data``: ``make(data)``, or, when ``data`` grew from the bytes

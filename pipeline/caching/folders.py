@@ -30,6 +30,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+from .. import configs, nodes
 from ..nodes.lib import usercache
 from ..nodes.lib.usercache import cache_root
 from ..version import __version__
@@ -96,8 +97,6 @@ def code_version() -> str:
 
 def code_folders() -> list[Path]:
     """The folders of the node sources and the bundled configs."""
-    from .. import configs, nodes
-
     return [Path(nodes.__file__).resolve().parent, Path(configs.__file__).resolve().parent]
 
 
@@ -161,11 +160,17 @@ def total_bytes(root: Path) -> int:
 def stale(folder: Path) -> bool:
     """Whether a project's cache folder belongs to a project that no longer exists (the path in
     its project.txt is gone; a folder without one has not finished a build: not stale)."""
-    try:
-        project = (folder / PROJECT_FILE).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return False
+    project = recorded_project(folder)
     return bool(project) and not os.path.isdir(project)
+
+
+def recorded_project(folder: Path) -> str:
+    """The project path a project's cache folder records in its project.txt ("" when it has none
+    or it cannot be read)."""
+    try:
+        return (folder / PROJECT_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return ""
 
 
 def stats(cache_dir: Path) -> dict:
@@ -179,12 +184,9 @@ def stats(cache_dir: Path) -> dict:
     last = {}
     with contextlib.suppress(OSError, ValueError):
         last = json.loads((cache_dir / LAST_RUN_FILE).read_text(encoding="utf-8"))
-    project = ""
-    with contextlib.suppress(OSError, ValueError):
-        project = (cache_dir / PROJECT_FILE).read_text(encoding="utf-8").strip()
     return {
         "folder": str(cache_dir),
-        "project": project,
+        "project": recorded_project(cache_dir),
         "stale": stale(cache_dir),
         "bytes": _tree_size(cache_dir),
         "entries": entries,

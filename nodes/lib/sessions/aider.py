@@ -9,6 +9,7 @@ import pickle
 import re
 from dataclasses import MISSING, dataclass, fields
 from itertools import chain as _chain
+from typing import NamedTuple
 
 from ...types import Message, Round
 from ..digest import digest16, round_digest_of, text_digest
@@ -44,25 +45,75 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     """
     source = digest16(path.encode("utf-8", "surrogatepass"))
     resumed = _resume_point(memo.peek(LAST_PARSE, source), text, memo)
-    warnings: tuple[str, ...] = ()
-    tail, kept = None, ()
-    if resumed is not None:
-        prev, k, prev_rounds = resumed
-        starts = prev.starts[:k] + _request_starts(text, prev.starts[k] - 1)
-        state, cursors = prev.cursors[k], list(prev.cursors[:k])
-        rounds = list(prev_rounds[:state[-1]])
-        skipped, tail, kept = prev.skipped, prev.tail, prev.chunks[:state[-1] // ROUNDS_CHUNK]
-    if resumed is None or len(starts) > MAX_ROUNDS:
-        starts = _user_run_starts(text)
-        skipped = max(0, len(starts) - MAX_ROUNDS)
-        state = _prelude_state(text, starts) if not skipped else _state_at_cut(text, starts, skipped)
-        if skipped:
-            warnings = (rounds_cap_warning(path, len(starts), state[0]),)
-        starts = starts[skipped:]
-        rounds: list[Round] = []
-        cursors: list[tuple] = []
-        tail, kept = None, ()
-    line, position, header, sessions, _ = state
+    start = _resumed_start(text, resumed)
+    if start is None or len(start.starts) > MAX_ROUNDS:
+        start = _fresh_start(text, path)
+    walked = _walked_stretches(text, start, memo)
+    newlines = walked.line - 1 + text.count("\n", walked.position)  # line: the number of the line at position
+    rounds = tuple(walked.rounds)
+    changed = resumed is None or resumed[0].length != len(text)  # else: the parse read or written before
+    parsed = _AiderParse(text, len(text), text_digest(text), text.endswith("\n"), start.starts, tuple(walked.cursors),
+                         _round_chunks(rounds, start.kept, memo) if changed else resumed[0].chunks, start.skipped,
+                         walked.tail, rounds)
+    memo.put(LAST_PARSE, source, parsed, 4 * len(text), persist=changed)
+    total = newlines + (0 if text.endswith("\n") or not text else 1)
+    return SessionHistory(rounds, start.warnings, path, AIDER, walked.sessions, total)
+
+
+class _Start(NamedTuple):
+    """Where a parse starts: the stretches' starts (the requests kept), the parser's state at the
+    first stretch still to parse (line, position, header, sessions, rounds made), the cursors and
+    rounds of the stretches before it, the requests left out, the last stretch parsed before
+    (its key and parse, or None), the runs of round keys already made, and the warnings."""
+
+    starts: list
+    state: tuple
+    cursors: list
+    rounds: list
+    skipped: int
+    tail: tuple | None
+    kept: tuple
+    warnings: tuple[str, ...]
+
+
+def _resumed_start(text: str, resumed) -> _Start | None:
+    """The :class:`_Start` of a text that grew from the last parse (:func:`_resume_point`): its
+    stretches up to the resume point kept, the requests after it found again; None without one."""
+    if resumed is None:
+        return None
+    prev, k, prev_rounds = resumed
+    state = prev.cursors[k]
+    return _Start(prev.starts[:k] + _request_starts(text, prev.starts[k] - 1), state, list(prev.cursors[:k]),
+                  list(prev_rounds[:state[-1]]), prev.skipped, prev.tail, prev.chunks[:state[-1] // ROUNDS_CHUNK], ())
+
+
+def _fresh_start(text: str, path: str) -> _Start:
+    """The :class:`_Start` of a parse from the beginning: the newest :data:`MAX_ROUNDS` requests
+    kept (a warning when some are left out), nothing parsed yet."""
+    starts = _user_run_starts(text)
+    skipped = max(0, len(starts) - MAX_ROUNDS)
+    state = _prelude_state(text, starts) if not skipped else _state_at_cut(text, starts, skipped)
+    warnings = (rounds_cap_warning(path, len(starts), state[0]),) if skipped else ()
+    return _Start(starts[skipped:], state, [], [], skipped, None, (), warnings)
+
+
+class _Walked(NamedTuple):
+    """What parsing the stretches left: the rounds and cursors, the last stretch (key, parse),
+    and the parser's line, position and session count at the end."""
+
+    rounds: list
+    cursors: list
+    tail: tuple | None
+    line: int
+    position: int
+    sessions: int
+
+
+def _walked_stretches(text: str, start: _Start, memo: Memo) -> _Walked:
+    """The stretches of ``text`` from ``start`` on parsed, each through the memo by the hash of
+    its text, first line and inherited header (the last parse's last stretch reused unchanged)."""
+    starts, skipped, rounds, cursors, tail = start.starts, start.skipped, start.rounds, start.cursors, start.tail
+    line, position, header, sessions, _ = start.state
     for i in range(len(cursors), len(starts)):
         cursors.append((line, position, header, sessions, len(rounds)))
         begin = starts[i]
@@ -81,14 +132,7 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
         sessions += found
         if group:
             rounds.append(_aider_round_of(key, group, last, skipped + len(rounds) + 1))
-    newlines = line - 1 + text.count("\n", position)  # line: the number of the line at position
-    rounds = tuple(rounds)
-    changed = resumed is None or resumed[0].length != len(text)  # else: the parse read or written before
-    parsed = _AiderParse(text, len(text), text_digest(text), text.endswith("\n"), starts, tuple(cursors),
-                         _round_chunks(rounds, kept, memo) if changed else prev.chunks, skipped, tail, rounds)
-    memo.put(LAST_PARSE, source, parsed, 4 * len(text), persist=changed)
-    total = newlines + (0 if text.endswith("\n") or not text else 1)
-    return SessionHistory(rounds, warnings, path, AIDER, sessions, total)
+    return _Walked(rounds, cursors, tail, line, position, sessions)
 
 
 #: What a parsed stretch or a round costs in the memo beyond twice its text's length (its
@@ -263,15 +307,7 @@ def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tupl
         if kind == "header":
             append((kind, block[2:].rstrip(), first, line))
         else:
-            if kind == "user":  # the first line's prefix cut off, the others' substituted (a literal newline leads)
-                body, prefix = block[5:] if block.startswith((" ", "\t"), 4) else block[4:], _USER_PREFIX
-                if _confirms(block):
-                    kind = "tool"  # replayed confirmation answers: aider's output, not a request
-            else:
-                body, prefix = block[2:] if block.startswith(" ", 1) else block[1:], _TOOL_PREFIX
-            if "\n" in body:
-                body = prefix.sub("\n", body).replace("  \n", "\n")
-            body = body.rstrip()
+            kind, body = run_body(kind, block)
             if kind == "tool" and found is None and events and events[-1][0] == "tool":
                 _, before, start_line, _ = events[-1]  # tool output across blank lines: one message
                 events[-1] = ("tool", before + "\n" * gap + body, start_line, line)
@@ -282,6 +318,21 @@ def _aider_events(text: str, begin: int, end: int, first_line: int) -> list[tupl
     if found is not None:
         append(_assistant_event(text, previous_end, end, found.start(), line))
     return events
+
+
+def run_body(kind: str, block: str) -> tuple[str, str]:
+    """(kind, text) of a run of ``#### `` (kind "user") or ``> `` lines (kind "tool"): each
+    line's prefix cut off, trailing spaces aider adds to a line left out. A user run that only
+    replays confirmation answers (:func:`is_confirmation_run`) is aider's output: kind "tool"."""
+    if kind == "user":  # the first line's prefix cut off, the others' substituted (a literal newline leads)
+        body, prefix = block[5:] if block.startswith((" ", "\t"), 4) else block[4:], _USER_PREFIX
+        if _confirms(block):
+            kind = "tool"  # replayed confirmation answers: aider's output, not a request
+    else:
+        body, prefix = block[2:] if block.startswith(" ", 1) else block[1:], _TOOL_PREFIX
+    if "\n" in body:
+        body = prefix.sub("\n", body).replace("  \n", "\n")
+    return kind, body.rstrip()
 
 
 def _assistant_event(text: str, start: int, stop: int, non_space: int, line: int) -> tuple[str, str, int, int]:

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from ...types import ConfigError, Section
 from ..quote import quoted
 from ..tokens import TokenCounter
+from .diff import diff_summary
+from .headtail import head_summary, tail_summary
+from .markdown import summarize_text
+from .plan import plan_summary
 from .protocol import METHODS, Summarizer
-
-# The summaries themselves (diff, headtail, markdown, plan) are imported by summarize_section:
-# making the summarizer value, as every build does, loads none of them.
 
 
 @dataclass(frozen=True)
@@ -47,11 +48,6 @@ def summarize_section(section: Section, max_tokens: int, counter: TokenCounter, 
     "gsd"), git -> :func:`diff_summary` (``section.data["files"]`` / ``["renames"]`` when
     present), history -> :func:`tail_summary`, tree / environment -> :func:`head_summary`,
     anything else -> ``method`` (extractive | headings)."""
-    from .diff import diff_summary
-    from .headtail import head_summary, tail_summary
-    from .markdown import summarize_text
-    from .plan import plan_summary
-
     text = section.content
     kind = section.kind
     data = section.data or {}

@@ -12,20 +12,19 @@ body is cleaned as a file's is (:mod:`.clean`).
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import socket
 import ssl
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from .clean import LoadedText, loaded_text
 from .files import READ_CHUNK
 from .trust import SETTINGS_HINT, Refused, TextUnavailable, Trust
-
-if TYPE_CHECKING:  # http.client (and the email parser it brings) loads when a URL is fetched
-    import http.client
 
 METADATA_HOSTS = frozenset({
     "metadata.google.internal", "metadata.goog", "metadata", "instance-data", "instance-data.ec2.internal",
@@ -115,20 +114,37 @@ def address_refusal(address: str) -> str | None:
     except ValueError:
         return f"{address} is not an IP address"
     if isinstance(ip, ipaddress.IPv4Address):
-        kind = _ipv4_kind(ip)
-        return f"{kind} address {ip}" if kind else None
+        return _kind_named(_ipv4_kind(ip), ip)
     carried = embedded_ipv4(ip)
     if carried is not None:
-        form, inner = carried
-        kind = _ipv4_kind(inner)
-        if form == "IPv4-mapped":
-            return f"{kind} address {inner}" if kind else None
-        return f"{form} address {ip} carrying the {kind} address {inner}" if kind else None
+        return carried_refusal(ip, *carried)
+    return _kind_named(ipv6_kind(ip), ip)
+
+
+def _kind_named(kind: str | None, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """``<kind> address <ip>``, or None when ``kind`` is None (not special)."""
+    return f"{kind} address {ip}" if kind else None
+
+
+def carried_refusal(ip: ipaddress.IPv6Address, form: str, inner: ipaddress.IPv4Address) -> str | None:
+    """Why the IPv6 address ``ip`` carrying the IPv4 address ``inner`` (in ``form``, see
+    :func:`embedded_ipv4`) may not be fetched from: the special kind of ``inner``, or None.
+    An IPv4-mapped address is named as the IPv4 address it is."""
+    kind = _ipv4_kind(inner)
+    if not kind:
+        return None
+    if form == "IPv4-mapped":
+        return f"{kind} address {inner}"
+    return f"{form} address {ip} carrying the {kind} address {inner}"
+
+
+def ipv6_kind(ip: ipaddress.IPv6Address) -> str | None:
+    """The special kind of an IPv6 address carrying no IPv4 one: a kind of :data:`IPV6_OUTSIDE`,
+    "reserved" outside global unicast, else its :data:`IPV6_SPECIAL` entry; None: an ordinary one."""
     outside = next((kind for net, kind in IPV6_OUTSIDE if ip in net), None)
     if outside is None and ip not in _GLOBAL_UNICAST:
         outside = "reserved"
-    kind = outside or next((kind for net, kind in IPV6_SPECIAL if ip in net), None)
-    return f"{kind} address {ip}" if kind else None
+    return outside or next((kind for net, kind in IPV6_SPECIAL if ip in net), None)
 
 
 def metadata_address(address: str) -> bool:
@@ -229,8 +245,6 @@ class _Watchdog:
 def _connection(scheme: str, host: str, port: int, address: str, timeout: float) -> http.client.HTTPConnection:
     """An HTTP(S) connection to ``host`` that connects to the vetted ``address`` (the Host
     header and the TLS name stay ``host``): no second DNS lookup, no rebinding gap, no proxy."""
-    import http.client
-
     if scheme == "https":
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
             host, port, timeout=timeout, context=ssl.create_default_context())
@@ -268,60 +282,19 @@ def fetch_url(
 def _fetch_once(url: str, original: str, trust: Trust, timeout: float, max_bytes: int,
                 deadline: float) -> LoadedText | str:
     """One request: the body, or the Location of a redirect."""
-    import http.client
-
-    via = "" if url == original else f" (redirected to {url})"
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        what = "only http:// and https:// URLs are fetched"
-        raise (Refused if via else TextUnavailable)(f"{original}{via}: {what}" if via else f"{url}: {what}")
-    try:
-        host, port = parts.hostname or "", parts.port or (443 if scheme == "https" else 80)
-    except ValueError:
-        raise TextUnavailable(f"{url}: bad port") from None
-    if not host:
-        raise TextUnavailable(f"{url}: no host")
-    reason = host_refusal(host, trust)
+    target = request_target(url, original)
+    reason = host_refusal(target.host, trust)
     if reason:
-        raise Refused(f"{original}{via}: {reason}")
+        raise Refused(f"{original}{target.via}: {reason}")
     started = time.monotonic()
     if started >= deadline:
         raise _deadline_spent(original, trust)
     limits = _Limits(started, trust, timeout, deadline, original, url)
-    try:
-        address = vetted_address(host, port, trust, limits.head - started)
-    except TextUnavailable as exc:
-        raise type(exc)(f"{original}{via}: {exc}") from None
-    except TimeoutError:
-        raise limits.exceeded() from None
-    conn = _connection(scheme, host, port, address, max(0.01, limits.head - started))
+    address = _address_of(target, trust, limits, started)
+    conn = _connection(target.scheme, target.host, target.port, address, max(0.01, limits.head - started))
     watchdog = _Watchdog()
     try:
-        conn.connect()
-        watchdog.arm(conn.sock, limits.head)
-        target = parts.path or "/"
-        if parts.query:
-            target += "?" + parts.query
-        conn.request("GET", target, headers={"User-Agent": "ctxengine", "Accept-Encoding": "identity",
-                                             "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"})
-        response = conn.getresponse()
-        if watchdog.fired or time.monotonic() > limits.head:
-            raise TimeoutError
-        if response.status in _REDIRECTS:
-            location = response.getheader("Location")
-            if not location:
-                raise TextUnavailable(f"{original}{via} answered HTTP {response.status} without a Location")
-            return location
-        if not 200 <= response.status < 300:
-            raise TextUnavailable(f"{url} answered HTTP {response.status} {response.reason}")
-        length = response.getheader("Content-Length", "") or ""
-        if length.isdigit() and int(length) > max_bytes:
-            raise TextUnavailable(_too_large(url, f"{length} bytes", max_bytes))
-        limits.phase = "body"
-        watchdog.arm(conn.sock, limits.body)
-        data = _read_capped(response, url, max_bytes, limits.body, watchdog)
-        charset = response.msg.get_content_charset() or "utf-8"
+        answer = _answer(conn, target, limits, watchdog, max_bytes)
     except TextUnavailable:
         raise
     except (TimeoutError, socket.timeout):
@@ -333,7 +306,107 @@ def _fetch_once(url: str, original: str, trust: Trust, timeout: float, max_bytes
     finally:
         watchdog.disarm()
         conn.close()
+    if isinstance(answer, str):
+        return answer
+    data, charset = answer
     return loaded_text(data, url, charset, size=len(data))
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one request asks for: ``url`` (reached from ``original`` by redirects, or the same),
+    its lower-case scheme, host, port (the scheme's default when none is given) and the path
+    with its query as the request line carries it."""
+
+    url: str
+    original: str
+    scheme: str
+    host: str
+    port: int
+    path: str
+
+    @property
+    def via(self) -> str:
+        """`` (redirected to URL)`` for a redirect's target, else empty: what messages add after the original."""
+        return "" if self.url == self.original else f" (redirected to {self.url})"
+
+
+def request_target(url: str, original: str) -> Target:
+    """The :class:`Target` of ``url``; TextUnavailable for a URL that is not http(s), has a bad
+    port or no host (Refused when a redirect led to another scheme)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        what = "only http:// and https:// URLs are fetched"
+        if url != original:
+            raise Refused(f"{original} (redirected to {url}): {what}")
+        raise TextUnavailable(f"{url}: {what}")
+    try:
+        host, port = parts.hostname or "", parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise TextUnavailable(f"{url}: bad port") from None
+    if not host:
+        raise TextUnavailable(f"{url}: no host")
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Target(url, original, scheme, host, port, path)
+
+
+def _address_of(target: Target, trust: Trust, limits: _Limits, started: float) -> str:
+    """The vetted address to connect to for ``target`` (:func:`vetted_address`), its refusal
+    naming the original URL, its timeout the limit that hit."""
+    try:
+        return vetted_address(target.host, target.port, trust, limits.head - started)
+    except TextUnavailable as exc:
+        raise type(exc)(f"{target.original}{target.via}: {exc}") from None
+    except TimeoutError:
+        raise limits.exceeded() from None
+
+
+#: The request's headers: no compression (the size cap counts the bytes as sent), text preferred.
+REQUEST_HEADERS = {"User-Agent": "ctxengine", "Accept-Encoding": "identity",
+                   "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.5"}
+
+
+def _answer(conn: http.client.HTTPConnection, target: Target, limits: _Limits, watchdog: _Watchdog,
+            max_bytes: int) -> str | tuple[bytes, str]:
+    """The Location of a redirect, or (the body, its charset): the request sent on ``conn``,
+    the headers by ``limits.head``, the body by ``limits.body`` and within ``max_bytes``."""
+    response = _response(conn, target.path, limits, watchdog)
+    location = redirect_location(response, target)
+    if location is not None:
+        return location
+    length = response.getheader("Content-Length", "") or ""
+    if length.isdigit() and int(length) > max_bytes:
+        raise TextUnavailable(_too_large(target.url, f"{length} bytes", max_bytes))
+    limits.phase = "body"
+    watchdog.arm(conn.sock, limits.body)
+    data = _read_capped(response, target.url, max_bytes, limits.body, watchdog)
+    return data, response.msg.get_content_charset() or "utf-8"
+
+
+def _response(conn: http.client.HTTPConnection, path: str, limits: _Limits,
+              watchdog: _Watchdog) -> http.client.HTTPResponse:
+    """The response to GET ``path`` with its headers read; TimeoutError past ``limits.head``."""
+    conn.connect()
+    watchdog.arm(conn.sock, limits.head)
+    conn.request("GET", path, headers=REQUEST_HEADERS)
+    response = conn.getresponse()
+    if watchdog.fired or time.monotonic() > limits.head:
+        raise TimeoutError
+    return response
+
+
+def redirect_location(response: http.client.HTTPResponse, target: Target) -> str | None:
+    """The Location a redirect points to; None for a success (2xx); TextUnavailable for any
+    other status, or a redirect without a Location."""
+    if response.status in _REDIRECTS:
+        location = response.getheader("Location")
+        if not location:
+            raise TextUnavailable(f"{target.original}{target.via} answered HTTP {response.status} without a Location")
+        return location
+    if not 200 <= response.status < 300:
+        raise TextUnavailable(f"{target.url} answered HTTP {response.status} {response.reason}")
+    return None
 
 
 def _read_capped(response, url: str, max_bytes: int, deadline: float, watchdog: _Watchdog) -> bytes:

@@ -5,7 +5,7 @@ from the start (head) or both ends (middle)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ...types import Message, Round
 from .measure import DEFAULT_CHARS_PER_TOKEN, calibrated_ratio, estimate_tokens
@@ -359,31 +359,10 @@ def fit_history(
         return HistoryFit("", 0, (), ())
     forms = _Forms(rounds, render_round, round_summary)
     tokens_of = _PartTokens(forms, counter)
-    marker = counter.count(drop_note(rounds, location)) + 2
     floor = max(0, min(int(summarized_before), len(rounds) - 1))
-
-    def at_most_summary(level: int) -> Callable[[int], int]:
-        return lambda i: tokens_of.cost(i, SUMMARY if i < floor else level)
-
-    target = budget
-    for _ in range(8):
-        levels, total = graded_levels(len(rounds), at_most_summary(VERBATIM), at_most_summary(FIRST_LAST),
-                                      at_most_summary(SUMMARY), target, keep_last, recent_share, marker,
-                                      rough=lambda i: estimate_tokens(forms.verbatim[i]))
-        levels = [max(level, SUMMARY) if i < floor else level for i, level in enumerate(levels)]
-        if keep_all and (total > target or DROPPED in levels):
-            break
-        if total > target:
-            break
-        parts = history_parts(forms, levels, location)
-        exact = tokens_of.total(parts)
-        if exact <= budget:
-            if not keep_all and _newest_crowds_out(levels, tokens_of, budget):
-                break  # the newest round would push out what explains it: the tight fit
-            if keep_all or not give_back:
-                return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
-            return _room_given_back(forms, tokens_of, levels, exact, budget, floor, location)
-        target -= exact - budget + 2
+    graded = _graded_fit(forms, tokens_of, budget, keep_last, recent_share, floor, location, keep_all, give_back)
+    if graded is not None:
+        return graded
     if keep_all:
         return _summary_floor(forms, tokens_of, keep_last, location)
     tight = _tight_fit(forms, tokens_of, budget, counter, location)
@@ -391,6 +370,44 @@ def fit_history(
         return tight
     levels = [DROPPED] * (len(rounds) - 1) + [VERBATIM]
     return _trim_newest(forms, levels, budget, counter, location, DEFAULT_CHARS_PER_TOKEN)
+
+
+def _graded_fit(forms: _Forms, tokens_of: "_PartTokens", budget: int, keep_last: int, recent_share: float,
+                floor: int, location: str | None, keep_all: bool, give_back: bool) -> HistoryFit | None:
+    """The graded fit (:func:`graded_levels`) within ``budget``, counted exactly: the target
+    lowered by each miss, up to 8 tries (room given back when ``give_back``, see
+    :func:`_room_given_back`); None when there is none: the grading is over its target, drops a
+    round with ``keep_all``, or keeps the newest round whole at the cost of what explains it."""
+    marker = tokens_of.counter.count(drop_note(forms.rounds, location)) + 2
+    target = budget
+    for _ in range(8):
+        levels, total = _floored_levels(forms, tokens_of, target, keep_last, recent_share, marker, floor)
+        if total > target or (keep_all and DROPPED in levels):
+            return None
+        parts = history_parts(forms, levels, location)
+        exact = tokens_of.total(parts)
+        if exact <= budget:
+            if not keep_all and _newest_crowds_out(levels, tokens_of, budget):
+                return None  # the newest round would push out what explains it: the tight fit
+            if keep_all or not give_back:
+                return _history_fit(forms, levels, "".join(text for _, text in parts), exact)
+            return _room_given_back(forms, tokens_of, levels, exact, budget, floor, location)
+        target -= exact - budget + 2
+    return None
+
+
+def _floored_levels(forms: _Forms, tokens_of: "_PartTokens", target: int, keep_last: int, recent_share: float,
+                    marker: int, floor: int) -> tuple[list[int], int]:
+    """(level of each round, their tokens) graded within ``target`` (:func:`graded_levels`), the
+    rounds before ``floor`` at most summary lines."""
+
+    def at_most_summary(level: int) -> Callable[[int], int]:
+        return lambda i: tokens_of.cost(i, SUMMARY if i < floor else level)
+
+    levels, total = graded_levels(len(forms.rounds), at_most_summary(VERBATIM), at_most_summary(FIRST_LAST),
+                                  at_most_summary(SUMMARY), target, keep_last, recent_share, marker,
+                                  rough=lambda i: estimate_tokens(forms.verbatim[i]))
+    return [max(level, SUMMARY) if i < floor else level for i, level in enumerate(levels)], total
 
 
 MIN_MESSAGE_TOKENS = 12  # a message given fewer tokens than this is cut whole (a note stands for it)
@@ -410,35 +427,49 @@ def _room_given_back(forms: _Forms, tokens_of: "_PartTokens", levels: list[int],
     exactly."""
     trimmed: dict[int, str] = {}
     kept: dict[int, Round] = {}
-    counter = tokens_of.counter
     text = None
     for i in range(len(levels) - 2, floor - 1, -1):
-        room = budget - exact
-        if room < GIVE_BACK_MIN:
+        if budget - exact < GIVE_BACK_MIN:
             break
-        if levels[i] not in (FIRST_LAST, SUMMARY) or forms.text(i, levels[i]) is forms.verbatim[i]:
+        if not _may_grow(forms, levels, i):
             continue
-        current = counter.count(forms.text(i, levels[i]))
-        tail_start = first_last_split(forms.rounds[i].messages)[1] if levels[i] == FIRST_LAST else None
-        gist = _gist_note(forms.summary(i))
-        room -= counter.count(gist) + 1 if gist else 0
-        for _ in range(3):  # the separators around a round trimmed inside cost a token or two more
-            grown = round_within(forms.rounds[i], current + room, counter, forms.render_round, location, tail_start)
-            if grown.round is not forms.rounds[i] and gist:
-                grown = replace(grown, text=grown.text + "\n" + gist)  # what its summary line said stays
-            if counter.count(grown.text) <= current:
-                break
-            parts = history_parts(forms, levels, location, trimmed={**trimmed, i: grown.text})
-            total = tokens_of.total(parts)
-            if total <= budget:
-                trimmed[i], kept[i], exact = grown.text, grown.round, total
-                text = "".join(t for _, t in parts)
-                break
-            room -= total - budget
+        grown = _grown_round(forms, tokens_of, levels, trimmed, i, budget - exact, budget, location)
+        if grown is not None:
+            trimmed[i], kept[i], exact, text = grown
     if text is None:
         return _history_fit(forms, levels, render_levels(forms, levels, location), exact)
     levels = [FIRST_LAST if i in trimmed else level for i, level in enumerate(levels)]
     return _history_fit(forms, levels, text, exact, replaced=kept)
+
+
+def _may_grow(forms: _Forms, levels: Sequence[int], i: int) -> bool:
+    """Whether round ``i`` is kept below verbatim (first-last or a summary line) in a form shorter than its whole."""
+    return levels[i] in (FIRST_LAST, SUMMARY) and forms.text(i, levels[i]) is not forms.verbatim[i]
+
+
+def _grown_round(forms: _Forms, tokens_of: "_PartTokens", levels: Sequence[int], trimmed: Mapping[int, str], i: int,
+                 room: int, budget: int, location: str | None) -> tuple[str, Round, int, str] | None:
+    """Round ``i`` trimmed inside (:func:`round_within`) into its form's tokens plus ``room``,
+    with its summary line's gist after it: (its text, the round as kept, the history's exact
+    tokens and text with it) when it grows and the whole history fits ``budget`` (up to 3 tries,
+    the room cut by each miss: the separators cost a token or two more); None when it does not."""
+    counter = tokens_of.counter
+    current = counter.count(forms.text(i, levels[i]))
+    tail_start = first_last_split(forms.rounds[i].messages)[1] if levels[i] == FIRST_LAST else None
+    gist = _gist_note(forms.summary(i))
+    room -= counter.count(gist) + 1 if gist else 0
+    for _ in range(3):
+        grown = round_within(forms.rounds[i], current + room, counter, forms.render_round, location, tail_start)
+        if grown.round is not forms.rounds[i] and gist:
+            grown = replace(grown, text=grown.text + "\n" + gist)  # what its summary line said stays
+        if counter.count(grown.text) <= current:
+            return None
+        parts = history_parts(forms, levels, location, trimmed={**trimmed, i: grown.text})
+        total = tokens_of.total(parts)
+        if total <= budget:
+            return grown.text, grown.round, total, "".join(t for _, t in parts)
+        room -= total - budget
+    return None
 
 
 def _gist_note(summary: str) -> str:
@@ -587,40 +618,79 @@ def round_within(round_: Round, room: int, counter, render_round: Callable[[Roun
     tokens = counter.count(verbatim)
     if tokens <= room:
         return _Trimmed(verbatim, tokens, round_)
-    messages = round_.messages
+    thirds = round_thirds(round_.messages, tail_start)
+    fixed = counter.count(render_round(replace(round_, messages=thirds.head + thirds.tail)))
+
+    def trimmed_to(space: int) -> _Trimmed:
+        return _trimmed_round(round_, thirds, space, counter, render_round, location)
+
+    return _closest_trim(trimmed_to, room, room - fixed - 24)
+
+
+class _Thirds(NamedTuple):
+    """A round's messages in three runs: the opening kept whole, the middle that is cut, the tail kept whole."""
+
+    head: tuple[Message, ...]
+    rest: tuple[Message, ...]
+    tail: tuple[Message, ...]
+
+
+def round_thirds(messages: Sequence[Message], tail_start: int | None = None) -> _Thirds:
+    """(head, rest, tail) of a round's messages: the head up to the user's words
+    (:func:`first_last_split`), the tail from ``tail_start`` on (None: no tail; never inside the head)."""
     head_end, _ = first_last_split(messages)
     tail_start = len(messages) if tail_start is None else max(head_end, tail_start)
-    head, rest, tail = messages[:head_end], messages[head_end:tail_start], tuple(messages[tail_start:])
-    fixed = counter.count(render_round(replace(round_, messages=tuple(head) + tail)))
-    space = room - fixed - 24
+    return _Thirds(tuple(messages[:head_end]), tuple(messages[head_end:tail_start]), tuple(messages[tail_start:]))
+
+
+def _trimmed_round(round_: Round, thirds: _Thirds, space: int, counter, render_round: Callable[[Round], str],
+                   location: str | None) -> _Trimmed:
+    """``round_`` with its middle messages cut to about ``space`` tokens (:func:`_messages_within`),
+    a note naming the messages that went whole."""
+    within = _messages_within(thirds.rest, max(0, space), counter, location)
+    kept = [m for _, m in within] + list(thirds.tail)
+    kept_at = {j for j, _ in within}
+    cut = [m for i, m in enumerate(thirds.rest) if i not in kept_at]
+    if cut:
+        text = _with_note(round_, thirds.head, kept, _messages_note(cut) + "]", render_round)
+    else:
+        text = render_round(replace(round_, messages=thirds.head + tuple(kept)))
+    return _Trimmed(text, counter.count(text), replace(round_, messages=thirds.head + tuple(kept)))
+
+
+def _closest_trim(trimmed_to: Callable[[int], _Trimmed], room: int, space: int) -> _Trimmed:
+    """The largest of up to 8 trims (``trimmed_to(space)``) within ``room`` tokens, else the
+    smallest made. The render (labels, indents) costs more than the parts, so the space steps by
+    the miss, then bisects between the largest space known to fit and the smallest known over;
+    it stops once a trim is within max(8, room / 50) tokens of ``room``."""
     best = smallest = None
-    fits, over = 0, None  # the largest space known to fit, the smallest known to be over
+    fits, over = 0, None
     for _ in range(8):
-        within = _messages_within(rest, max(0, space), counter, location)
-        kept = [m for _, m in within] + list(tail)
-        kept_at = {j for j, _ in within}
-        cut = [m for i, m in enumerate(rest) if i not in kept_at]
-        if cut:
-            text = _with_note(round_, head, kept, _messages_note(cut) + "]", render_round)
-        else:
-            text = render_round(replace(round_, messages=tuple(head) + tuple(kept)))
-        trimmed = _Trimmed(text, counter.count(text), replace(round_, messages=tuple(head) + tuple(kept)))
-        if smallest is None or trimmed.tokens < smallest.tokens:
-            smallest = trimmed
-        if trimmed.tokens <= room and (best is None or trimmed.tokens > best.tokens):
-            best = trimmed
+        trimmed = trimmed_to(space)
+        smallest = trimmed if smallest is None or trimmed.tokens < smallest.tokens else smallest
+        best = _larger_within(best, trimmed, room)
         if space <= 0 or (best is not None and room - best.tokens <= max(8, room // 50)):
             break
         if trimmed.tokens > room:
             over = space if over is None else min(over, space)
         else:
             fits = max(fits, space)
-        # the render (labels, indents) costs more than the parts: step by the miss, then bisect
-        guess = space + room - trimmed.tokens
-        space = guess if over is None or fits < guess < over else (fits + over) // 2
+        space = _next_space(space, room - trimmed.tokens, fits, over)
         if over is not None and over - fits <= 2:
             break
     return best if best is not None else smallest
+
+
+def _larger_within(best: _Trimmed | None, trimmed: _Trimmed, room: int) -> _Trimmed | None:
+    """``trimmed`` when it is within ``room`` and larger than ``best`` (or there is none), else ``best``."""
+    return trimmed if trimmed.tokens <= room and (best is None or trimmed.tokens > best.tokens) else best
+
+
+def _next_space(space: int, miss: int, fits: int, over: int | None) -> int:
+    """The space to try next: this one moved by the ``miss`` (room minus the tokens made), unless
+    that leaves the bracket (``fits``, ``over``), then the bracket's middle."""
+    guess = space + miss
+    return guess if over is None or fits < guess < over else (fits + over) // 2
 
 
 def _messages_within(messages: Sequence[Message], space: int, counter,
@@ -825,33 +895,43 @@ def _newest_within(round_: Round, room: int, counter, render_round, ratio) -> tu
     last tool groups and messages that fit, with a note for those cut between; the request is
     cut (head kept) when it alone is over."""
     messages = round_.messages
-    groups = message_groups(messages)
     head_end, _ = first_last_split(messages)
-    pinned = range(head_end)
     header = counter.count(render_round(replace(round_, messages=())))
-    note_cost = 24
-    space = room - header - note_cost
+    space = room - header - 24  # 24: the note naming what is cut
 
     def cost(message: Message) -> int:
         return max(1, estimate_tokens(render_round(replace(round_, messages=(message,))), ratio) - header + 1)
 
-    trimmed = trim_units(messages, space, cost, strategy="last", pinned=pinned, groups=groups)
-    kept = [i for i in trimmed.indices]
-    chosen = [messages[i] for i in kept]
-    if sum(cost(messages[i]) for i in pinned) > space:
-        opening = max(pinned)
-        others = sum(cost(messages[i]) for i in pinned if i != opening)
-        cut = cut_text(messages[opening].content, max(1, space - others), counter, "head")
-        chosen = [replace(messages[i], content=cut.text) if i == opening else messages[i] for i in pinned]
-        kept = list(pinned)
+    if head_end and sum(cost(messages[i]) for i in range(head_end)) > space:  # (a round without messages: its heading)
+        kept, chosen = _opening_cut(messages, head_end, space, cost, counter)
+    else:
+        kept = list(trim_units(messages, space, cost, strategy="last", pinned=range(head_end),
+                               groups=message_groups(messages)).indices)
+        chosen = [messages[i] for i in kept]
+    return _kept_text(round_, kept, chosen, head_end, render_round), replace(round_, messages=tuple(chosen))
+
+
+def _opening_cut(messages: Sequence[Message], head_end: int, space: int, cost: Callable[[Message], int],
+                 counter) -> tuple[list[int], list[Message]]:
+    """(indices, messages) of a round's opening alone, its last message (the request) cut to
+    what ``space`` leaves after the others (its head kept)."""
+    opening = head_end - 1
+    others = sum(cost(messages[i]) for i in range(head_end) if i != opening)
+    cut = cut_text(messages[opening].content, max(1, space - others), counter, "head")
+    return list(range(head_end)), [replace(messages[i], content=cut.text) if i == opening else messages[i]
+                                   for i in range(head_end)]
+
+
+def _kept_text(round_: Round, kept: Sequence[int], chosen: Sequence[Message], head_end: int, render_round) -> str:
+    """The text of ``round_`` keeping the messages ``chosen`` (at indices ``kept``): rendered
+    whole when nothing is cut, else with a note naming the cut messages between opening and tail."""
+    kept_at = set(kept)
+    cut_messages = [m for i, m in enumerate(round_.messages) if i not in kept_at]
+    if not cut_messages:
+        return render_round(replace(round_, messages=tuple(chosen)))
     head = [m for i, m in zip(kept, chosen) if i < head_end]
     tail = [m for i, m in zip(kept, chosen) if i >= head_end]
-    cut_messages = [m for i, m in enumerate(messages) if i not in set(kept)]
-    if not cut_messages:
-        text = render_round(replace(round_, messages=tuple(chosen)))
-    else:
-        text = _with_note(round_, head, tail, _messages_note(cut_messages) + "]", render_round)
-    return text, replace(round_, messages=tuple(chosen))
+    return _with_note(round_, head, tail, _messages_note(cut_messages) + "]", render_round)
 
 
 def keep_first_rounds(rounds: Sequence[Round], budget: int, counter, render_round, location: str | None = None,

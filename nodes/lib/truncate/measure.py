@@ -123,8 +123,8 @@ class CachedCounter:
         return self.base.decode(tokens)
 
     def _whole(self, text: str) -> int:
-        """The count of a piece: kept (by the text itself in this process, by its digest in the
-        table), else counted now."""
+        """The count of a piece: kept (by its digest, in this process and in the table), else
+        counted now."""
         return self.memo.get(COUNT + self.base.encoding_name, text, lambda: self.base.count(text))
 
     def _paragraph(self, paragraph: str, lines) -> int:
