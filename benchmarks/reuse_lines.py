@@ -26,6 +26,9 @@ REUSE_FILES = ("nodes/lib/memo.py", "nodes/lib/usercache.py", "nodes/lib/grown.p
 #: The output writer's functions that replace a file atomically (all present before
 #: nodes/lib/atomic.py; output_file, its caller, after).
 WRITER = ("viz/output.py", ("output_file", "_commit", "_file_object"))
+#: Reuse functions in modules of another concern: a program's kept answer (in usercache.py
+#: before it went through the memo).
+REUSE_FUNCTIONS = (("nodes/lib/programs.py", ("program_answer", "binary_identity")),)
 _NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
              tokenize.ENCODING, tokenize.ENDMARKER}
 
@@ -68,10 +71,12 @@ def reuse_modules(root: Path) -> dict[str, int]:
         path = root / name
         if path.is_file():
             counts[name] = len(code_lines(path.read_text(encoding="utf-8")))
-    writer, functions = WRITER
-    source = (root / writer).read_text(encoding="utf-8")
-    found = [name for name in functions if function_lines(source, name)]
-    counts[f"{writer}:{','.join(found)}"] = sum(function_lines(source, name) for name in found)
+    for module, functions in (WRITER, *REUSE_FUNCTIONS):
+        path = root / module
+        source = path.read_text(encoding="utf-8") if path.is_file() else ""
+        found = [name for name in functions if function_lines(source, name)]
+        if found:
+            counts[f"{module}:{','.join(found)}"] = sum(function_lines(source, name) for name in found)
     return counts
 
 

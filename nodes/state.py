@@ -31,7 +31,7 @@ from .lib.layout import POOL_OF_KIND
 from .lib.memo import NO_MEMO, Memo
 from .lib.settings import StateSettings, trust_at
 from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path
-from .lib.programs import executable_path, safe_search_path
+from .lib.programs import executable_path, program_answer, safe_search_path
 from .types import ConfigError, CtxEngineError, Section, Source
 from ..version import __version__
 
@@ -549,11 +549,13 @@ def file_tree_section(file_listing: _filetree.FileListing, state_settings: State
 # ----------------------------------------------------------------------------- environment
 
 
-def _version_of(program: str, project_dir: str, path: str | None) -> str | None:
+def _version_of(program: str, project_dir: str, path: str | None, memo: Memo) -> str | None:
     """``program --version``'s first line, the program found on the absolute entries of ``path``
-    and never inside the project (:func:`executable_path`), started by that absolute path."""
+    and never inside the project (:func:`executable_path`), started by that absolute path; kept
+    in the memo by its binary (:func:`program_answer`)."""
     where = executable_path(program, project_dir, path)
-    return None if where is None else _first_version_line(where, safe_search_path(path, project_dir))
+    return None if where is None else program_answer(
+        where, ("--version",), lambda: _first_version_line(where, safe_search_path(path, project_dir)), memo)
 
 
 def _first_version_line(program: str, search_path: str) -> str | None:
@@ -570,29 +572,31 @@ def _first_version_line(program: str, search_path: str) -> str | None:
     return text[0].strip() if text and result.returncode == 0 else None
 
 
-def _git_version(project_dir: str, path: str | None) -> str | None:
+def _git_version(project_dir: str, path: str | None, memo: Memo) -> str | None:
     """The git version through the safe runner, git found as :func:`_version_of` finds a
-    program."""
+    program and kept as it keeps one."""
     where = executable_path("git", project_dir, path)
-    return None if where is None else _git.git_version(where)
+    return None if where is None else program_answer(
+        where, ("--version", "safe runner"), lambda: _git.git_version(where), memo)
 
 
 @tag(stage=STAGE, loader="environment")
 @cache(behavior="recompute")
-def environment_facts(project_dir: str) -> dict:
+def environment_facts(project_dir: str, memo: Memo = NO_MEMO) -> dict:
     """Python, OS, git and ctxengine versions, and node's where it is installed. git and node are
     looked up on the absolute entries of PATH only and never inside ``project_dir`` (a project's
-    committed ``node`` must not run, nor its version reach the context)."""
+    committed ``node`` must not run, nor its version reach the context); their answers are kept
+    in the memo by their binaries."""
     ours = __version__
     path = os.environ.get("PATH")
-    git = _git_version(project_dir, path)
+    git = _git_version(project_dir, path, memo)
     facts = {
         "python": f"{platform.python_version()} ({platform.python_implementation()})",
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "git": git,
         "ctxengine": ours,
     }
-    node = _version_of("node", project_dir, path)
+    node = _version_of("node", project_dir, path, memo)
     if node:
         facts["node"] = node
     return facts

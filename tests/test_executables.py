@@ -21,6 +21,7 @@ import pytest
 
 from ctxengine.nodes.lib import git as G
 from ctxengine.nodes.lib import programs as P
+from ctxengine.nodes.lib.memo import Memo
 from test_state_git import commit_all, make_repo
 
 HAS_GIT = shutil.which("git") is not None
@@ -235,3 +236,57 @@ def test_a_dot_reached_through_an_absolute_entry_into_the_project_never_draws_it
     assert not marker.exists()
     assert (tmp_path / "l.svg").read_text() == "<svg>drawn</svg>\n"
     assert log.read_text().splitlines() == [str(tools)] * 2  # the lineage file, the report's drawing
+
+
+# ----------------------------------------------------------------------------- a program's kept answer
+
+
+def test_a_binary_s_answer_is_kept_in_the_memo_and_follows_the_binary(tmp_path: Path):
+    memo = Memo()
+    binary = shutil.copy(os.path.realpath(sys.executable), tmp_path / "prog")  # a compiled executable
+    answers = iter([None, "prog 1.0", "prog 2.0"])
+    runs = []
+
+    def probe() -> str | None:
+        runs.append(1)
+        return next(answers)
+
+    assert P.program_answer(str(binary), ("--version",), probe, memo) is None  # failed: not kept
+    assert P.program_answer(str(binary), ("--version",), probe, memo) == "prog 1.0"  # asked again
+    assert P.program_answer(str(binary), ("--version",), probe, memo) == "prog 1.0" and len(runs) == 2
+    with open(binary, "ab") as fh:  # another binary at the same path (an upgrade): asked again
+        fh.write(b"\0")
+    assert P.program_answer(str(binary), ("--version",), probe, memo) == "prog 2.0" and len(runs) == 3
+
+
+def test_a_script_is_asked_every_time_and_a_bare_name_is_never_a_key(tmp_path: Path, monkeypatch):
+    memo = Memo()
+    script = tmp_path / "shim"
+    script.write_text("#!/bin/sh\necho shim\n")
+    runs = []
+    for _ in range(2):
+        P.program_answer(str(script), ("--version",), lambda: runs.append(1) or "shim", memo)
+    assert len(runs) == 2  # a version manager's shim may answer by folder: never kept
+    shutil.copy(os.path.realpath(sys.executable), tmp_path / "git")  # a compiled "git" in the working folder
+    monkeypatch.chdir(tmp_path)
+    assert P.binary_identity("git", ("--version",)) is None
+    assert P.binary_identity(str(tmp_path / "git"), ("--version",)) is not None
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_a_warm_process_does_not_start_git_for_its_version_again(tmp_path: Path, monkeypatch):
+    from ctxengine.nodes.state import environment_facts
+
+    started = []
+    real_run = subprocess.run
+
+    def counting(args, *a, **k):
+        started.append(list(args))
+        return real_run(args, *a, **k)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    memo = Memo()
+    first = environment_facts(str(tmp_path), memo)
+    probes = len(started)
+    assert probes >= 1 and first["git"]
+    assert environment_facts(str(tmp_path), memo) == first and len(started) == probes

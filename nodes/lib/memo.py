@@ -6,10 +6,12 @@ What it keeps: the parse of a transcript's stretch and the reading of a transcri
 in the process only), runs of a transcript's rounds, a round's summary line and token use, the
 exact token count of a text piece, a source file's code tags. Keys are content digests (never
 the identity of an object, never a file stamp), so an entry can never be stale: changed content
-has another digest (a short text given as the key, a counted piece, is kept by its digest). One
-exception, :meth:`Memo.put`/:meth:`Memo.peek`: a parser's record of its last parse of a
+has another digest (a short text given as the key, a counted piece, is kept by its digest). Two
+exceptions, through :meth:`Memo.put`/:meth:`Memo.peek`: a parser's record of its last parse of a
 source, by the digest of the source's path, replaced at each parse and checked against the
-content before use (``sessions.aider._AiderParse``).
+content before use (``sessions.aider._AiderParse``); and a compiled program's answer to its
+arguments (``git --version``), by the digest of its binary's real path, inode, size and
+modification time (``programs.program_answer``: starting it is what the key saves).
 
 It enters the Hamilton graph as the driver input ``memo`` that the cache ignores: the nodes
 that reuse work take ``memo`` as a parameter (the DAG drawing shows them); library functions

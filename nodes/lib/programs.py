@@ -12,14 +12,24 @@ returns (``argv[0]`` absolute), never by its bare name, and give the programs th
 PATH of :func:`safe_search_path`.
 
 A lookup is a ``stat`` per entry (real paths are resolved for the program found only), so it
-is done per call (a snapshot resolves git once and passes the path to each of its commands);
-nothing is remembered between calls.
+is done per call (a snapshot resolves git once and passes the path to each of its commands).
+What a compiled program answers (``git --version``) is kept in the memo by the identity of its
+binary (:func:`program_answer`): a warm process does not start it again each build.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from typing import Callable
+
+from .digest import digest16
+from .memo import Memo
+
+#: Executable formats whose answer depends on the file alone (ELF, Mach-O, fat Mach-O); a script,
+#: such as a version manager's shim, may answer differently by folder or environment.
+_BINARY_MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe",
+                 b"\xca\xfe\xba\xbe")
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -74,3 +84,38 @@ def executable_path(name: str, project_dir: str | None = None, path: str | None 
             continue  # an entry inside the project, or a symlink on PATH leading into it
         return candidate
     return None
+
+
+def program_answer(program: str, args: tuple[str, ...], run: Callable[[], str | None], memo: Memo) -> str | None:
+    """``run()`` (what the absolute ``program`` prints for ``args``), kept in ``memo`` (and its
+    table) by :func:`binary_identity` when ``program`` is a compiled executable; a script runs
+    every time. A failed probe (``run()`` gives None) is never kept: it is asked again next time."""
+    key = binary_identity(program, args)
+    if key is None:
+        return run()
+    answer = memo.peek("program-answer", key)
+    if answer is None:
+        answer = run()
+        if answer is not None:
+            memo.put("program-answer", key, answer, size=len(answer), persist=True)
+    return answer
+
+
+def binary_identity(program: str, args: tuple[str, ...]) -> bytes | None:
+    """A digest of what identifies ``program``'s answer to ``args``: its real path, inode, size
+    and modification time (a binary replaced or upgraded in place gets another) and ``args``,
+    when it is an absolute path to a compiled executable (:data:`_BINARY_MAGIC`); else None (a
+    bare name would be looked up in the working folder)."""
+    if not os.path.isabs(program):
+        return None
+    try:
+        real = os.path.realpath(program)
+        info = os.stat(real)
+        with open(real, "rb") as fh:
+            magic = fh.read(4)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or magic not in _BINARY_MAGIC:
+        return None
+    return digest16(b"binary", real.encode("utf-8", "surrogateescape"),
+                    b"%d:%d:%d" % (info.st_ino, info.st_size, info.st_mtime_ns), *(a.encode() for a in args))
