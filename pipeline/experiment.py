@@ -23,6 +23,11 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import pandas as pd
+
+from .batch import ROW_COLUMNS, Job, run_jobs
+from .batch_io import parquet_module
+from .nodes.config import defaults
 from .nodes.lib.quote import quoted
 from .nodes.types import CtxEngineError
 from .options import parse_override
@@ -56,10 +61,6 @@ def run_experiment(
     ``vary`` values: ``{"dotted.key": [a, b], "nodes": ["none", "mine.py"]}``). ``nodes``
     swaps nodes in every variant; ``overrides`` apply to every variant (a varied key wins);
     ``facts``: strings (or a file of them, one a line) counted in each final context."""
-    import pandas as pd
-
-    from .batch import ROW_COLUMNS, run_jobs
-
     variants = combinations(vary)
     varying = [key for key, values in vary.items() if len(values) > 1]
     shared = tuple(_swap_path(item) for item in nodes)
@@ -111,7 +112,6 @@ def read_facts(path: str | os.PathLike) -> tuple[str, ...]:
 def experiment_summary(frame):
     """One row per variant: projects, failed runs, the mean figures and, with facts, the share
     of facts kept over all projects (no ``facts_kept_pct`` column without facts)."""
-    import pandas as pd
 
     ok = frame[frame["status"] == "ok"]
     groups = frame.groupby("variant", sort=False)
@@ -143,8 +143,6 @@ def results_format(output: str | os.PathLike) -> str:
     the file for any other name, or for .parquet without pyarrow (the extra ``parquet``)."""
     suffix = Path(output).suffix.lower()
     if suffix == ".parquet":
-        from .batch_io import parquet_module
-
         parquet_module(output)
     elif suffix != ".csv":
         raise CtxEngineError(f"-o {quoted(os.fspath(output))}: write the results to a .csv or .parquet file")
@@ -207,7 +205,6 @@ def chart_panels(summary) -> list[tuple[Any, str]]:
 
 def _jobs(project, variants: list[dict], varying: Sequence[str], shared: tuple, request: str, overrides: Mapping[str, Any] | None,
           facts: tuple[str, ...]) -> list:
-    from .batch import Job
 
     jobs = []
     for variant in variants:
@@ -252,7 +249,6 @@ def _shown(key: str, value: Any) -> str:
 
 def _check_key(key: str) -> None:
     """A varied key must be a configuration key of configs/defaults.yaml (or ``nodes``)."""
-    from .nodes.config import defaults
 
     if key == NODES_KEY:
         return

@@ -17,6 +17,8 @@ from array import array
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+import numpy as np
+
 #: Byte order and width of a packed key, of a packed use count.
 KEY_DTYPE = "<u8"
 USES_DTYPE = "<u4"
@@ -31,8 +33,6 @@ def name_key(name: str) -> bytes:
 
 def key_array(packed: bytes):
     """The keys packed in ``packed`` as a numpy uint64 array (a view: no copy)."""
-    import numpy as np
-
     return np.frombuffer(packed, dtype=KEY_DTYPE)
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from .keys import USES_DTYPE, NameKeys, key_array, keys_of
 from .tags import FileTags
 
@@ -81,8 +83,6 @@ class PackedKeys:
 def packed_keys(keys: Sequence[NameKeys]) -> PackedKeys:
     """The :class:`PackedKeys` of files with ``keys`` (file index = position): one ``b"".join``
     per array, no loop over names."""
-    import numpy as np
-
     def file_index(lengths: list[int]):
         return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
 
@@ -107,8 +107,6 @@ def edges_of(paths: tuple[str, ...], packed: PackedKeys, mentioned: frozenset[st
     """The edges between ``paths`` whose names are ``packed`` (:func:`packed_keys`), assembled in
     numpy from each file's keys (memoised with its tags): nothing here loops over names, so a
     build with one file changed costs what joining the arrays and a few sorts cost."""
-    import numpy as np
-
     n = len(paths)
     empty = np.zeros(0, dtype=np.int64)
     # the definers of each distinct name: a run of def_file in the keys' sorted order
@@ -157,8 +155,6 @@ def restart_weights(paths: Sequence[str], packed: PackedKeys, named: Mapping[str
                     identifiers: Sequence[str]) -> dict[str, float]:
     """Where the walk restarts: named files (``named``: path -> origin) and the files defining a
     named identifier (a file name stem equal to it counts too), one hit per identifier."""
-    import numpy as np
-
     weights: dict[str, float] = {}
     index = {p: i for i, p in enumerate(paths)} if named else {}
     for path, origin in named.items():
@@ -181,8 +177,6 @@ def personalised_pagerank(edges: Edges, restart: Mapping[str, float], tolerance:
     """PageRank of each of ``edges.paths`` over the weighted edges, restarting at ``restart``
     (uniform when empty), a numpy array; a file without out-edges gives its rank back to the
     restart distribution."""
-    import numpy as np
-
     n = len(edges.paths)
     if n == 0:
         return np.zeros(0)
@@ -208,8 +202,6 @@ def personalised_pagerank(edges: Edges, restart: Mapping[str, float], tolerance:
 
 def ranked_files(tags: Mapping[str, FileTags], named: Mapping[str, str], identifiers: Sequence[str]) -> Ranking:
     """Every file of ``tags`` by personalised PageRank, best first (ties by path)."""
-    import numpy as np
-
     paths = tuple(sorted(tags))
     packed = packed_keys([tags[p].keys for p in paths])
     edges = edges_of(paths, packed, frozenset(identifiers))
