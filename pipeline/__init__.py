@@ -12,10 +12,14 @@ min of 5 on a loaded 2-core machine).
 
 from __future__ import annotations
 
+import os
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .version import __version__
+
+# Before any module of ctxengine imports Hamilton: its extension autoload costs about 0.8 s.
+os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")
 
 #: Public name -> the submodule defining it (imported on first access).
 _EXPORTS = {

@@ -8,31 +8,28 @@ against the replaced node's type, with one driver per swap set (see "Node swaps"
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import difflib
+import hashlib
+import importlib.util
+import inspect
+import logging
 import os
+import sqlite3
+import threading
+import sys
+import traceback
+from functools import lru_cache
+from types import ModuleType
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
-os.environ.setdefault("HAMILTON_AUTOLOAD_EXTENSIONS", "0")  # before hamilton is imported: ~0.8 s less
-
-import contextlib  # noqa: E402
-import contextvars  # noqa: E402
-import difflib  # noqa: E402
-import hashlib  # noqa: E402
-import importlib.util  # noqa: E402
-import inspect  # noqa: E402
-import logging  # noqa: E402
-import sqlite3  # noqa: E402
-import threading  # noqa: E402
-import sys  # noqa: E402
-import traceback  # noqa: E402
-from functools import lru_cache  # noqa: E402
-from types import ModuleType  # noqa: E402
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union  # noqa: E402
-
-from hamilton import ad_hoc_utils, graph as h_graph, htypes, node as h_node  # noqa: E402
-from hamilton import driver as h_driver  # noqa: E402
+from hamilton import ad_hoc_utils, graph as h_graph, htypes, node as h_node
+from hamilton import driver as h_driver
 
 from .nodes.lib.quote import quoted
 from .nodes.lib.trust_paths import absolute_trust_paths
-from .nodes import (  # noqa: E402
+from .nodes import (
     budget,
     code,
     config,
@@ -48,8 +45,8 @@ from .nodes import (  # noqa: E402
     truncation,
 )
 from .nodes.lib.memo import Memo
-from .nodes.types import CtxEngineError  # noqa: E402
-from . import caching  # noqa: E402
+from .nodes.types import CtxEngineError
+from . import caching
 
 #: The stage modules, in dataflow order.
 NODE_MODULES: tuple[ModuleType, ...] = (
