@@ -103,10 +103,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         it; a cached node whose key the metadata knows and whose result is there is a hit. A node
         that runs gets its inputs' values (a hit read from disk is unpickled only now)."""
         behavior, name = self.behaviors[run_id][node_.name], node_.name
-        if task_id is not None or behavior not in (_DEFAULT, _RECOMPUTE):
-            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=_materialized(kwargs), task_id=task_id,
-                                           **future_kwargs)
-        if behavior is _DEFAULT:
+        if task_id is None and behavior is _DEFAULT:
             key = self.cache_keys[run_id].get(name)
             data_version = self.metadata_store.get(cache_key=key) if key else None
             if data_version is not None and self.result_store.exists(data_version):
@@ -120,13 +117,14 @@ class CacheAdapter(HamiltonCacheAdapter):
                     self.hits.setdefault(run_id, set()).add(name)
                     self._log_event(run_id, name, "result_store", CachingEventType.GET_RESULT, "hit", data_version)
                     return result
-            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=_materialized(kwargs), task_id=task_id,
-                                           **future_kwargs)
-        result = self._execute_node(run_id=run_id, node_name=name, node_callable=node_.callable,
-                                    node_kwargs=self._resolve_default_parameter_values(node_, _materialized(kwargs)))
-        if name in self._versioned(run_id):
-            self.data_versions[run_id][name] = self._version_data(name, run_id, result)
-        return result
+        elif task_id is None and behavior is _RECOMPUTE:
+            result = self._execute_node(run_id=run_id, node_name=name, node_callable=node_.callable,
+                                        node_kwargs=self._resolve_default_parameter_values(node_, _materialized(kwargs)))
+            if name in self._versioned(run_id):
+                self.data_versions[run_id][name] = self._version_data(name, run_id, result)
+            return result
+        return super().do_node_execute(run_id=run_id, node_=node_, kwargs=_materialized(kwargs), task_id=task_id,
+                                       **future_kwargs)
 
     def resolve_behaviors(self, run_id: str) -> dict:
         """Hamilton's behaviors, resolved once per graph."""
