@@ -229,20 +229,18 @@ class RunSummary:
                 "hit_nodes": list(self.hits), "miss_nodes": list(self.misses)}
 
 
-def run_summary(adapter: CacheAdapter, run_id: str | None = None) -> RunSummary:
-    """Hits, misses and recomputed nodes of a run (default: the last), from the adapter's logs."""
-    run_id = run_id or adapter.last_run_id
-    hits, executed = [], []
-    for name, events in adapter.logs(run_id=run_id, level="info").items():
+def run_summary(adapter: CacheAdapter) -> RunSummary:
+    """Hits, misses and recomputed nodes of the last run, from the adapter's logs (each node once,
+    in the order of its first event)."""
+    behaviors = adapter.behaviors.get(adapter.last_run_id, {})
+    hits, misses, recomputed = {}, {}, {}  # dicts as ordered sets
+    for name, events in adapter.logs(run_id=adapter.last_run_id, level="info").items():
         for event in events:
             if event.event_type == CachingEventType.GET_RESULT and event.msg == "hit":
-                hits.append(name)
+                hits[name] = None
             elif event.event_type == CachingEventType.EXECUTE_NODE:
-                executed.append(name)
-    behaviors = adapter.behaviors.get(run_id, {})
-    misses = [n for n in executed if behaviors.get(n) == CachingBehavior.DEFAULT]
-    recomputed = [n for n in executed if behaviors.get(n) != CachingBehavior.DEFAULT]
-    return RunSummary(tuple(dict.fromkeys(hits)), tuple(dict.fromkeys(misses)), tuple(dict.fromkeys(recomputed)))
+                (misses if behaviors.get(name) == CachingBehavior.DEFAULT else recomputed)[name] = None
+    return RunSummary(tuple(hits), tuple(misses), tuple(recomputed))
 
 
 def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: str, max_bytes: int,

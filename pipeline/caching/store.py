@@ -460,12 +460,8 @@ def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore |
     recently used results until the folder is within ``max_bytes`` (down to 80% of it); their
     metadata and that of older runs is deleted and the file gives the space back. Returns the
     bytes removed. Never fails a build."""
-    removed = 0
     current = folders.code_version()
-    for child in _children(cache_dir):
-        if child.name != current:
-            size = _tree_size(child)
-            removed += size if usercache.remove_owned(child, VERSION_NAME) else 0
+    removed = sum(folders.clear(child, VERSION_NAME) for child in _children(cache_dir) if child.name != current)
     if metadata_store is None or getattr(metadata_store, "busy", False):
         return removed
     with contextlib.suppress(sqlite3.Error):
