@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cachetools import LRUCache
 from hamilton.caching.adapter import CachingBehavior, CachingEventType, HamiltonCacheAdapter
 from hamilton.caching.stores.base import ResultRetrievalError
 
@@ -59,7 +60,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         #: Hamilton resolves behaviors and code versions anew every run (about 3 ms of a 17 ms
         #: warm build): the last graph's behaviors; code versions by (graph, outputs, inputs, overrides)
         self.behaviors_of: tuple[Any, dict] = (None, {})
-        self.code_versions_of: dict[tuple, dict] = {}
+        self.code_versions_of: LRUCache = LRUCache(maxsize=64)
 
     def _stores(self) -> Stores:
         current = _CURRENT.get()
@@ -137,8 +138,6 @@ class CacheAdapter(HamiltonCacheAdapter):
         """Hamilton's code versions of the nodes a run needs, resolved once per graph, outputs, inputs and overrides."""
         key = (self._fn_graphs[run_id], tuple(final_vars or ()), tuple(sorted(inputs or ())), tuple(sorted(overrides or ())))
         if key not in self.code_versions_of:
-            if len(self.code_versions_of) > 64:
-                self.code_versions_of.clear()
             self.code_versions_of[key] = super().resolve_code_versions(run_id=run_id, final_vars=final_vars,
                                                                        inputs=inputs, overrides=overrides)
         return dict(self.code_versions_of[key])
@@ -147,11 +146,10 @@ class CacheAdapter(HamiltonCacheAdapter):
         if success and (self.behaviors[run_id][node_.name] is not _DEFAULT
                         or node_.name in self.hits.get(run_id, ())):
             return  # recomputed (never stored) or a hit (stored already)
-        store = self.result_store
         data_version = self.data_versions[run_id].get(node_.name)
         if success and task_id is None and isinstance(data_version, str):
-            if not store.stored(data_version):  # in this folder (memory may hold it from another)
-                store.set(data_version, result)
+            if not self.result_store.stored(data_version):  # in this folder (memory may hold it from another)
+                self.result_store.set(data_version, result)
                 self._log_event(run_id, node_.name, "result_store", CachingEventType.SET_RESULT, None, data_version)
             return
         super().post_node_execute(run_id=run_id, node_=node_, result=result, success=success, error=error,

@@ -350,15 +350,12 @@ class _MetadataStore(SQLiteMetadataStore):
     # write is forgotten. A key this process has read or written is answered from memory (a
     # result pruned meanwhile by another process is then missing, and recomputed).
     def get(self, cache_key: str) -> str | None:
-        known = self._known.get(cache_key)
-        if known is not None:
-            return known
-        try:
-            found = super().get(cache_key)
-        except sqlite3.Error:
-            return None
-        if found is not None:
-            self._known[cache_key] = found
+        found = self._known.get(cache_key)
+        if found is None:
+            with contextlib.suppress(sqlite3.Error):
+                found = super().get(cache_key)
+                if found is not None:
+                    self._known[cache_key] = found
         return found
 
     def set(self, *, cache_key: str, data_version: str, run_id: str, node_name: str | None = None,
@@ -397,8 +394,7 @@ class Stores:
     """The metadata and result stores of one cache folder (for the code version in use)."""
 
     def __init__(self, cache_dir: str | os.PathLike) -> None:
-        root = open_project_folder(Path(cache_dir))
-        self.metadata = open_metadata(root)
+        self.metadata = open_metadata(open_project_folder(Path(cache_dir)))
         self.results = SQLiteResultStore(self.metadata, usercache.cache_key())
         self.written_files: dict[str, str] = {}  # project.txt and last_run.json as last written
         self.runs_since_prune: int | None = None
