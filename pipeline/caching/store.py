@@ -498,14 +498,13 @@ def _give_space_back(connection: sqlite3.Connection) -> None:
 
 def _trim_metadata(connection: sqlite3.Connection, dropped: list[str]) -> None:
     """History of the last KEEP_RUNS runs only; no metadata pointing at a removed result."""
-    cur = connection.cursor()
-    cur.execute("SELECT COUNT(*) FROM run_ids")
-    if cur.fetchone()[0] > 2 * KEEP_RUNS or dropped:
-        cur.execute("DELETE FROM run_ids WHERE id NOT IN (SELECT id FROM run_ids ORDER BY id DESC LIMIT ?)", (KEEP_RUNS,))
-        cur.execute("DELETE FROM history WHERE run_id NOT IN (SELECT run_id FROM run_ids)")
+    if dropped or connection.execute("SELECT COUNT(*) FROM run_ids").fetchone()[0] > 2 * KEEP_RUNS:
+        connection.execute("DELETE FROM run_ids WHERE id NOT IN (SELECT id FROM run_ids ORDER BY id DESC LIMIT ?)",
+                           (KEEP_RUNS,))
+        connection.execute("DELETE FROM history WHERE run_id NOT IN (SELECT run_id FROM run_ids)")
         gone = json.dumps(dropped)  # one parameter however many (SQLite's JSON1, built in)
-        cur.execute("DELETE FROM results WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
-        cur.execute("DELETE FROM cache_metadata WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
+        connection.execute("DELETE FROM results WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
+        connection.execute("DELETE FROM cache_metadata WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
         connection.commit()
 
 
