@@ -282,10 +282,10 @@ def memory_table(builds: int, folder: Path) -> None:
         driver.execute(["build_result"], demo, {"cache.maxBytes": cap}, f"request {n}", cache_dir=cache_dir)
         if n in marks:
             size = caching.stats(Path(driver.cache_dir_for(demo, cache_dir)))["bytes"] / 1e6
-            print(f"{n:>7} {rss():>8.1f} {size:>10.2f} {caching.MEMORY.bytes / 1e6:>16.2f} "
+            print(f"{n:>7} {rss():>8.1f} {size:>10.2f} {caching.MEMORY.currsize / 1e6:>16.2f} "
                   f"{(time.perf_counter() - start) / n:>8.3f}")
     print(f"folder cap {cap / 1e6:.1f} MB (default cache.maxBytes {caching.DEFAULT_MAX_BYTES / 1e6:.0f} MB); "
-          f"memory layer cap {caching.MEMORY.max_bytes / 1e6:.0f} MB")
+          f"memory layer cap {caching.MEMORY.maxsize / 1e6:.0f} MB")
 
 
 def node_table(folder: Path) -> None:

@@ -339,6 +339,20 @@ def test_prune_drops_the_least_recently_used_results_and_their_metadata(tmp_path
     assert caching.stats(folder)["bytes"] <= cap  # the file gave the space back
 
 
+def test_prune_keeps_the_history_of_the_last_runs_only(tmp_path):
+    folder = caching.project_cache_dir(tmp_path, tmp_path / "c")
+    stores = caching.stores_for(folder)
+    db = stores.metadata.connection
+    for index in range(50):
+        stores.metadata.initialize(f"run{index}")
+        db.execute("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", (f"k{index}", f"run{index}"))
+    db.commit()
+    caching.prune(folder, 1 << 30, stores.metadata)
+    kept = [f"run{index}" for index in range(50 - caching.store.KEEP_RUNS, 50)]
+    assert [row[0] for row in db.execute("SELECT run_id FROM run_ids ORDER BY id")] == kept
+    assert [row[0] for row in db.execute("SELECT run_id FROM history ORDER BY id")] == kept
+
+
 def test_prune_never_drops_a_shared_part_before_a_value_of_the_same_time(tmp_path):
     folder = caching.project_cache_dir(tmp_path, tmp_path / "c")
     stores = caching.stores_for(folder)

@@ -85,11 +85,6 @@ def long_text(text: str) -> str:
     return text
 
 
-def value_digest(value: object) -> bytes:
-    """The 16-byte digest of a value's pickle (plain data: its content)."""
-    return digest16(b"pickle", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-
-
 def round_digest_of(*parts: bytes) -> bytes:
     """The content digest of a round made from ``parts`` (the index included): what a parser
     gives :class:`..types.Round` (``source_digest``) when it knows them."""
@@ -134,7 +129,7 @@ def content_digest(value: Any) -> bytes:
                         content_digest(cells), content_digest(value.__defaults__))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return fields_digest(value)
-    return pickled_digest(value)
+    return value_digest(value)
 
 
 def fields_digest(value: Any) -> bytes:
@@ -153,12 +148,13 @@ def _tuple_digest(items: tuple) -> bytes:
         if len(joined) == 16 * len(items):  # each by the 16 bytes it carries: one hash of them joined
             return digest16(b"tuple-of", tag, joined)
     if len(items) > _WIDE and kinds.issubset(_SCALARS):
-        return pickled_digest(items)
+        return value_digest(items)
     return digest16(b"tuple", *map(_part, items))
 
 
-def pickled_digest(value: Any) -> bytes:
-    """The digest of ``value``'s pickle; :class:`Unhashable` when it does not pickle."""
+def value_digest(value: Any) -> bytes:
+    """The 16-byte digest of ``value``'s pickle (plain data: its content); :class:`Unhashable`
+    when it does not pickle."""
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - closures, locks: not ours to hash

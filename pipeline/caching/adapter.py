@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cachetools import LRUCache
 from hamilton.caching.adapter import CachingBehavior, CachingEventType, HamiltonCacheAdapter
 from hamilton.caching.stores.base import ResultRetrievalError
 
@@ -59,7 +60,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         #: Hamilton resolves behaviors and code versions anew every run (about 3 ms of a 17 ms
         #: warm build): the last graph's behaviors; code versions by (graph, outputs, inputs, overrides)
         self.behaviors_of: tuple[Any, dict] = (None, {})
-        self.code_versions_of: dict[tuple, dict] = {}
+        self.code_versions_of: LRUCache = LRUCache(maxsize=64)
 
     def _stores(self) -> Stores:
         current = _CURRENT.get()
@@ -103,10 +104,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         it; a cached node whose key the metadata knows and whose result is there is a hit. A node
         that runs gets its inputs' values (a hit read from disk is unpickled only now)."""
         behavior, name = self.behaviors[run_id][node_.name], node_.name
-        if task_id is not None or behavior not in (_DEFAULT, _RECOMPUTE):
-            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=_materialized(kwargs), task_id=task_id,
-                                           **future_kwargs)
-        if behavior is _DEFAULT:
+        if task_id is None and behavior is _DEFAULT:
             key = self.cache_keys[run_id].get(name)
             data_version = self.metadata_store.get(cache_key=key) if key else None
             if data_version is not None and self.result_store.exists(data_version):
@@ -120,13 +118,14 @@ class CacheAdapter(HamiltonCacheAdapter):
                     self.hits.setdefault(run_id, set()).add(name)
                     self._log_event(run_id, name, "result_store", CachingEventType.GET_RESULT, "hit", data_version)
                     return result
-            return super().do_node_execute(run_id=run_id, node_=node_, kwargs=_materialized(kwargs), task_id=task_id,
-                                           **future_kwargs)
-        result = self._execute_node(run_id=run_id, node_name=name, node_callable=node_.callable,
-                                    node_kwargs=self._resolve_default_parameter_values(node_, _materialized(kwargs)))
-        if name in self._versioned(run_id):
-            self.data_versions[run_id][name] = self._version_data(name, run_id, result)
-        return result
+        elif task_id is None and behavior is _RECOMPUTE:
+            result = self._execute_node(run_id=run_id, node_name=name, node_callable=node_.callable,
+                                        node_kwargs=self._resolve_default_parameter_values(node_, _materialized(kwargs)))
+            if name in self._versioned(run_id):
+                self.data_versions[run_id][name] = self._version_data(name, run_id, result)
+            return result
+        return super().do_node_execute(run_id=run_id, node_=node_, kwargs=_materialized(kwargs), task_id=task_id,
+                                       **future_kwargs)
 
     def resolve_behaviors(self, run_id: str) -> dict:
         """Hamilton's behaviors, resolved once per graph."""
@@ -139,8 +138,6 @@ class CacheAdapter(HamiltonCacheAdapter):
         """Hamilton's code versions of the nodes a run needs, resolved once per graph, outputs, inputs and overrides."""
         key = (self._fn_graphs[run_id], tuple(final_vars or ()), tuple(sorted(inputs or ())), tuple(sorted(overrides or ())))
         if key not in self.code_versions_of:
-            if len(self.code_versions_of) > 64:
-                self.code_versions_of.clear()
             self.code_versions_of[key] = super().resolve_code_versions(run_id=run_id, final_vars=final_vars,
                                                                        inputs=inputs, overrides=overrides)
         return dict(self.code_versions_of[key])
@@ -149,11 +146,10 @@ class CacheAdapter(HamiltonCacheAdapter):
         if success and (self.behaviors[run_id][node_.name] is not _DEFAULT
                         or node_.name in self.hits.get(run_id, ())):
             return  # recomputed (never stored) or a hit (stored already)
-        store = self.result_store
         data_version = self.data_versions[run_id].get(node_.name)
         if success and task_id is None and isinstance(data_version, str):
-            if not store.stored(data_version):  # in this folder (memory may hold it from another)
-                store.set(data_version, result)
+            if not self.result_store.stored(data_version):  # in this folder (memory may hold it from another)
+                self.result_store.set(data_version, result)
                 self._log_event(run_id, node_.name, "result_store", CachingEventType.SET_RESULT, None, data_version)
             return
         super().post_node_execute(run_id=run_id, node_=node_, result=result, success=success, error=error,
@@ -231,20 +227,18 @@ class RunSummary:
                 "hit_nodes": list(self.hits), "miss_nodes": list(self.misses)}
 
 
-def run_summary(adapter: CacheAdapter, run_id: str | None = None) -> RunSummary:
-    """Hits, misses and recomputed nodes of a run (default: the last), from the adapter's logs."""
-    run_id = run_id or adapter.last_run_id
-    hits, executed = [], []
-    for name, events in adapter.logs(run_id=run_id, level="info").items():
+def run_summary(adapter: CacheAdapter) -> RunSummary:
+    """Hits, misses and recomputed nodes of the last run, from the adapter's logs (each node once,
+    in the order of its first event)."""
+    behaviors = adapter.behaviors.get(adapter.last_run_id, {})
+    hits, misses, recomputed = {}, {}, {}  # dicts as ordered sets
+    for name, events in adapter.logs(run_id=adapter.last_run_id, level="info").items():
         for event in events:
             if event.event_type == CachingEventType.GET_RESULT and event.msg == "hit":
-                hits.append(name)
+                hits[name] = None
             elif event.event_type == CachingEventType.EXECUTE_NODE:
-                executed.append(name)
-    behaviors = adapter.behaviors.get(run_id, {})
-    misses = [n for n in executed if behaviors.get(n) == CachingBehavior.DEFAULT]
-    recomputed = [n for n in executed if behaviors.get(n) != CachingBehavior.DEFAULT]
-    return RunSummary(tuple(dict.fromkeys(hits)), tuple(dict.fromkeys(misses)), tuple(dict.fromkeys(recomputed)))
+                (misses if behaviors.get(name) == CachingBehavior.DEFAULT else recomputed)[name] = None
+    return RunSummary(tuple(hits), tuple(misses), tuple(recomputed))
 
 
 def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: str, max_bytes: int,

@@ -201,10 +201,11 @@ def all_cache_dirs(root: Path | None = None) -> list[Path]:
                   if PROJECT_NAME.fullmatch(p.name) and p.is_dir() and not p.is_symlink() and usercache.marked(p))
 
 
-def clear(cache_dir: Path) -> int:
-    """Remove one project's cache folder when ctxengine made it (its name and marker); the bytes it held."""
+def clear(cache_dir: Path, name: re.Pattern[str] = PROJECT_NAME) -> int:
+    """Remove one project's cache folder (or, with ``name`` :data:`VERSION_NAME`, a code
+    version's folder in it) when ctxengine made it (its name and marker); the bytes it held."""
     size = _tree_size(cache_dir)
-    return size if usercache.remove_owned(cache_dir, PROJECT_NAME) else 0
+    return size if usercache.remove_owned(cache_dir, name) else 0
 
 
 # ----------------------------------------------------------------------------- helpers

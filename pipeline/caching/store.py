@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import io
+import json
 import logging
 import os
 import pickle
@@ -79,48 +80,49 @@ def _large(section: Section) -> bool:
         type(item) is tuple and len(item) >= CHUNK_ITEMS for item in section.data.values())
 
 
+def _pickled(value: Any, persistent_id) -> bytes:
+    """The pickle of ``value``, each part for which ``persistent_id`` gives a key referring to it."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.persistent_id = persistent_id
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
 def materialize(value: Any) -> Any:
     """``value``, unpickled first when it is a :class:`Lazy` stored result."""
     return value.load() if type(value) is Lazy else value
 
 
-class MemoryLayer:
+class MemoryLayer(LRUCache):
     """Results by data version in this process, in front of the folders (a data version is a
     fingerprint of the value, so it names the same value in any folder): a warm process (the
-    API, a Session, a server) serves a hit without reading or unpickling a file. Bounded by the
-    pickled size of what it holds (cachetools' LRU cache); nodes never mutate their inputs, so
-    values are shared."""
+    API, a Session, a server) serves a hit without reading or unpickling a file. An LRU cache of
+    ``(value, pickled size)`` bounded by the pickled sizes (``currsize`` of ``maxsize`` bytes);
+    reads and writes take its lock (a server's threads share it). Nodes never mutate their
+    inputs, so values are shared."""
 
     def __init__(self, max_bytes: int = MEMORY_MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self.clear()
+        super().__init__(maxsize=max_bytes, getsizeof=lambda item: item[1])
+        self.lock = threading.Lock()
 
-    @property
-    def bytes(self) -> int:
-        """The pickled bytes of the values held."""
-        return self._items.currsize
-
-    def __contains__(self, data_version: str) -> bool:
-        return data_version in self._items
-
-    def get(self, data_version: str) -> Any:
+    def value(self, data_version: str) -> Any:
         """The value, or :data:`_UNSET`."""
-        with self._lock:
-            return self._items.get(data_version, (_UNSET,))[0]
+        with self.lock:
+            return self.get(data_version, (_UNSET,))[0]
 
     def put(self, data_version: str, value: Any, size: int) -> None:
-        if size <= self.max_bytes // 4:  # one value never pushes out everything else
-            with self._lock:
-                self._items[data_version] = (value, size)
+        if size <= self.maxsize // 4:  # one value never pushes out everything else
+            with self.lock:
+                self[data_version] = (value, size)
 
     def discard(self, data_version: str) -> None:
-        with self._lock:
-            self._items.pop(data_version, None)
+        with self.lock:
+            self.pop(data_version, None)
 
     def clear(self) -> None:
-        with self._lock:
-            self._items: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=lambda item: item[1])
+        with self.lock:
+            super().clear()
 
 
 #: The memory layer of this process (``MEMORY.clear()`` empties it).
@@ -190,11 +192,7 @@ class SQLiteResultStore(ResultStore):
         Always pickled (ctxengine's nodes use no ``@cache(format=...)``)."""
         try:
             result = materialize(result)
-            buffer = io.BytesIO()
-            pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-            pickler.persistent_id = self.shared_key
-            pickler.dump(result)
-            payload = buffer.getvalue()
+            payload = _pickled(result, self.shared_key)
         except Exception as exc:  # noqa: BLE001 - an unpicklable value never fails a build
             _LOGGER.debug("result %s not cached: %s", data_version, exc)
             return
@@ -227,11 +225,7 @@ class SQLiteResultStore(ResultStore):
         self._shared_here.add(key)
         row = self._row(key, "used")
         if type(part) is Section:
-            buffer = io.BytesIO()
-            pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-            pickler.persistent_id = lambda obj: None if obj is part else self.shared_key(obj)
-            pickler.dump(part)
-            data = buffer.getvalue()
+            data = _pickled(part, lambda obj: None if obj is part else self.shared_key(obj))
         elif row is None:
             data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
         if row is None:
@@ -247,14 +241,9 @@ class SQLiteResultStore(ResultStore):
 
     def shared(self, key: str) -> Any:
         """A shared part: from memory, else unpickled from its row (checked) once."""
-        value = MEMORY.get(key)
+        value = MEMORY.value(key)
         if value is _UNSET:
-            payload = self._pending.get(key)
-            if payload is None:
-                row = self._row(key, "digest, payload")
-                if row is None or not self._authentic(key, row[0], row[1]):
-                    raise ResultRetrievalError(f"shared part {key} is gone, torn or not ours")
-                payload = row[1]
+            payload = self._payload(key)[0]
             value = self.loads(payload)
             MEMORY.put(key, value, len(payload))
         return value
@@ -265,20 +254,25 @@ class SQLiteResultStore(ResultStore):
         unpickler.persistent_load = lambda pid: self.shared(pid) if isinstance(pid, str) else self.joined(pid)
         return unpickler.load()
 
+    def _payload(self, data_version: str) -> tuple[bytes, float]:
+        """The pickle of a result or shared part, to be flushed or from its row (checked), and
+        the time of its last use (now for one to be flushed); a retrieval error when it is gone,
+        torn or not ours."""
+        payload = self._pending.get(data_version)
+        if payload is not None:
+            return payload, time.time()
+        row = self._row(data_version, "digest, payload, used")
+        if row is None or not self._authentic(data_version, row[0], row[1]):
+            raise ResultRetrievalError(f"result {data_version} is gone, torn or not ours")
+        return row[1], row[2]
+
     def get(self, data_version: str, **kwargs) -> Any:
-        value = MEMORY.get(data_version)
+        value = MEMORY.value(data_version)
         if value is not _UNSET:
             return value
-        payload = self._pending.get(data_version)
-        if payload is None:
-            row = self._row(data_version, "digest, payload, used")
-            if row is None:
-                raise ResultRetrievalError(f"result {data_version} is gone")
-            tag, payload, used = row
-            if not self._authentic(data_version, tag, payload):
-                raise ResultRetrievalError(f"result {data_version} is torn or not ours")
-            if used < time.time() - self.TOUCH_AFTER:
-                self._touched.add(data_version)
+        payload, used = self._payload(data_version)
+        if used < time.time() - self.TOUCH_AFTER:
+            self._touched.add(data_version)
         return Lazy(data_version, payload, self)
 
     def delete(self, data_version: str) -> None:
@@ -356,15 +350,12 @@ class _MetadataStore(SQLiteMetadataStore):
     # write is forgotten. A key this process has read or written is answered from memory (a
     # result pruned meanwhile by another process is then missing, and recomputed).
     def get(self, cache_key: str) -> str | None:
-        known = self._known.get(cache_key)
-        if known is not None:
-            return known
-        try:
-            found = super().get(cache_key)
-        except sqlite3.Error:
-            return None
-        if found is not None:
-            self._known[cache_key] = found
+        found = self._known.get(cache_key)
+        if found is None:
+            with contextlib.suppress(sqlite3.Error):
+                found = super().get(cache_key)
+                if found is not None:
+                    self._known[cache_key] = found
         return found
 
     def set(self, *, cache_key: str, data_version: str, run_id: str, node_name: str | None = None,
@@ -403,8 +394,7 @@ class Stores:
     """The metadata and result stores of one cache folder (for the code version in use)."""
 
     def __init__(self, cache_dir: str | os.PathLike) -> None:
-        root = open_project_folder(Path(cache_dir))
-        self.metadata = open_metadata(root)
+        self.metadata = open_metadata(open_project_folder(Path(cache_dir)))
         self.results = SQLiteResultStore(self.metadata, usercache.cache_key())
         self.written_files: dict[str, str] = {}  # project.txt and last_run.json as last written
         self.runs_since_prune: int | None = None
@@ -444,11 +434,9 @@ def stores_for(cache_dir: str | os.PathLike) -> Stores:
     key = os.path.abspath(os.fspath(cache_dir))
     with _STORES_LOCK:
         found = _STORES.get(key)
-    if found is None or found.metadata.folder.name != folders.code_version():
-        found = Stores(key)
-        with _STORES_LOCK:
-            _STORES[key] = found
-    return found
+        if found is None or found.metadata.folder.name != folders.code_version():
+            found = _STORES[key] = Stores(key)
+        return found
 
 
 @contextlib.contextmanager
@@ -468,12 +456,8 @@ def prune(cache_dir: Path, max_bytes: int, metadata_store: SQLiteMetadataStore |
     recently used results until the folder is within ``max_bytes`` (down to 80% of it); their
     metadata and that of older runs is deleted and the file gives the space back. Returns the
     bytes removed. Never fails a build."""
-    removed = 0
     current = folders.code_version()
-    for child in _children(cache_dir):
-        if child.name != current:
-            size = _tree_size(child)
-            removed += size if usercache.remove_owned(child, VERSION_NAME) else 0
+    removed = sum(folders.clear(child, VERSION_NAME) for child in _children(cache_dir) if child.name != current)
     if metadata_store is None or getattr(metadata_store, "busy", False):
         return removed
     with contextlib.suppress(sqlite3.Error):
@@ -514,19 +498,13 @@ def _give_space_back(connection: sqlite3.Connection) -> None:
 
 def _trim_metadata(connection: sqlite3.Connection, dropped: list[str]) -> None:
     """History of the last KEEP_RUNS runs only; no metadata pointing at a removed result."""
-    cur = connection.cursor()
-    cur.execute("SELECT COUNT(*) FROM run_ids")
-    if cur.fetchone()[0] > 2 * KEEP_RUNS or dropped:
-        cur.execute("SELECT run_id FROM run_ids ORDER BY id DESC LIMIT ?", (KEEP_RUNS,))
-        keep = [row[0] for row in cur.fetchall()]
-        marks = ",".join("?" * len(keep))
-        cur.execute(f"DELETE FROM run_ids WHERE run_id NOT IN ({marks})", keep)
-        cur.execute(f"DELETE FROM history WHERE run_id NOT IN ({marks})", keep)
-        for start in range(0, len(dropped), 500):
-            chunk = dropped[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            cur.execute(f"DELETE FROM results WHERE data_version IN ({marks})", chunk)
-            cur.execute(f"DELETE FROM cache_metadata WHERE data_version IN ({marks})", chunk)
+    if dropped or connection.execute("SELECT COUNT(*) FROM run_ids").fetchone()[0] > 2 * KEEP_RUNS:
+        connection.execute("DELETE FROM run_ids WHERE id NOT IN (SELECT id FROM run_ids ORDER BY id DESC LIMIT ?)",
+                           (KEEP_RUNS,))
+        connection.execute("DELETE FROM history WHERE run_id NOT IN (SELECT run_id FROM run_ids)")
+        gone = json.dumps(dropped)  # one parameter however many (SQLite's JSON1, built in)
+        connection.execute("DELETE FROM results WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
+        connection.execute("DELETE FROM cache_metadata WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
         connection.commit()
 
 
