@@ -679,3 +679,21 @@ def test_a_large_text_made_long_carries_its_sha256_and_is_not_hashed_again(monke
     assert first == caching.fingerprint((carried, [carried])) and hashed == []
     caching.fingerprint(text)  # a long plain text: hashed where it is met
     assert len(hashed) == 1
+
+
+def test_a_warm_process_reads_a_stored_hit_s_row_once(demo, tmp_path):
+    cache = tmp_path / "c"
+    build(demo, cache)
+    caching.MEMORY.clear()  # as a new process: every hit comes from the database
+    reads: list[str] = []
+    connection = caching.stores_for(pf(cache)).metadata.connection
+    connection.set_trace_callback(lambda sql: reads.append(sql) if "FROM results" in sql else None)
+    try:
+        first, _ = build(demo, cache)
+        from_rows = len(reads)
+        reads.clear()
+        again, what = build(demo, cache)
+    finally:
+        connection.set_trace_callback(None)
+    assert from_rows > 0 and reads == []  # the rows read once, never unpickled, are kept as they are
+    assert set(what.values()) == {"hit"} and again.context == first.context

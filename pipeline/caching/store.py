@@ -53,7 +53,8 @@ class StaleResult(Exception):
 class Lazy:
     """A stored result read from disk but not unpickled yet. A hit whose dependents are all hits
     too is never unpickled (the 4 MB parsed transcript of an unchanged rebuild); a node that
-    runs gets the value (:func:`materialize`), as does the caller of the driver."""
+    runs gets the value (:func:`materialize`), as does the caller of the driver. It is kept in
+    :data:`MEMORY` as it is (then as its value, once loaded): a warm process reads its row once."""
 
     __slots__ = ("data_version", "_payload", "_value", "_store")
 
@@ -65,6 +66,7 @@ class Lazy:
             try:
                 self._value = self._store.loads(self._payload)
             except Exception as exc:  # noqa: BLE001 - a shared part pruned, a class changed outside the nodes
+                MEMORY.discard(self.data_version)
                 raise StaleResult(f"cached result {self.data_version} does not load: {type(exc).__name__}: {exc}") from None
             MEMORY.put(self.data_version, self._value, len(self._payload))
             self._payload = b""
@@ -273,7 +275,9 @@ class SQLiteResultStore(ResultStore):
         payload, used = self._payload(data_version)
         if used < time.time() - self.TOUCH_AFTER:
             self._touched.add(data_version)
-        return Lazy(data_version, payload, self)
+        lazy = Lazy(data_version, payload, self)
+        MEMORY.put(data_version, lazy, len(payload))  # a warm process's next hit reads no row
+        return lazy
 
     def delete(self, data_version: str) -> None:
         MEMORY.discard(data_version)
