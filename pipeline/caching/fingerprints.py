@@ -34,7 +34,9 @@ def fingerprint(value: Any) -> str | None:
 
 
 def _hamilton_fingerprint(value: Any, *args: Any, **kwargs: Any) -> str:
-    return fingerprint(value)
+    """Hamilton's fingerprint of one of our types: :func:`fingerprint`, or Hamilton's
+    ``UNHASHABLE`` (never a hit) for a value that has none (a section holding a lock)."""
+    return fingerprint(value) or _hamilton_fingerprints.UNHASHABLE
 
 
 for _type in (Round, Section, RoundUse, DigestedText, CodeFiles, CodeTags, Memo):
