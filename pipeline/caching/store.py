@@ -224,7 +224,6 @@ class SQLiteResultStore(ResultStore):
         key = _SHARED + content_digest(part).hex()
         if key in self._pending or key in self._shared_here:
             return key
-        self._shared_here.add(key)
         row = self._row(key, "used")
         if type(part) is Section:
             data = _pickled(part, lambda obj: None if obj is part else self.shared_key(obj))
@@ -235,6 +234,7 @@ class SQLiteResultStore(ResultStore):
             MEMORY.put(key, part, len(data))
         else:
             self._touched.add(key)
+        self._shared_here.add(key)  # once it pickled: a part that does not leaves no key behind
         return key
 
     def joined(self, keys: tuple[str, ...]) -> tuple:
