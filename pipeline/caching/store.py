@@ -62,13 +62,16 @@ class Lazy:
         self.data_version, self._payload, self._value, self._store = data_version, payload, _UNSET, store
 
     def load(self) -> Any:
+        # The payload read first: kept in MEMORY, a Lazy is shared by a server's threads, and one
+        # that loads it sets the value before it drops the payload.
+        payload = self._payload
         if self._value is _UNSET:
             try:
-                self._value = self._store.loads(self._payload)
+                self._value = self._store.loads(payload)
             except Exception as exc:  # noqa: BLE001 - a shared part pruned, a class changed outside the nodes
                 MEMORY.discard(self.data_version)
                 raise StaleResult(f"cached result {self.data_version} does not load: {type(exc).__name__}: {exc}") from None
-            MEMORY.put(self.data_version, self._value, len(self._payload))
+            MEMORY.put(self.data_version, self._value, len(payload))
             self._payload = b""
         return self._value
 
