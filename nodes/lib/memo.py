@@ -20,12 +20,11 @@ take ``memo=NO_MEMO`` (keeps nothing). One bound: the least recently used entrie
 text's length, a few bytes for a number, else the pickle's; cachetools' LRU cache). One
 persistence: the table ``memo`` of the project's cache database (:class:`MemoTable`), whose
 rows the memo reads on a miss of a key they hold (their values then join its entries, under
-the one bound) and to which the entries the build
-made (those not made with ``persist=False``: what is cheaper to make again than to write and
-read) are written in the build's transaction, one row a kind (the pickle of its values by
-digest: a build's thousands of entries are a few rows, pickled once, one MAC each); each row
-carries the HMAC of its pickle under the user's key (:func:`usercache.mac`), and a row whose MAC
-fails is never unpickled.
+the one bound) and to which the entries the build made (those not made with
+``persist=False``: what is cheaper to make again than to write and read) are written in the
+build's transaction, one row a kind (the pickle of its values by digest: a build's thousands
+of entries are a few rows, pickled once, one MAC each); each row carries the HMAC of its pickle
+under the user's key (:func:`usercache.mac`), and a row whose MAC fails is never unpickled.
 """
 
 from __future__ import annotations

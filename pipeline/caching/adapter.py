@@ -247,7 +247,8 @@ def after_run(adapter: CacheAdapter, cache_dir: str | os.PathLike, project_dir: 
     on a process's first build, then after every :data:`PRUNE_EVERY` builds or an eighth of the
     cap written) and then the root to ``max_total_bytes`` (:func:`prune_root`, sparing this
     folder; on a process's first build only when the folder is new or the root was last bounded
-    :data:`.folders.ROOT_PRUNE_EVERY` seconds ago: a CLI call does not walk every project's folder). The caller forgets older runs in memory (:meth:`CacheAdapter.forget_runs`, also
+    :data:`.folders.ROOT_PRUNE_EVERY` seconds ago: a CLI call does not walk every project's
+    folder). The caller forgets older runs in memory (:meth:`CacheAdapter.forget_runs`, also
     when a run fails)."""
     summary = run_summary(adapter)
     folder, stores = Path(cache_dir), stores_for(cache_dir)
