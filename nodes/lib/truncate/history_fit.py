@@ -651,11 +651,12 @@ def _trimmed_round(round_: Round, thirds: _Thirds, space: int, counter, render_r
     kept = [m for _, m in within] + list(thirds.tail)
     kept_at = {j for j, _ in within}
     cut = [m for i, m in enumerate(thirds.rest) if i not in kept_at]
+    trimmed = replace(round_, messages=thirds.head + tuple(kept))  # (a Round hashes its messages when made)
     if cut:
         text = _with_note(round_, thirds.head, kept, _messages_note(cut) + "]", render_round)
     else:
-        text = render_round(replace(round_, messages=thirds.head + tuple(kept)))
-    return _Trimmed(text, counter.count(text), replace(round_, messages=thirds.head + tuple(kept)))
+        text = render_round(trimmed)
+    return _Trimmed(text, counter.count(text), trimmed)
 
 
 def _closest_trim(trimmed_to: Callable[[int], _Trimmed], room: int, space: int) -> _Trimmed:
@@ -908,7 +909,8 @@ def _newest_within(round_: Round, room: int, counter, render_round, ratio) -> tu
         kept = list(trim_units(messages, space, cost, strategy="last", pinned=range(head_end),
                                groups=message_groups(messages)).indices)
         chosen = [messages[i] for i in kept]
-    return _kept_text(round_, kept, chosen, head_end, render_round), replace(round_, messages=tuple(chosen))
+    kept_round = replace(round_, messages=tuple(chosen))
+    return _kept_text(round_, kept, kept_round, head_end, render_round), kept_round
 
 
 def _opening_cut(messages: Sequence[Message], head_end: int, space: int, cost: Callable[[Message], int],
@@ -922,13 +924,14 @@ def _opening_cut(messages: Sequence[Message], head_end: int, space: int, cost: C
                                    for i in range(head_end)]
 
 
-def _kept_text(round_: Round, kept: Sequence[int], chosen: Sequence[Message], head_end: int, render_round) -> str:
-    """The text of ``round_`` keeping the messages ``chosen`` (at indices ``kept``): rendered
-    whole when nothing is cut, else with a note naming the cut messages between opening and tail."""
+def _kept_text(round_: Round, kept: Sequence[int], kept_round: Round, head_end: int, render_round) -> str:
+    """The text of ``round_`` as ``kept_round`` keeps it (its messages those at indices ``kept``):
+    rendered whole when nothing is cut, else with a note naming the cut messages between opening and tail."""
     kept_at = set(kept)
     cut_messages = [m for i, m in enumerate(round_.messages) if i not in kept_at]
     if not cut_messages:
-        return render_round(replace(round_, messages=tuple(chosen)))
+        return render_round(kept_round)
+    chosen = kept_round.messages
     head = [m for i, m in zip(kept, chosen) if i < head_end]
     tail = [m for i, m in zip(kept, chosen) if i >= head_end]
     return _with_note(round_, head, tail, _messages_note(cut_messages) + "]", render_round)
