@@ -112,7 +112,6 @@ def read_facts(path: str | os.PathLike) -> tuple[str, ...]:
 def experiment_summary(frame):
     """One row per variant: projects, failed runs, the mean figures and, with facts, the share
     of facts kept over all projects (no ``facts_kept_pct`` column without facts)."""
-
     ok = frame[frame["status"] == "ok"]
     groups = frame.groupby("variant", sort=False)
     table = pd.DataFrame({"projects": groups.size(), "failed": groups["status"].apply(lambda s: int((s != "ok").sum()))})
@@ -205,7 +204,6 @@ def chart_panels(summary) -> list[tuple[Any, str]]:
 
 def _jobs(project, variants: list[dict], varying: Sequence[str], shared: tuple, request: str, overrides: Mapping[str, Any] | None,
           facts: tuple[str, ...]) -> list:
-
     jobs = []
     for variant in variants:
         settings = {key: value for key, value in variant.items() if key != NODES_KEY}
@@ -249,7 +247,6 @@ def _shown(key: str, value: Any) -> str:
 
 def _check_key(key: str) -> None:
     """A varied key must be a configuration key of configs/defaults.yaml (or ``nodes``)."""
-
     if key == NODES_KEY:
         return
     known = sorted(_dotted_keys(defaults()))

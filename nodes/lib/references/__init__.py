@@ -25,6 +25,6 @@ __all__ = ["GROUPS", "GROUP_PRIORITY_KEYS", "GSD_RULES", "INLINE", "PROJECT_RULE
            "ReferenceLink", "ReferenceProblem", "ReferenceSet", "ReferenceSpec", "RuleFile", "RulesChoice", "Target",
            "at_references", "builtin_name", "closest_names", "display_path", "fallback_title", "file_candidates",
            "group_priorities", "is_absolute_path", "is_drive_path", "is_gsd_rules", "is_http_url",
-           "is_reference_token", "normalise_url", "ordered", "parse_document", "parsed_document", "priority_for", "reference_specs_from",
-           "root_group", "rule_names", "suggestion_text", "target_kind", "title_for", "url_child", "walk_references",
+           "is_reference_token", "normalise_url", "ordered", "parse_document", "parsed_document", "priority_for",
+           "reference_specs_from", "root_group", "rule_names", "suggestion_text", "target_kind", "title_for", "url_child", "walk_references",
            "with_rules", "without_lines"]

@@ -18,6 +18,7 @@ from .targets import is_http_url, is_reference_token
 #: The memo kind of a parsed document (:func:`parsed_document`).
 PARSED = "document"
 
+
 @dataclass(frozen=True)
 class ParsedDocument:
     """A document's text split into metadata and body, with the line the body starts on."""

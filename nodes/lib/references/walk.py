@@ -14,7 +14,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 from ...types import Document, ReferenceLoadError, Source
 from ..textio import Refused, TextUnavailable
 from ..memo import NO_MEMO, Memo
-from .documents import ParsedDocument, at_references, fallback_title, parsed_document, priority_for, title_for, without_lines
+from .documents import (ParsedDocument, at_references, fallback_title, parsed_document, priority_for, title_for,
+                        without_lines)
 from .specs import ReferenceSpec
 from .targets import Target
 
