@@ -698,3 +698,26 @@ def test_a_warm_process_reads_a_stored_hit_s_row_once(demo, tmp_path):
         connection.set_trace_callback(None)
     assert from_rows > 0 and reads == []  # the rows read once, never unpickled, are kept as they are
     assert set(what.values()) == {"hit"} and again.context == first.context
+
+
+def test_a_section_holding_what_cannot_be_hashed_fingerprints_as_hamilton_s_unhashable():
+    import threading
+
+    from hamilton.caching import fingerprinting
+
+    from ctxengine.nodes.types import Section
+
+    section = Section(key="k", title="t", kind="x", content="c", priority=1, pool="p", data={"lock": threading.Lock()})
+    assert fingerprinting.hash_value(section) == fingerprinting.UNHASHABLE  # never a hit, never a crash
+    assert isinstance(fingerprinting.hash_value([section, 1]), str)
+
+
+def test_a_shared_part_that_does_not_pickle_leaves_no_reference_to_it(tmp_path):
+    from ctxengine.nodes.types import Section
+
+    store = caching.stores_for(caching.project_cache_dir(tmp_path / "p", tmp_path / "c")).results
+    bad = Section(key="k", title="t", kind="x", content="a" * 70_000, priority=1, pool="p", data={"fn": lambda: 1})
+    store.set("v1", bad)
+    store.set("v2", [bad])
+    assert not store.stored("v1") and not store.stored("v2")  # not cached: nothing points at a missing part
+    store.flush()
