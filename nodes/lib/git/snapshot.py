@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ..programs import executable_path
 from .run import NO_GIT, GitResult, failure_reason, filter_listing, overrides_from, run_git
-from .scope import repository_scope
+from .scope import RepoScope, repository_scope
 from .status import parse_numstat, parse_status
 
 
@@ -41,6 +41,130 @@ class GitSnapshot:
     filter_overrides: tuple[tuple[str, str], ...] = ()
 
 
+_STATUS_ARGS = ("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=normal", "--", ".")
+_NUMSTAT_ARGS = ("diff", "HEAD", "--numstat", "-z", "-M", "--", ".")
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree, when hash-object says nothing
+
+
+@dataclass(frozen=True)
+class _Look:
+    """What every git command of one snapshot shares: where it runs, its limits, the git program,
+    the repository scope and the filter-driver overrides."""
+
+    project_dir: str
+    root: str
+    timeout: float
+    max_bytes: int
+    program: str
+    scope: RepoScope
+    overrides: tuple[tuple[str, str], ...] = ()
+
+    def git(self, args: Sequence[str], cap: int | None = None) -> GitResult:
+        """The result of one git command in the project (output capped at ``cap``, default max_bytes)."""
+        return run_git(list(args), self.project_dir, self.timeout, self.max_bytes if cap is None else cap,
+                       overrides=self.overrides, scope=self.scope, git=self.program)
+
+    def failed(self, what: str, result: GitResult) -> str:
+        """The warning for a git command that failed: what ran, where, and why."""
+        return f"git: {what} failed in {self.project_dir} ({failure_reason(result, self.timeout)})"
+
+    def skipped(self, warning: str) -> GitSnapshot:
+        """The snapshot of a repository whose git section is skipped, with the reason as its warning."""
+        return GitSnapshot(self.project_dir, root=self.root, warnings=(warning + "; git section skipped",))
+
+
+def _unreadable_snapshot(project_dir: str, program: str | None) -> GitSnapshot | None:
+    """The snapshot of a project git cannot look at (no git program, not a folder), else None."""
+    if program is None:
+        return GitSnapshot(project_dir, warnings=(NO_GIT + "; git section skipped",))
+    if not os.path.isdir(project_dir):
+        return GitSnapshot(project_dir, warnings=(f"git: {project_dir} is not a folder; git section skipped",))
+    return None
+
+
+def _out_of_scope_snapshot(project_dir: str, scope: RepoScope, enclosing_is_note: bool) -> GitSnapshot | None:
+    """The snapshot of a project with no repository to read (refused, or none at all), else None.
+    A refused enclosing repository is a note when ``enclosing_is_note``, other refusals warnings;
+    no repository is a note."""
+    if scope.refusal:
+        said = (scope.refusal + "; git section skipped",)
+        return GitSnapshot(project_dir, **{"notes" if scope.enclosing and enclosing_is_note else "warnings": said})
+    if scope.git_dir is None:
+        return GitSnapshot(project_dir, notes=(f"git: {project_dir} is not inside a git repository; git section skipped",))
+    return None
+
+
+def _log_args(log_count: int) -> list[str]:
+    """The ``git log`` arguments for the last ``log_count`` commits (at least one)."""
+    return ["log", "-n", str(max(1, int(log_count))), "--no-decorate", "--date=short", "--format=%h %ad %s"]
+
+
+def _first_results(look: _Look, log_count: int) -> tuple[GitResult, GitResult, GitResult]:
+    """status, numstat (against HEAD) and log, run side by side: they do not depend on each other."""
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [
+            pool.submit(look.git, _STATUS_ARGS),
+            pool.submit(look.git, _NUMSTAT_ARGS),
+            pool.submit(look.git, _log_args(log_count), 65536),
+        ]
+        return tuple(f.result() for f in futures)  # type: ignore[return-value]
+
+
+def _status_warnings(look: _Look, status: GitResult) -> list[str]:
+    """A warning when git status's output was cut at the cap, else none."""
+    if status.truncated:
+        return [f"git: git status output over {look.max_bytes} bytes in {look.root}; the file list is cut"]
+    return []
+
+
+def _base_numstat_and_said(look: _Look, branch: dict, numstat: GitResult) -> tuple[str, GitResult, list[str], list[str]]:
+    """The base the changes are read against, the numstat against it, and the (warnings, notes) of
+    the branch: a repository without commits diffs against the empty tree (numstat run again),
+    a detached HEAD is a note."""
+    if branch.get("oid") == "(initial)":
+        empty = look.git(["hash-object", "-t", "tree", "--stdin"], 4096)
+        base = empty.stdout.strip() or _EMPTY_TREE
+        again = look.git([_NUMSTAT_ARGS[0], base, *_NUMSTAT_ARGS[2:]])
+        return base, again, [f"git: the repository at {look.root} has no commits yet; changes are shown against an empty tree"], []
+    if branch.get("head") == "(detached)":
+        oid = (branch.get("oid") or "")[:7]
+        return "HEAD", numstat, [], [f"git: HEAD is detached at {oid} in {look.root}; changes are shown against that commit"]
+    return "HEAD", numstat, [], []
+
+
+def _numstat_warnings(look: _Look, numstat: GitResult, base: str) -> list[str]:
+    """A warning when the numstat failed or was cut at the cap, else none."""
+    if numstat.returncode != 0:
+        return [look.failed(f"git diff {base} --numstat", numstat)]
+    if numstat.truncated:
+        return [f"git: git diff --numstat output over {look.max_bytes} bytes in {look.root}; the file list is cut"]
+    return []
+
+
+def _wants_patch(numstat: GitResult, max_lines: int) -> bool:
+    """Whether the patch is worth reading: a complete numstat with changes of at most ``max_lines`` lines."""
+    if numstat.returncode != 0 or numstat.truncated:
+        return False
+    counted = parse_numstat(numstat.stdout)
+    return bool(counted) and sum((a or 0) + (r or 0) for _, a, r, _ in counted) <= max_lines
+
+
+def _patch_and_warnings(look: _Look, base: str, max_lines: int) -> tuple[str | None, list[str]]:
+    """The patch against ``base`` when it ran whole and has at most ``max_lines`` lines (with context
+    and headers), else None; and a warning when it was cut at the cap or failed."""
+    diff = look.git(["diff", base, "-M", "--no-color", "--", "."])
+    if diff.returncode == 0 and not diff.truncated:
+        return (diff.stdout if diff.stdout.count("\n") <= max_lines else None), []
+    if diff.truncated:
+        return None, [f"git: the diff is over {look.max_bytes} bytes in {look.root}; showing the summary instead"]
+    return None, [look.failed(f"git diff {base}", diff)]
+
+
+def _recent_log(log_result: GitResult, base: str, log_count: int) -> str:
+    """The last commits, when there are commits (base HEAD), any were asked for and git log ran."""
+    return log_result.stdout if base == "HEAD" and log_count > 0 and log_result.returncode == 0 else ""
+
+
 def take_snapshot(
     project_dir: str,
     max_lines: int = 200,
@@ -55,76 +179,25 @@ def take_snapshot(
     No repository and a detached HEAD are notes (information), not warnings; so is an enclosing
     repository left unread when ``enclosing_is_note`` (a bundled example inside ctxengine's clone)."""
     program = executable_path("git", project_dir)  # once for the whole snapshot
-    if program is None:
-        return GitSnapshot(project_dir, warnings=(NO_GIT + "; git section skipped",))
-    if not os.path.isdir(project_dir):
-        return GitSnapshot(project_dir, warnings=(f"git: {project_dir} is not a folder; git section skipped",))
+    unreadable = _unreadable_snapshot(project_dir, program)
+    if unreadable is not None:
+        return unreadable
     scope = repository_scope(project_dir, allowed_paths)
-    if scope.refusal:
-        said = (scope.refusal + "; git section skipped",)
-        return GitSnapshot(project_dir, **{"notes" if scope.enclosing and enclosing_is_note else "warnings": said})
-    if scope.git_dir is None:
-        not_repo = f"git: {project_dir} is not inside a git repository; git section skipped"
-        return GitSnapshot(project_dir, notes=(not_repo,))
-    root = scope.work_tree or project_dir
-    warnings: list[str] = []
-    notes: list[str] = []
-
-    def failed(what: str, result: GitResult) -> str:
-        return f"git: {what} failed in {project_dir} ({failure_reason(result, timeout)})"
-
+    out_of_scope = _out_of_scope_snapshot(project_dir, scope, enclosing_is_note)
+    if out_of_scope is not None:
+        return out_of_scope
+    look = _Look(project_dir, scope.work_tree or project_dir, timeout, max_bytes, program, scope)
     listing = filter_listing(scope, program, timeout)  # once for the whole snapshot
     overrides = overrides_from(listing)
     if overrides is None:
-        return GitSnapshot(project_dir, root=root, warnings=(
-            failed("listing the filter drivers (git config --get-regexp)", listing) + "; git section skipped",))
-
-    def git(args: list[str], cap: int = max_bytes) -> GitResult:
-        return run_git(args, project_dir, timeout, cap, overrides=overrides, scope=scope, git=program)
-
-    # status, numstat and log do not depend on each other: run them side by side.
-    status_args = ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=normal", "--", "."]
-    numstat_args = ["diff", "HEAD", "--numstat", "-z", "-M", "--", "."]
-    log_args = ["log", "-n", str(max(1, int(log_count))), "--no-decorate", "--date=short", "--format=%h %ad %s"]
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = [
-            pool.submit(git, status_args),
-            pool.submit(git, numstat_args),
-            pool.submit(git, log_args, 65536),
-        ]
-        status, numstat, log_result = (f.result() for f in futures)
+        return look.skipped(look.failed("listing the filter drivers (git config --get-regexp)", listing))
+    look = replace(look, overrides=overrides)
+    status, numstat, log_result = _first_results(look, log_count)
     if status.returncode != 0:
-        return GitSnapshot(project_dir, root=root, warnings=(failed("git status", status) + "; git section skipped",))
-    if status.truncated:
-        warnings.append(f"git: git status output over {max_bytes} bytes in {root}; the file list is cut")
-    branch = parse_status(status.stdout)[0]
-    base = "HEAD"
-    if branch.get("oid") == "(initial)":
-        empty = git(["hash-object", "-t", "tree", "--stdin"], 4096)
-        base = empty.stdout.strip() or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-        warnings.append(f"git: the repository at {root} has no commits yet; changes are shown against an empty tree")
-        numstat = git(numstat_args[:1] + [base] + numstat_args[2:])
-    elif branch.get("head") == "(detached)":
-        oid = (branch.get("oid") or "")[:7]
-        notes.append(f"git: HEAD is detached at {oid} in {root}; changes are shown against that commit")
-
-    if numstat.returncode != 0:
-        warnings.append(failed(f"git diff {base} --numstat", numstat))
-    elif numstat.truncated:
-        warnings.append(f"git: git diff --numstat output over {max_bytes} bytes in {root}; the file list is cut")
-    counted = parse_numstat(numstat.stdout)
-    changed = sum((a or 0) + (r or 0) for _, a, r, _ in counted)
-    patch = None
-    if numstat.returncode == 0 and not numstat.truncated and counted and changed <= max_lines:
-        diff = git(["diff", base, "-M", "--no-color", "--", "."])
-        if diff.returncode == 0 and not diff.truncated:
-            # the patch itself (with context and headers) must fit the threshold too
-            patch = diff.stdout if diff.stdout.count("\n") <= max_lines else None
-        elif diff.truncated:
-            warnings.append(f"git: the diff is over {max_bytes} bytes in {root}; showing the summary instead")
-        else:
-            warnings.append(failed(f"git diff {base}", diff))
-
-    log = log_result.stdout if base == "HEAD" and log_count > 0 and log_result.returncode == 0 else ""
-    return GitSnapshot(project_dir, True, root, status.stdout, numstat.stdout, patch, log, base, max_lines,
-                       tuple(warnings), tuple(notes), scope.git_dir, overrides)
+        return look.skipped(look.failed("git status", status))
+    base, numstat, warnings, notes = _base_numstat_and_said(look, parse_status(status.stdout)[0], numstat)
+    warnings = _status_warnings(look, status) + warnings + _numstat_warnings(look, numstat, base)
+    patch, patch_warnings = _patch_and_warnings(look, base, max_lines) if _wants_patch(numstat, max_lines) else (None, [])
+    return GitSnapshot(project_dir, True, look.root, status.stdout, numstat.stdout, patch,
+                       _recent_log(log_result, base, log_count), base, max_lines,
+                       tuple(warnings + patch_warnings), tuple(notes), scope.git_dir, overrides)
