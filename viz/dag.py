@@ -46,12 +46,44 @@ def dag_digraph(dr, stage: str | None = None) -> graphviz.Digraph:
     nodes = {n.name: n for n in dr.list_available_variables()}
     stage_of = {name: _stage(n) for name, n in nodes.items()}
     deps = {name: sorted(set(n.required_dependencies) | set(n.optional_dependencies)) for name, n in nodes.items()}
-    if stage is not None and stage not in set(stage_of.values()):
-        known = [s for s in STAGES if s in set(stage_of.values())]
+    _check_stage(stage, stage_of)
+    shown = _shown(stage_of, stage)
+    greyed = _greyed(shown, deps, stage)
+    dot = _empty_digraph(stage)
+    columns = _columns(shown, stage_of, deps)
+    _draw_greyed(dot, greyed, nodes, stage_of)
+    for group in STAGES:
+        members = sorted(n for n in shown if stage_of[n] == group)
+        if members:
+            _draw_cluster(dot, group, members, nodes, columns)
+    _draw_column_order(dot, _column_heads(shown, stage_of, columns))
+    _draw_dependencies(dot, shown, greyed, deps)
+    return dot
+
+
+def _check_stage(stage: str | None, stage_of: dict[str, str]) -> None:
+    """Raise a CtxEngineError naming the stages there are when ``stage`` is given and no node has it."""
+    there = set(stage_of.values())
+    if stage is not None and stage not in there:
+        known = [s for s in STAGES if s in there]
         raise CtxEngineError(f"dag --stage {stage!r}: no node has this stage; choose one of: {', '.join(known)}")
-    shown = set(nodes) if stage is None else {name for name, s in stage_of.items() if s == stage}
-    greyed = set() if stage is None else {d for name in shown for d in deps[name] if d in nodes} - shown
-    dot = graphviz.Digraph(
+
+
+def _shown(stage_of: dict[str, str], stage: str | None) -> set[str]:
+    """The names drawn in colour: every node, or those of ``stage``."""
+    return {name for name, s in stage_of.items() if stage is None or s == stage}
+
+
+def _greyed(shown: set[str], deps: dict[str, list[str]], stage: str | None) -> set[str]:
+    """The names drawn grey: when one stage is drawn, the nodes of other stages it reads."""
+    if stage is None:
+        return set()
+    return {d for name in shown for d in deps[name] if d in deps} - shown
+
+
+def _empty_digraph(stage: str | None) -> graphviz.Digraph:
+    """The Digraph with the diagram's graph, node and edge attributes and no node yet."""
+    return graphviz.Digraph(
         "dag" if stage is None else f"dag_{stage}",
         graph_attr={"rankdir": "LR", "newrank": "true", "nodesep": "0.12", "ranksep": "0.35", "fontsize": "12",
                     "fontname": "Helvetica", "compound": "true"},
@@ -59,36 +91,53 @@ def dag_digraph(dr, stage: str | None = None) -> graphviz.Digraph:
                    "margin": "0.06,0.03", "height": "0.3"},
         edge_attr={"arrowsize": "0.5", "color": "#00000066"},
     )
-    columns = _columns(shown, stage_of, deps)
+
+
+def _draw_greyed(dot: graphviz.Digraph, greyed: set[str], nodes: dict, stage_of: dict[str, str]) -> None:
+    """Add the greyed nodes (dashed, their stage in the tooltip), sorted by name."""
     for name in sorted(greyed):
         dot.node(name, label=_label(name), tooltip=graphviz.nohtml(f"{stage_of[name]}: {_first_line(nodes[name])}"),
                  fillcolor=GREY, color="#999999", fontcolor="#666666", style="rounded,filled,dashed")
-    for group in STAGES:
-        members = sorted(n for n in shown if stage_of[n] == group)
-        if not members:
-            continue
-        with dot.subgraph(name=f"cluster_{group}") as cluster:
-            cluster.attr(label=group, style="rounded,filled", fillcolor=_tint(group), color="#bbbbbb", labeljust="l")
-            by_column: dict[int, list[str]] = {}
-            for name in members:
-                fill = STAGE_COLOURS.get(group, "#ffffff")
-                shape = "ellipse" if nodes[name].is_external_input else "box"
-                cluster.node(name, label=_label(name), tooltip=graphviz.nohtml(_first_line(nodes[name])),
-                             fillcolor=fill, shape=shape)
-                by_column.setdefault(columns[name], []).append(name)
-            for column, names in sorted(by_column.items()):
-                with cluster.subgraph(name=f"{group}_col{column}") as same:
-                    same.attr(rank="same")
-                    for name in names:
-                        same.node(name)
-    order = [names[0] for _, names in sorted(_column_heads(shown, stage_of, columns).items())]
-    for tail, head in zip(order, order[1:]):  # stage by stage, column by column, left to right
+
+
+def _draw_cluster(dot: graphviz.Digraph, group: str, members: list[str], nodes: dict, columns: dict[str, int]) -> None:
+    """Add the cluster of stage ``group``: its ``members`` (inputs as ellipses) in its colour, then
+    one rank=same subgraph per column."""
+    with dot.subgraph(name=f"cluster_{group}") as cluster:
+        cluster.attr(label=group, style="rounded,filled", fillcolor=_tint(group), color="#bbbbbb", labeljust="l")
+        fill = STAGE_COLOURS.get(group, "#ffffff")
+        for name in members:
+            cluster.node(name, label=_label(name), tooltip=graphviz.nohtml(_first_line(nodes[name])),
+                         fillcolor=fill, shape="ellipse" if nodes[name].is_external_input else "box")
+        for column, names in sorted(_by_column(members, columns).items()):
+            with cluster.subgraph(name=f"{group}_col{column}") as same:
+                same.attr(rank="same")
+                for name in names:
+                    same.node(name)
+
+
+def _by_column(members: list[str], columns: dict[str, int]) -> dict[int, list[str]]:
+    """Column -> the ``members`` in it, in their order."""
+    out: dict[int, list[str]] = {}
+    for name in members:
+        out.setdefault(columns[name], []).append(name)
+    return out
+
+
+def _draw_column_order(dot: graphviz.Digraph, heads: dict[tuple[int, int], list[str]]) -> None:
+    """Add invisible edges from the first node of each column to the next: stage by stage, column
+    by column, left to right."""
+    order = [names[0] for _, names in sorted(heads.items())]
+    for tail, head in zip(order, order[1:]):
         dot.edge(tail, head, style="invis", weight="0")
+
+
+def _draw_dependencies(dot: graphviz.Digraph, shown: set[str], greyed: set[str], deps: dict[str, list[str]]) -> None:
+    """Add an edge into every shown node from each of its dependencies that is drawn."""
     for head in sorted(shown):
         for tail in deps[head]:
             if tail in shown or tail in greyed:
                 dot.edge(tail, head)
-    return dot
 
 
 def write_dag(dr, output: str | Path, stage: str | None = None) -> tuple[Path, str | None]:
