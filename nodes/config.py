@@ -466,55 +466,107 @@ def _origin(provenance: Mapping[str, str], key: str) -> str:
 
 def _check_ranges(values: dict, provenance: Mapping[str, str]) -> None:
     """Every number within its range of :data:`RANGES` (whole-number keys become ints), and
-    the rules that tie keys together (reserve below the budget, pools summing to at most 1)."""
+    the rules that tie keys together (reserve below the budget, pools summing to at most 1),
+    checked in that order: the first problem is raised as a ConfigError."""
     for key, value in _numeric_leaves(values):
         rule = _range_for(key)
-        origin = _origin(provenance, key)
-        shown = key.rpartition(".")[0] if key.startswith("budget.exactBand.") else key
-        if rule is None:
-            if not math.isfinite(value):
-                raise ConfigError(f"{origin}: key {quoted(shown)} is {value}; NaN and infinity are not allowed")
-            continue
-        if not rule.admits(value):
-            raise ConfigError(f"{origin}: key {quoted(shown)} is {quoted(value)}; it must be {rule.describe()}")
-        if rule.whole and isinstance(value, float):
+        _raise_if(_number_error(key, value, rule, _origin(provenance, key)))
+        if rule is not None and rule.whole and isinstance(value, float):
             _assign(values, key, int(value))
+    for error_of in (_reserve_error, _pool_type_error, _pool_sum_error, _choice_error, _model_error,
+                     _strategy_error, _band_error):
+        _raise_if(error_of(values, provenance))
+
+
+def _raise_if(error: ConfigError | None) -> None:
+    """Raise ``error`` when there is one."""
+    if error is not None:
+        raise error
+
+
+def _number_error(key: str, value: Any, rule: Range | None, origin: str) -> ConfigError | None:
+    """The error of a number outside its range (``rule``), or not finite where no range applies;
+    an exactBand item is named by the band's key."""
+    shown = key.rpartition(".")[0] if key.startswith("budget.exactBand.") else key
+    if rule is None:
+        if not math.isfinite(value):
+            return ConfigError(f"{origin}: key {quoted(shown)} is {value}; NaN and infinity are not allowed")
+        return None
+    if not rule.admits(value):
+        return ConfigError(f"{origin}: key {quoted(shown)} is {quoted(value)}; it must be {rule.describe()}")
+    return None
+
+
+def _reserve_error(values: dict, provenance: Mapping[str, str]) -> ConfigError | None:
+    """The error of a budget.reserveTokens (not auto) at or above budget.maxTokens."""
     budget = values["budget"]
     reserve = budget["reserveTokens"]
     if not is_auto(reserve) and reserve >= budget["maxTokens"]:
-        raise ConfigError(
+        return ConfigError(
             f"{provenance['budget.reserveTokens']}: key 'budget.reserveTokens' ({reserve}) "
             f"must be smaller than budget.maxTokens ({budget['maxTokens']}, from {provenance['budget.maxTokens']}); "
             "lower it, or set it to auto (budget.reserveShare of the budget)"
         )
-    pools = budget.get("pools") or {}
-    for name, share in pools.items():  # a pool the defaults do not name has no type check of its own
+    return None
+
+
+def _pool_type_error(values: dict, provenance: Mapping[str, str]) -> ConfigError | None:
+    """The error of the first pool whose share is no number (a pool the defaults do not name has
+    no type check of its own)."""
+    for name, share in (values["budget"].get("pools") or {}).items():
         if isinstance(share, bool) or not isinstance(share, (int, float)):
-            raise ConfigError(f"{_origin(provenance, f'budget.pools.{name}')}: key {quoted(f'budget.pools.{name}')} "
-                              f"is {quoted(share)}; a pool's share is a number from 0 to 1")
+            return ConfigError(f"{_origin(provenance, f'budget.pools.{name}')}: key {quoted(f'budget.pools.{name}')} "
+                               f"is {quoted(share)}; a pool's share is a number from 0 to 1")
+    return None
+
+
+def _pool_sum_error(values: dict, provenance: Mapping[str, str]) -> ConfigError | None:
+    """The error of pool shares summing to more than 1, naming every origin of a pool."""
+    pools = values["budget"].get("pools") or {}
     if sum(pools.values()) > 1 + 1e-9:
         origins = sorted({_origin(provenance, f"budget.pools.{name}") for name in pools})
-        raise ConfigError(f"{'; '.join(origins)}: keys 'budget.pools.*' are shares of budget.maxTokens and sum to "
-                          f"{sum(pools.values()):.4g}; lower them so they sum to at most 1")
+        return ConfigError(f"{'; '.join(origins)}: keys 'budget.pools.*' are shares of budget.maxTokens and sum to "
+                           f"{sum(pools.values()):.4g}; lower them so they sum to at most 1")
+    return None
+
+
+def _choice_error(values: dict, provenance: Mapping[str, str]) -> ConfigError | None:
+    """The error of the first key of :data:`_CHOICES` set to a value it does not offer."""
     for key, allowed in _CHOICES.items():
         value = _lookup(values, key)
         if value is not _MISSING and value not in allowed:
-            raise ConfigError(
+            return ConfigError(
                 f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {key!r} is {quoted(value)}; "
                 f"use one of {', '.join(str(choice) for choice in allowed if choice)}"
             )
-    if values["model"] not in model_presets():
-        raise ConfigError(f"{provenance.get('model', DEFAULTS_ORIGIN)}: key 'model' is {quoted(values['model'])}, "
-                          f"which configs/models.yaml does not know; use one of {', '.join(sorted(model_presets()))}")
+    return None
+
+
+def _model_error(values: dict, provenance: Mapping[str, str]) -> ConfigError | None:
+    """The error of a model configs/models.yaml does not know."""
+    if values["model"] in model_presets():
+        return None
+    return ConfigError(f"{provenance.get('model', DEFAULTS_ORIGIN)}: key 'model' is {quoted(values['model'])}, "
+                       f"which configs/models.yaml does not know; use one of {', '.join(sorted(model_presets()))}")
+
+
+def _strategy_error(values: dict, provenance: Mapping[str, str]) -> ConfigError | None:
+    """The error of the first truncation.strategies.<kind> that names no strategy."""
     for kind, strategy in values["truncation"]["strategies"].items():
         if strategy not in _STRATEGIES:
             key = f"truncation.strategies.{kind}"
-            raise ConfigError(f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {quoted(key)} is {quoted(strategy)}; "
-                              f"use one of {', '.join(_STRATEGIES)}")
-    band = budget.get("exactBand")
-    if not (isinstance(band, list) and len(band) == 2 and all(_is_number(x) for x in band) and band[0] <= band[1]):
-        raise ConfigError(f"{provenance.get('budget.exactBand', DEFAULTS_ORIGIN)}: key 'budget.exactBand' must be "
-                          f"two numbers [low, high] with low <= high, like [0.5, 1.5]; got {quoted(band)}")
+            return ConfigError(f"{provenance.get(key, DEFAULTS_ORIGIN)}: key {quoted(key)} is {quoted(strategy)}; "
+                               f"use one of {', '.join(_STRATEGIES)}")
+    return None
+
+
+def _band_error(values: dict, provenance: Mapping[str, str]) -> ConfigError | None:
+    """The error of a budget.exactBand that is not two numbers [low, high] with low <= high."""
+    band = values["budget"].get("exactBand")
+    if isinstance(band, list) and len(band) == 2 and all(_is_number(x) for x in band) and band[0] <= band[1]:
+        return None
+    return ConfigError(f"{provenance.get('budget.exactBand', DEFAULTS_ORIGIN)}: key 'budget.exactBand' must be "
+                       f"two numbers [low, high] with low <= high, like [0.5, 1.5]; got {quoted(band)}")
 
 
 def _is_number(value: Any) -> bool:
