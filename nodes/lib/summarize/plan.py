@@ -324,6 +324,17 @@ def _rank(unit: _PlanUnit, state: str | None, code_head: bool = False) -> int | 
     comes with others (headings, tag lines, fences) or is only counted (done tasks' detail).
     ``code_head``: a code line kept with its task's details (a block's first line, a
     definition line); other code lines come after every task's details."""
+    ranked = _line_rank(unit, state)
+    if ranked is not None:
+        return ranked
+    if state in (_plan.DONE, _plan.CANCELLED) or unit.role in ("heading", "open", "close", "fence"):
+        return None
+    return _detail_rank(unit, state, code_head)
+
+
+def _line_rank(unit: _PlanUnit, state: str | None) -> int | None:
+    """The rank of a line ranked whatever task it is in: the count and position lines, the
+    frontmatter, a task box (by its status), a task's name heading (unless done); else None."""
     if unit.role in ("count", "position"):
         return _R_COUNT
     if unit.role == "frontmatter":
@@ -332,8 +343,12 @@ def _rank(unit: _PlanUnit, state: str | None, code_head: bool = False) -> int | 
         return _R_NAME if state in (_plan.IN_PROGRESS, _plan.PENDING) else _R_DONE_BOX
     if unit.role == "heading" and unit.tag == "name" and state not in (_plan.DONE, _plan.CANCELLED):
         return _R_NAME
-    if state in (_plan.DONE, _plan.CANCELLED) or unit.role in ("heading", "open", "close", "fence"):
-        return None
+    return None
+
+
+def _detail_rank(unit: _PlanUnit, state: str | None, code_head: bool) -> int:
+    """The rank of a line of a task not done (or outside any task): noise, code (unless kept
+    with its task's details), a name or lead, a key line, else by its task's status."""
     if unit.role == "noise":
         return _R_NOISE
     if unit.role == "code" and not code_head:
@@ -342,11 +357,64 @@ def _rank(unit: _PlanUnit, state: str | None, code_head: bool = False) -> int | 
         return _R_NAME
     if unit.role == "key":
         return _R_KEY
+    return _status_rank(state)
+
+
+def _status_rank(state: str | None) -> int:
+    """The rank of a detail line by its task's status: pending, in progress, or no task (prose)."""
     if state == _plan.PENDING:
         return _R_PENDING_DETAIL
     if state == _plan.IN_PROGRESS:
         return _R_OPEN_DETAIL
     return _R_PROSE
+
+
+def _count_line_uid(units: list[_PlanUnit]) -> int | None:
+    """The unit id of the plan's own task count line, None when it has none."""
+    return next((u for u, unit in enumerate(units) if unit.role == "count"), None)
+
+
+def _synthesized_count(units: list[_PlanUnit], status: dict, existing: int | None) -> str | None:
+    """The count line to add to a plan with top-level task boxes and no count line of its own, else None."""
+    top = [status[unit.first] for unit in units if unit.role == "box"]
+    return None if existing is not None or not top else _plan.count_line(Counter(top))
+
+
+def _code_lines_by_fence(units: list[_PlanUnit]) -> dict[int, list[int]]:
+    """Fence unit id -> the unit ids of its code lines, in order."""
+    code_lines: dict[int, list[int]] = {}
+    for uid, unit in enumerate(units):
+        if unit.fence is not None:
+            code_lines.setdefault(unit.fence, []).append(uid)
+    return code_lines
+
+
+def _code_heads_and_steps(lines: Sequence[str], units: list[_PlanUnit],
+                          code_lines: dict[int, list[int]]) -> tuple[set[int], dict[int, int]]:
+    """(the code lines kept with their task's details: each block's first line and definition
+    lines; the other code lines' order, blocks in step) by :func:`~.code.code_line_order`."""
+    firsts, definitions, others = code_line_order(
+        [[(uid, lines[units[uid].first]) for uid in ids if units[uid].role == "code"] for ids in code_lines.values()])
+    return set(firsts + definitions), {uid: k for k, uid in enumerate(others)}
+
+
+def _first_box_line(units: list[_PlanUnit]) -> int:
+    """The line index of the first top-level task box (0 when there is none)."""
+    return next((u.first for u in units if u.role == "box"), 0)
+
+
+def _first_task_uid(units: list[_PlanUnit]) -> int | None:
+    """The unit id of the first <task> open line (None when there is none)."""
+    return next((uid for uid, u in enumerate(units) if u.role == "open" and u.tag == "task"), None)
+
+
+def _open_headings(heads: list[tuple[int, int]], level: int, uid: int) -> list[tuple[int, int]]:
+    """The open headings (level, unit id) after heading ``uid`` of ``level``: those of a lower
+    level stay, then it."""
+    kept = list(heads)
+    while kept and kept[-1][0] >= level:
+        kept.pop()
+    return kept + [(level, uid)]
 
 
 class _PlanView:
@@ -357,25 +425,15 @@ class _PlanView:
     def __init__(self, lines: Sequence[str], units: list[_PlanUnit], status: dict, fm: str | None):
         self.lines, self.status = lines, status
         self.units = units + ([_PlanUnit(-1, -2, "frontmatter")] if fm is not None else [])
-        self.existing = next((u for u, unit in enumerate(units) if unit.role == "count"), None)
-        top = [status[unit.first] for unit in units if unit.role == "box"]
-        self.synthesized = None if self.existing is not None or not top else _plan.count_line(Counter(top))
+        self.existing = _count_line_uid(units)
+        self.synthesized = _synthesized_count(units, status, self.existing)
         self.extra = 1 if self.synthesized is not None else 0
-        self.texts = [_unit_text(lines, u) for u in units]
-        self.texts += [fm] if fm is not None else []
+        self.texts = [_unit_text(lines, u) for u in units] + ([fm] if fm is not None else [])
         self.total_lines = sum(1 for line in lines if line.strip())
-        self.first_box = next((u.first for u in units if u.role == "box"), 0)
-        # the current <task> of a GSD plan without task boxes: its first one
-        self.current_task = next((uid for uid, u in enumerate(units) if u.role == "open" and u.tag == "task"), None)
-        self.code_lines: dict[int, list[int]] = {}  # fence unit id -> its code line unit ids
-        for uid, unit in enumerate(units):
-            if unit.fence is not None:
-                self.code_lines.setdefault(unit.fence, []).append(uid)
-        firsts, definitions, others = code_line_order(
-            [[(uid, lines[units[uid].first]) for uid in ids if units[uid].role == "code"]
-             for ids in self.code_lines.values()])
-        self.code_head = set(firsts + definitions)
-        self.code_step = {uid: k for k, uid in enumerate(others)}  # the other code lines' order
+        self.first_box = _first_box_line(units)
+        self.current_task = _first_task_uid(units)  # the current <task> of a GSD plan without task boxes
+        self.code_lines = _code_lines_by_fence(units)  # fence unit id -> its code line unit ids
+        self.code_head, self.code_step = _code_heads_and_steps(lines, units, self.code_lines)
 
     def state(self, uid: int) -> str | None:
         """The status of the task a unit belongs to: its task box's, or for a GSD <task>, in
@@ -389,18 +447,35 @@ class _PlanView:
         return _plan.IN_PROGRESS if task == self.current_task else _plan.PENDING
 
     def problem(self) -> Problem:
+        """The selection problem: each unit's cost, what it requires, the order units are kept in,
+        the units that block (count and name lines), and the renderer."""
         ranks = [_rank(u, self.state(uid), uid in self.code_head) for uid, u in enumerate(self.units)]
+        return Problem(self._costs(), self.requirements(), self._order(ranks), self.render,
+                       blocking=self._blocking(ranks))
+
+    def _order(self, ranks: list[int | None]) -> list[int]:
+        """The ids of the ranked units, first kept first: the synthesized count line, then by rank,
+        then code lines in their step and other units in plan order."""
         extra = self.extra
-        order = ([0] if extra else []) + [
-            uid + extra for uid in sorted((u for u in range(len(self.units)) if ranks[u] is not None),
-                                          key=lambda u: (ranks[u], self.code_step.get(u, self.units[u].first)))]
+        ranked = sorted((u for u in range(len(self.units)) if ranks[u] is not None),
+                        key=lambda u: (ranks[u], self.code_step.get(u, self.units[u].first)))
+        return ([0] if extra else []) + [uid + extra for uid in ranked]
+
+    def _blocking(self, ranks: list[int | None]) -> frozenset[int]:
+        """The ids of the units kept before any other unit: the count line (synthesized or the
+        plan's own) and the task boxes and key lines ranked as count or name lines."""
+        extra = self.extra
         blocking = frozenset(uid + extra for uid, unit in enumerate(self.units)
-                             if ranks[uid] in (_R_COUNT, _R_NAME) and unit.role in ("box", "key")) | (
-            {0} if extra else ({self.existing} if self.existing is not None else set()))
-        all_texts = ([self.synthesized] if extra else []) + self.texts
-        costs = [estimate_tokens(t) + 1 for t in all_texts]
+                             if ranks[uid] in (_R_COUNT, _R_NAME) and unit.role in ("box", "key"))
+        return blocking | ({0} if extra else ({self.existing} if self.existing is not None else set()))
+
+    def _costs(self) -> list[int]:
+        """Each unit's estimated cost in tokens (one for its newline), the count line's with room
+        for the note of lines left out."""
+        extra = self.extra
+        costs = [estimate_tokens(t) + 1 for t in ([self.synthesized] if extra else []) + self.texts]
         costs[0 if extra else (self.existing + extra if self.existing is not None else 0)] += 12  # the note
-        return Problem(costs, self.requirements(), order, self.render, blocking=blocking)
+        return costs
 
     def requirements(self) -> list[tuple[int, ...]]:
         """Per unit: its headings (a task line stands on its own), its task box, its element's
@@ -410,55 +485,94 @@ class _PlanView:
         requires: list[tuple[int, ...]] = [()] * (len(units) + extra)
         heads: list[tuple[int, int]] = []  # the open headings: (level, unit id)
         for uid, unit in enumerate(units):
-            need = []
             if unit.role == "frontmatter":
                 continue
             if unit.role == "heading":
-                level = len(HEADING.match(self.lines[unit.first]).group(1))
-                while heads and heads[-1][0] >= level:
-                    heads.pop()
-                heads.append((level, uid))
-            if unit.fence is not None:
-                need.append(unit.fence + extra)  # a code line comes with its block's fences
-            if unit.role != "box":
-                need.extend(h + extra for _, h in heads if h != uid)
-                if unit.owner is not None:
-                    need.append(box_uid[unit.owner] + extra)
-            for opened in unit.wrappers + ((unit.pair,) if unit.pair is not None and unit.role != "open" else (uid,)
-                                           if unit.pair is not None else ()):
-                need.append(opened + extra)  # an element's lines come with its open and close tag lines
-                if units[opened].pair is not None:
-                    need.append(units[opened].pair + extra)
+                heads = _open_headings(heads, len(HEADING.match(self.lines[unit.first]).group(1)), uid)
+            need = self._line_needs(uid, heads, box_uid) + self._tag_needs(uid)
             requires[uid + extra] = tuple(dict.fromkeys(k for k in need if k != uid + extra))
         return requires
+
+    def _line_needs(self, uid: int, heads: list[tuple[int, int]], box_uid: dict[int, int]) -> list[int]:
+        """The ids unit ``uid`` comes with for its place: its code block's fence, and (but for a
+        task box) its open headings and its task box."""
+        unit, extra = self.units[uid], self.extra
+        need = [unit.fence + extra] if unit.fence is not None else []  # a code line comes with its block's fences
+        if unit.role != "box":
+            need.extend(h + extra for _, h in heads if h != uid)
+            if unit.owner is not None:
+                need.append(box_uid[unit.owner] + extra)
+        return need
+
+    def _tag_needs(self, uid: int) -> list[int]:
+        """The ids unit ``uid`` comes with for its elements: the open and close tag lines of the
+        <tasks> / <task> around it and of its own element."""
+        units, extra = self.units, self.extra
+        need: list[int] = []
+        for opened in self._element_opens(uid):
+            need.append(opened + extra)  # an element's lines come with its open and close tag lines
+            if units[opened].pair is not None:
+                need.append(units[opened].pair + extra)
+        return need
+
+    def _element_opens(self, uid: int) -> tuple[int, ...]:
+        """The open lines of the elements unit ``uid`` is in: the wrappers around it, then its own
+        element's (its pair, or itself for an open line that has a pair)."""
+        unit = self.units[uid]
+        if unit.pair is None:
+            return unit.wrappers
+        return unit.wrappers + ((unit.pair,) if unit.role != "open" else (uid,))
 
     def render(self, sel: set[int]) -> str:
         """The selected lines in their order, a blank line where the plan had one, the count
         line before the first task, and a note of how many lines were left out."""
-        lines, units, extra = self.lines, self.units, self.extra
-        out: list[str] = [self.texts[-1]] if units and units[-1].role == "frontmatter" and len(units) - 1 + extra in sel else []
+        out = self._frontmatter_shown(sel)
         last_line = None
         shown = 0
-        for uid, unit in enumerate(units):
+        for uid, unit in enumerate(self.units):
             if unit.role == "frontmatter":
                 continue
-            if extra and unit.first >= self.first_box and 0 in sel and self.synthesized not in out:
+            if self._count_line_due(unit, sel, out):
                 out.extend(([""] if out else []) + [self.synthesized, ""])
                 last_line = None
-            if uid + extra not in sel or unit.fence is not None:
+            if uid + self.extra not in sel or unit.fence is not None:
                 continue  # a code line is rendered with its block
-            if last_line is not None and any(not lines[k].strip() for k in range(last_line + 1, unit.first)):
+            if self._blank_before(last_line, unit):
                 out.append("")
-            if unit.role == "fence":
-                out.append(self._block(uid, sel))
-                shown += 1 + (unit.closing is None) + sum(1 for k in self.code_lines.get(uid, ()) if k + extra in sel)
-            else:
-                out.append(self.texts[uid])
-                shown += sum(1 for k in range(unit.first, unit.last + 1) if lines[k].strip())
+            text, count = self._shown(uid, sel)
+            out.append(text)
+            shown += count
             last_line = unit.last
+        return "\n".join(out + self._left_out_note(shown)).strip("\n")
+
+    def _frontmatter_shown(self, sel: set[int]) -> list[str]:
+        """The compact frontmatter as the first output line when it is selected, else nothing."""
+        units = self.units
+        return [self.texts[-1]] if units and units[-1].role == "frontmatter" and len(units) - 1 + self.extra in sel else []
+
+    def _count_line_due(self, unit: _PlanUnit, sel: set[int], out: list[str]) -> bool:
+        """Whether the synthesized count line goes before ``unit``: selected, not out yet, and
+        ``unit`` at or after the first task box."""
+        return bool(self.extra) and unit.first >= self.first_box and 0 in sel and self.synthesized not in out
+
+    def _blank_before(self, last_line: int | None, unit: _PlanUnit) -> bool:
+        """Whether a blank line goes before ``unit``: the plan had one between it and the last line shown."""
+        return last_line is not None and any(not self.lines[k].strip() for k in range(last_line + 1, unit.first))
+
+    def _shown(self, uid: int, sel: set[int]) -> tuple[str, int]:
+        """The text of selected unit ``uid`` (a fence: its block with its selected lines) and how
+        many plan lines it shows."""
+        unit = self.units[uid]
+        if unit.role == "fence":
+            kept = sum(1 for k in self.code_lines.get(uid, ()) if k + self.extra in sel)
+            return self._block(uid, sel), 1 + (unit.closing is None) + kept
+        return self.texts[uid], sum(1 for k in range(unit.first, unit.last + 1) if self.lines[k].strip())
+
+    def _left_out_note(self, shown: int) -> list[str]:
+        """The note of how many plan lines are not shown, when some are not."""
         if self.total_lines > shown:
-            out.append(f"[… {self.total_lines - shown} of {self.total_lines} plan lines not shown]")
-        return "\n".join(out).strip("\n")
+            return [f"[… {self.total_lines - shown} of {self.total_lines} plan lines not shown]"]
+        return []
 
     def with_frontmatter(self, sel: set[int], fm: str | None) -> str | None:
         """The selection ``sel`` rendered with ``fm`` for the frontmatter (None: None)."""
