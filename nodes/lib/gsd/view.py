@@ -34,51 +34,84 @@ def gsd_view(
     ones as an outline). The roadmap is a section of its own (:func:`roadmap_view`)."""
     state_path = planning_dir.rstrip(_SEP) + _SEP + "STATE.md"
     roadmap_path = planning_dir.rstrip(_SEP) + _SEP + "ROADMAP.md"
-    warnings: list[str] = []
-    sources: list[Source] = []
-    parts = [f"## Position ({_rel(state_path, project_dir)})" if state_path in files else "## Position",
-             position.line()]
-    if position.evidence:
-        parts.append("Decided by: " + position.note())
-    state = GsdState()
-    if state_path in files:
-        state = parse_state(files[state_path], state_path)
-        warnings.extend(state.warnings)
-        parts.append(render_state(state, state_path, headline=False))
-        for block in ((state.position,) if state.position else ()) + state.blocks:
-            sources.append(Source("file", state_path, block.lines))
-        if state.focus:
-            sources.append(Source("file", state_path, (state.focus[1], state.focus[1])))
-        if state.frontmatter_lines:
-            sources.append(Source("file", state_path, state.frontmatter_lines))
-    else:
-        warnings.append(
-            f"{state_path}: not found; the current position is unknown (a GSD project keeps it in .planning/STATE.md)"
-        )
-
+    state, state_parts, sources, warnings = _state_part(files, state_path)
+    parts = _position_lines(position, state_path, project_dir, state_path in files) + state_parts
     plans: tuple[GsdPlan, ...] = ()
     phase_dir = next((k for k in sorted(files) if k.endswith(_SEP)), None)
     if phase_dir is not None:
-        names = {k[len(phase_dir):]: v for k, v in files.items() if k.startswith(phase_dir) and k != phase_dir}
-        plans = tuple(
-            GsdPlan(p.plan_id, p.number, p.status, p.title,
-                    phase_dir + p.plan_path if p.plan_path else None, p.plan_lines,
-                    phase_dir + p.summary_path if p.summary_path else None, p.summary_line, p.detail)
-            for p in phase_plans(names, position.plan, pending_detail, position.phase_complete)
-        )
-        parts.append("")
-        parts.append(f"## Phase {position.phase} plans ({_rel(phase_dir, project_dir)})")
-        if plans:
-            parts.append(_relative_paths(render_plans(plans), plans, project_dir))
-        else:
-            parts.append("(no PLAN or SUMMARY files in this phase folder yet)")
-        for plan in plans:
-            if plan.status == DONE and plan.summary_path:
-                sources.append(Source("file", plan.summary_path, (plan.summary_line or 1, plan.summary_line or 1)))
-            elif plan.plan_path:
-                sources.append(Source("file", plan.plan_path, plan.plan_lines))
+        plans = _phase_plans(files, phase_dir, position, pending_detail)
+        parts += _plans_lines(plans, phase_dir, position, project_dir)
+        sources += _plan_sources(plans)
+    content = "\n".join(parts).strip("\n")
+    found = state_path in files or roadmap_path in files
+    return PlanView("gsd", found, content, tuple(sources), _view_data(position, state, plans), tuple(warnings),
+                    position.line())
 
-    data = {
+
+def _position_lines(position: GsdPosition, state_path: str, project_dir: str, has_state: bool) -> list[str]:
+    """The position's heading (naming STATE.md when there is one), its line and what decided it."""
+    heading = f"## Position ({_rel(state_path, project_dir)})" if has_state else "## Position"
+    return [heading, position.line()] + (["Decided by: " + position.note()] if position.evidence else [])
+
+
+def _state_part(files: Mapping[str, str], state_path: str) -> tuple[GsdState, list[str], list[Source], list[str]]:
+    """STATE.md read: (its parsed state, its rendered blocks, the sources of its blocks, its
+    warnings); without one an empty state and a warning that the position is unknown."""
+    if state_path not in files:
+        return GsdState(), [], [], [
+            f"{state_path}: not found; the current position is unknown (a GSD project keeps it in .planning/STATE.md)"]
+    state = parse_state(files[state_path], state_path)
+    return (state, [render_state(state, state_path, headline=False)], _state_sources(state, state_path),
+            list(state.warnings))
+
+
+def _state_sources(state: GsdState, state_path: str) -> list[Source]:
+    """The lines of STATE.md shown: its position block and other blocks, its focus line, its frontmatter."""
+    sources = [Source("file", state_path, block.lines)
+               for block in ((state.position,) if state.position else ()) + state.blocks]
+    if state.focus:
+        sources.append(Source("file", state_path, (state.focus[1], state.focus[1])))
+    if state.frontmatter_lines:
+        sources.append(Source("file", state_path, state.frontmatter_lines))
+    return sources
+
+
+def _phase_plans(files: Mapping[str, str], phase_dir: str, position: GsdPosition,
+                 pending_detail: str) -> tuple[GsdPlan, ...]:
+    """The plans of the phase folder ``phase_dir`` (its file names under the key), paths made
+    full (the folder joined to the plan's and the summary's)."""
+    names = {k[len(phase_dir):]: v for k, v in files.items() if k.startswith(phase_dir) and k != phase_dir}
+    return tuple(
+        GsdPlan(p.plan_id, p.number, p.status, p.title,
+                phase_dir + p.plan_path if p.plan_path else None, p.plan_lines,
+                phase_dir + p.summary_path if p.summary_path else None, p.summary_line, p.detail)
+        for p in phase_plans(names, position.plan, pending_detail, position.phase_complete)
+    )
+
+
+def _plans_lines(plans: Sequence[GsdPlan], phase_dir: str, position: GsdPosition, project_dir: str) -> list[str]:
+    """The phase's plans under their heading (paths relative to the project), or a line saying
+    the folder has none yet."""
+    shown = (_relative_paths(render_plans(plans), plans, project_dir) if plans
+             else "(no PLAN or SUMMARY files in this phase folder yet)")
+    return ["", f"## Phase {position.phase} plans ({_rel(phase_dir, project_dir)})", shown]
+
+
+def _plan_sources(plans: Sequence[GsdPlan]) -> list[Source]:
+    """The lines shown of each plan: a done plan's SUMMARY one-liner, else its PLAN's lines."""
+    sources = []
+    for plan in plans:
+        if plan.status == DONE and plan.summary_path:
+            sources.append(Source("file", plan.summary_path, (plan.summary_line or 1, plan.summary_line or 1)))
+        elif plan.plan_path:
+            sources.append(Source("file", plan.plan_path, plan.plan_lines))
+    return sources
+
+
+def _view_data(position: GsdPosition, state: GsdState, plans: Sequence[GsdPlan]) -> dict:
+    """The plan view's data: the layout, the position's fields, STATE.md's status and frontmatter,
+    the plans."""
+    return {
         "layout": "gsd",
         "milestone": position.milestone,
         "phase": position.phase,
@@ -89,9 +122,6 @@ def gsd_view(
         "tasks": tuple(p.as_dict() for p in plans),
         "position": position.as_dict(),
     }
-    content = "\n".join(parts).strip("\n")
-    found = state_path in files or roadmap_path in files
-    return PlanView("gsd", found, content, tuple(sources), data, tuple(warnings), position.line())
 
 
 def roadmap_view(files: Mapping[str, str], planning_dir: str, project_dir: str, position: GsdPosition) -> PlanView:
