@@ -83,49 +83,85 @@ def solve(problem: Problem, max_tokens: int, counter: TokenCounter) -> tuple[str
     """The fullest rendering whose exact count fits ``max_tokens``, or None when no non-empty
     selection fits. The estimated budget is rescaled by the exact/estimated ratio of each
     attempt; at most 8 exact counts of budget-sized strings."""
+    universe = _universe(problem)
+    best = _best_fit(problem, max_tokens, counter, len(universe))
+    if best is None:
+        return None
+    if problem.fuller is not None and len(best[1]) == len(universe) and best[2] < FULL_SHARE * max_tokens:
+        best = _fuller(problem.fuller, best, max_tokens, counter)
+    return best[0], best[1]
+
+
+def _universe(problem: Problem) -> set[int]:
+    """Every unit the order names, with the units they require."""
     universe: set[int] = set()
     for uid in problem.order:
         universe.add(uid)
         universe.update(problem.requires[uid])
+    return universe
+
+
+def _best_fit(problem: Problem, max_tokens: int, counter: TokenCounter,
+              whole: int) -> tuple[str, set[int], int] | None:
+    """(text, selection, exact count) of the fullest greedy selection found to fit in at most 8
+    attempts, None when none did: each attempt's budget rescaled by the exact count of the last
+    (bisecting between the largest budget known to fit and the smallest known to overflow), done
+    when a selection of all ``whole`` units or one within 5% of the limit fits."""
     budget = float(max_tokens)
     lo: float | None = None  # largest estimated budget known to fit
     hi: float | None = None  # smallest estimated budget known to overflow
     best: tuple[str, set[int], int] | None = None
     seen: dict[frozenset, int] = {}
     for _ in range(8):
-        selected = greedy(problem, budget)
-        key = frozenset(selected)
-        if key in seen:
-            n = seen[key]
-            text = None
-        else:
-            if not selected:
-                n, text = 0, ""
-            else:
-                text = problem.render(selected)
-                n = counter.count(text)
-            seen[key] = n
+        selected, text, n = _attempt(problem, budget, counter, seen)
         if n <= max_tokens:
-            if text is not None and selected and (best is None or n > best[2]):
-                best = (text, selected, n)
+            best = _fuller_of(best, text, selected, n)
             lo = budget if lo is None else max(lo, budget)
-            if len(selected) == len(universe) or n >= 0.95 * max_tokens:
+            if len(selected) == whole or n >= 0.95 * max_tokens:
                 break
-            new = budget * max_tokens / max(n, 1) if n else budget * 2
         else:
             hi = budget if hi is None else min(hi, budget)
-            new = budget * (max_tokens / n) * 0.97
-        if lo is not None and hi is not None:
-            if hi - lo <= max(1.0, lo * 0.01):
-                break
-            if not lo < new < hi:
-                new = (lo + hi) / 2
-        budget = new
-    if best is None:
+        budget = _next_budget(budget, n, max_tokens, lo, hi)
+        if budget is None:
+            break
+    return best
+
+
+def _attempt(problem: Problem, budget: float, counter: TokenCounter,
+             seen: dict[frozenset, int]) -> tuple[set[int], str | None, int]:
+    """(the greedy selection within ``budget``, its rendering, its exact count); a selection met
+    before is neither rendered nor counted again (text None, its count from ``seen``)."""
+    selected = greedy(problem, budget)
+    key = frozenset(selected)
+    if key in seen:
+        return selected, None, seen[key]
+    text = problem.render(selected) if selected else ""
+    seen[key] = counter.count(text) if selected else 0
+    return selected, text, seen[key]
+
+
+def _fuller_of(best: tuple[str, set[int], int] | None, text: str | None, selected: set[int],
+               n: int) -> tuple[str, set[int], int] | None:
+    """The attempt (``text``, ``selected``, ``n``) when it is rendered, not empty and counts more
+    than ``best``, else ``best``."""
+    if text is not None and selected and (best is None or n > best[2]):
+        return text, selected, n
+    return best
+
+
+def _next_budget(budget: float, n: int, max_tokens: int, lo: float | None, hi: float | None) -> float | None:
+    """The next attempt's estimated budget: rescaled by max_tokens / n (3% under when over; twice
+    when nothing was selected), the middle of (lo, hi) when that leaves them; None when lo and hi
+    are within 1% (or 1 token): nothing more to find."""
+    if n <= max_tokens:
+        new = budget * max_tokens / max(n, 1) if n else budget * 2
+    else:
+        new = budget * (max_tokens / n) * 0.97
+    if lo is None or hi is None:
+        return new
+    if hi - lo <= max(1.0, lo * 0.01):
         return None
-    if problem.fuller is not None and len(best[1]) == len(universe) and best[2] < FULL_SHARE * max_tokens:
-        best = _fuller(problem.fuller, best, max_tokens, counter)
-    return best[0], best[1]
+    return new if lo < new < hi else (lo + hi) / 2
 
 
 def _fuller(fuller: Callable[[set[int], int], str | None], best: tuple[str, set[int], int], max_tokens: int,
