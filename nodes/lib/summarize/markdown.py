@@ -97,30 +97,56 @@ def _priority_order(doc, text: str, costs: list[int], max_tokens: int, key_sente
     the headings outline would fill more than half of the budget, so the top headings and the
     best sentences under them come before bare headings."""
     early_fm = _fit_frontmatter(doc, text, costs, max_tokens)
-    heading_ids = sorted((sec.heading for sec in doc.sections if sec.heading is not None),
-                         key=lambda uid: (doc.sections[doc.where[uid][0]].level, uid))
+    heading_ids = _heading_ids(doc)
     squeezed = key_sentences and has_headings and sum(costs[h] for h in heading_ids) > 0.5 * max_tokens
+    order = _outline_order(doc, heading_ids, early_fm, squeezed)
+    firsts = _first_paragraphs(doc)
+    if not squeezed:
+        order += _first_sentence_order(doc, firsts, key_sentences)
+    if key_sentences:
+        order += _key_order(doc, order, costs, max_tokens, firsts, squeezed)
+    # squeezed: deferred headings come only with a sentence under them (a bare heading says little)
+    return _without_repeats(order), squeezed
+
+
+def _heading_ids(doc) -> list[int]:
+    """The headings' unit ids, shallow levels first, then in document order."""
+    return sorted((sec.heading for sec in doc.sections if sec.heading is not None),
+                  key=lambda uid: (doc.sections[doc.where[uid][0]].level, uid))
+
+
+def _outline_order(doc, heading_ids: list[int], early_fm: bool, squeezed: bool) -> list[int]:
+    """The start of the order: the frontmatter when it comes first, the headings kept up front,
+    then the frontmatter when it did not come first."""
     order = [doc.frontmatter] if early_fm else []
     order.extend(_kept_headings(doc, heading_ids, squeezed))
     if doc.frontmatter is not None and doc.frontmatter not in order:
         order.append(doc.frontmatter)
-    firsts = _first_paragraphs(doc)
-    if not squeezed and key_sentences:  # sentences of first paragraphs that carry ids come first
-        order.extend(u for units in firsts for u in units[1:]
-                     if doc.kinds[u] == "sentence" and fact_tokens(doc.texts[u]))
-    if not squeezed:
-        order.extend(units[0] for units in firsts)  # first sentences
-    if key_sentences:
-        code_firsts, code_rest = _code_order(doc)
-        if not squeezed:  # the first line of each code block
-            order.extend(code_firsts)
-        else:
-            code_rest = code_firsts + code_rest
-        prose = _key_sentence_order(doc, order, costs, max_tokens, firsts, squeezed)
-        order.extend(_in_proportion(prose, code_rest, costs))
-    # squeezed: deferred headings come only with a sentence under them (a bare heading says little)
-    seen: set[int] = set()
-    return [u for u in order if not (u in seen or seen.add(u))], squeezed
+    return order
+
+
+def _first_sentence_order(doc, firsts: list[list[int]], key_sentences: bool) -> list[int]:
+    """After the outline (when not squeezed): with key sentences, the sentences of first
+    paragraphs that carry fact-like ids; then the first sentence of each first paragraph."""
+    facts = [u for units in firsts for u in units[1:]
+             if doc.kinds[u] == "sentence" and fact_tokens(doc.texts[u])] if key_sentences else []
+    return facts + [units[0] for units in firsts]
+
+
+def _key_order(doc, order: list[int], costs: list[int], max_tokens: int, firsts: list[list[int]],
+               squeezed: bool) -> list[int]:
+    """What follows with key sentences: the first line of each code block (not squeezed), then
+    the key sentences and the other code lines in proportion (squeezed: every code line there)."""
+    code_firsts, code_rest = _code_order(doc)
+    lead = [] if squeezed else code_firsts
+    rest = code_firsts + code_rest if squeezed else code_rest
+    prose = _key_sentence_order(doc, order + lead, costs, max_tokens, firsts, squeezed)
+    return lead + _in_proportion(prose, rest, costs)
+
+
+def _without_repeats(order: list[int]) -> list[int]:
+    """``order`` with each unit id at its first place only."""
+    return list(dict.fromkeys(order))
 
 
 def _fit_frontmatter(doc, text: str, costs: list[int], max_tokens: int) -> bool:
