@@ -172,45 +172,76 @@ def diff_summary(
         return ""
     if text and fits_quickly(text, max_tokens, counter):
         return text
-    preamble, parsed = diff_file_stats(text or "")
-    stats = _normalise_files(files, renames) if files else [
-        (p, None, None, "B") if st == "B" else (p, a, r, st) for p, a, r, st in parsed
-    ]
+    preamble, stats = _preamble_and_stats(text, files, renames)
     if not stats:
         return head_summary(text, max_tokens, counter)
-    context = _context_lines(preamble)
+    listing = _FileList(_total_line(stats), stats, _context_lines(preamble))
+    solved = solve(listing.problem(), max_tokens, counter)
+    if solved is None:
+        return fit_tokens(listing.header, max_tokens, counter)
+    return solved[0]
+
+
+def _preamble_and_stats(text: str, files: Iterable[Any] | None,
+                        renames: Mapping[str, str] | None) -> tuple[list[str], list[tuple[str, int | None, int | None, str]]]:
+    """(the lines before the diff, (path, added, removed, status) per file): from ``files`` when
+    given, else parsed from the diff (a binary change counts no lines)."""
+    preamble, parsed = diff_file_stats(text or "")
+    if files:
+        return preamble, _normalise_files(files, renames)
+    return preamble, [(p, None, None, "B") if st == "B" else (p, a, r, st) for p, a, r, st in parsed]
+
+
+def _total_line(stats: list[tuple[str, int | None, int | None, str]]) -> str:
+    """The diff's total line: tracked files changed, lines added and removed, untracked files."""
     tracked = [s for s in stats if s[3] != "?"]
     total_add = sum(s[1] or 0 for s in tracked)
     total_del = sum(s[2] or 0 for s in tracked)
     untracked = len(stats) - len(tracked)
     header = f"{len(tracked)} file{'s' if len(tracked) != 1 else ''} changed, +{total_add}/-{total_del}"
-    if untracked:
-        header += f"; {untracked} untracked"
-    file_lines = [_file_line(*s) for s in stats]
-    texts = [header] + file_lines + context
-    nf = len(file_lines)
-    pre_ids = list(range(1 + nf, len(texts)))
+    return header + (f"; {untracked} untracked" if untracked else "")
 
-    def render(sel: set[int]) -> str:
-        out = [texts[u] for u in pre_ids if u in sel]
+
+@dataclass
+class _FileList:
+    """The diff summary's units: 0 the total line, 1..nf one line per file, then the context
+    lines (what came before the diff)."""
+
+    header: str
+    stats: list[tuple[str, int | None, int | None, str]]
+    context: list[str]
+
+    def __post_init__(self) -> None:
+        self.texts = [self.header] + [_file_line(*s) for s in self.stats] + self.context
+        self.nf = len(self.stats)
+        self.pre_ids = list(range(1 + self.nf, len(self.texts)))
+
+    def problem(self) -> Problem:
+        """The selection problem: the total line (with room for the "… n more files" line) and
+        the files block the pass; the first context line comes right after the total line."""
+        nf, pre_ids = self.nf, self.pre_ids
+        costs = [estimate_tokens(t) + 1 for t in self.texts]
+        costs[0] += 12  # room for the "… n more files" line
+        order = [0] + pre_ids[:1] + list(range(1, 1 + nf)) + pre_ids[1:]
+        return Problem(costs, [()] * len(self.texts), order, self.render, blocking=frozenset(range(1 + nf)))
+
+    def render(self, sel: set[int]) -> str:
+        """The selected context lines, a blank line, the total line, the selected files and a
+        line for the files left out."""
+        out = [self.texts[u] for u in self.pre_ids if u in sel]
         if out:
             out.append("")
-        out.append(header)
-        shown = [u for u in range(1, 1 + nf) if u in sel]
-        out.extend(texts[u] for u in shown)
-        missing = nf - len(shown)
-        if missing and shown:
-            rest = [stats[u - 1] for u in range(1, 1 + nf) if u not in sel]
-            rest_add = sum(s[1] or 0 for s in rest)
-            rest_del = sum(s[2] or 0 for s in rest)
-            out.append(f"… {missing} more file{'s' if missing != 1 else ''} (+{rest_add}/-{rest_del})")
-        return "\n".join(out)
+        out.append(self.header)
+        shown = [u for u in range(1, 1 + self.nf) if u in sel]
+        out.extend(self.texts[u] for u in shown)
+        return "\n".join(out + self._more_files(sel, len(shown)))
 
-    costs = [estimate_tokens(t) + 1 for t in texts]
-    costs[0] += 12  # room for the "… n more files" line
-    order = [0] + pre_ids[:1] + list(range(1, 1 + nf)) + pre_ids[1:]
-    problem = Problem(costs, [()] * len(texts), order, render, blocking=frozenset(range(1 + nf)))
-    solved = solve(problem, max_tokens, counter)
-    if solved is None:
-        return fit_tokens(header, max_tokens, counter)
-    return solved[0]
+    def _more_files(self, sel: set[int], shown: int) -> list[str]:
+        """The line for the files left out (their count and lines), when some are shown and some not."""
+        missing = self.nf - shown
+        if not (missing and shown):
+            return []
+        rest = [self.stats[u - 1] for u in range(1, 1 + self.nf) if u not in sel]
+        rest_add = sum(s[1] or 0 for s in rest)
+        rest_del = sum(s[2] or 0 for s in rest)
+        return [f"… {missing} more file{'s' if missing != 1 else ''} (+{rest_add}/-{rest_del})"]
