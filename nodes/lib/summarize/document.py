@@ -115,31 +115,32 @@ def _logical_lines(lines: list[str]) -> list[tuple[str, str]]:
     groups: list[list[str]] = []
     in_item = False
     for line in lines:
-        if groups:
-            prev = groups[-1][-1]
-            start = _LIST_PREFIX.match(line) or _NEW_LINE_START.match(line)
-            continuation = False
-            if not start:
-                stripped = line.lstrip()
-                first = stripped[:1]
-                if in_item and line[:1] in " \t":
-                    continuation = True  # an indented line inside a list item
-                elif first.islower():
-                    continuation = True  # a hard-wrapped sentence
-                elif len(prev) >= 60 and not prev.rstrip().endswith(_TERMINAL) and first.isalpha():
-                    continuation = True
-            if continuation:
-                groups[-1].append(line)
-                continue
+        if groups and _continues(line, groups[-1][-1], in_item):
+            groups[-1].append(line)
+            continue
         groups.append([line])
         in_item = bool(_LIST_PREFIX.match(line))
-    out = []
-    for group in groups:
-        full = "\n".join(group)
-        m = _LIST_PREFIX.match(full) or _QUOTE_PREFIX.match(full) or _INDENT.match(full)
-        prefix = m.group(1) if m else ""
-        out.append((prefix, full))
-    return out
+    return [(_line_prefix(full), full) for full in ("\n".join(group) for group in groups)]
+
+
+def _continues(line: str, prev: str, in_item: bool) -> bool:
+    """Whether ``line`` continues the logical line ending with ``prev``: it starts nothing new (no
+    marker, number or label) and is indented inside a list item, starts lower case (a
+    hard-wrapped sentence), or follows a long line without a terminal mark."""
+    if _LIST_PREFIX.match(line) or _NEW_LINE_START.match(line):
+        return False
+    first = line.lstrip()[:1]
+    if in_item and line[:1] in " \t":
+        return True  # an indented line inside a list item
+    if first.islower():
+        return True  # a hard-wrapped sentence
+    return len(prev) >= 60 and not prev.rstrip().endswith(_TERMINAL) and first.isalpha()
+
+
+def _line_prefix(full: str) -> str:
+    """A logical line's prefix: its list marker, quote marker, or indent."""
+    m = _LIST_PREFIX.match(full) or _QUOTE_PREFIX.match(full) or _INDENT.match(full)
+    return m.group(1) if m else ""
 
 
 def build(text: str) -> Doc:
@@ -224,28 +225,36 @@ def _text_block(doc: Doc, lines: list[str], si: int, bi: int) -> _Block:
 
 
 def render_doc(doc: Doc, selected: set[int]) -> str:
+    """The ``selected`` units in document order: the frontmatter, each selected heading, each
+    block with something selected, blank lines between."""
     parts: list[str] = []
     if doc.frontmatter is not None and doc.frontmatter in selected:
         parts.append(doc.texts[doc.frontmatter])
     for sec in doc.sections:
         if sec.heading is not None and sec.heading in selected:
             parts.append(doc.texts[sec.heading])
-        for block in sec.blocks:
-            if block.code is not None:
-                if block.code.fence in selected:
-                    code = block.code
-                    parts.append(render_code(code.opening, code.closing, code.body,
-                                             [u is not None and u in selected for u in code.units]))
-                continue
-            out = []
-            for line in block.lines:
-                chosen = [u for u in line.units if u in selected]
-                if not chosen:
-                    continue
-                if len(chosen) == len(line.units):
-                    out.append(line.full)
-                else:
-                    out.append(line.prefix + " ".join(doc.texts[u] for u in chosen))
-            if out:
-                parts.append("\n".join(out))
+        parts.extend(text for text in (_block_text(doc, block, selected) for block in sec.blocks) if text is not None)
     return "\n\n".join(parts)
+
+
+def _block_text(doc: Doc, block: _Block, selected: set[int]) -> str | None:
+    """A block with its selected units (a code block with its selected lines, when its fence is
+    selected), None when nothing of it is."""
+    code = block.code
+    if code is not None:
+        if code.fence not in selected:
+            return None
+        return render_code(code.opening, code.closing, code.body, [u is not None and u in selected for u in code.units])
+    out = [text for text in (_line_text(doc, line, selected) for line in block.lines) if text is not None]
+    return "\n".join(out) if out else None
+
+
+def _line_text(doc: Doc, line: _Line, selected: set[int]) -> str | None:
+    """A logical line as written when all its units are selected, its prefix and the selected
+    units when some are, None when none is."""
+    chosen = [u for u in line.units if u in selected]
+    if not chosen:
+        return None
+    if len(chosen) == len(line.units):
+        return line.full
+    return line.prefix + " ".join(doc.texts[u] for u in chosen)
