@@ -110,38 +110,72 @@ def read_local_text(
     files); it is checked against the trust rules all the same, and opened without following a
     symlink."""
     shown = shown or path
-    if real is None:
-        real = resolved_path(path, trust, shown)
-    elif not (is_under(real, trust.root) or any(is_under(real, folder) for folder in trust.allowed_paths)):
-        raise outside_refusal(shown, real, trust)
+    real = _trusted_real(path, trust, shown, real)
     max_bytes = max(0, int(max_bytes))
+    data, size, tail = _read_regular(real, shown, max_bytes, cap_key, keep_tail)
+    if tail:
+        return loaded_text(_from_line_start(data), shown, crlf=crlf, kept_tail=max_bytes, size=size)
+    return loaded_text(data, shown, crlf=crlf, grown=real if grows else None, size=len(data))
+
+
+def _trusted_real(path: str, trust: Trust, shown: str, real: str | None) -> str:
+    """The real path to read: ``path`` resolved and checked (:func:`resolved_path`), or the
+    ``real`` path the caller resolved, checked against the trust rules (Refused outside them)."""
+    if real is None:
+        return resolved_path(path, trust, shown)
+    if not (is_under(real, trust.root) or any(is_under(real, folder) for folder in trust.allowed_paths)):
+        raise outside_refusal(shown, real, trust)
+    return real
+
+
+def _read_regular(real: str, shown: str, max_bytes: int, cap_key: str, keep_tail: bool) -> tuple[bytes, int, bool]:
+    """(the bytes read, the file's size, whether only its last ``max_bytes`` were read) of the
+    regular file ``real``: stat before open, opened O_NONBLOCK without following a symlink, the
+    same file checked after open. Refused for what is no regular file or was swapped meanwhile;
+    TextUnavailable over the cap (unless ``keep_tail``) or when it cannot be read."""
     try:
-        before = os.stat(real)
-        kind = file_kind(before.st_mode)
-        if kind:
-            raise Refused(f"{shown} is {kind}, not a regular file; skipped")
-        if before.st_size > max_bytes and not keep_tail:
-            raise TextUnavailable(f"{shown} is {before.st_size} bytes, over {cap_key} ({max_bytes}); not loaded")
+        before = _regular_stat(real, shown, max_bytes, cap_key, keep_tail)
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
         try:
-            after = os.fstat(fd)
-            if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
-                raise Refused(f"{shown} changed while it was opened (now {file_kind(after.st_mode) or 'another file'}); skipped")
+            after = _same_file_stat(fd, before, shown)
             tail = keep_tail and after.st_size > max_bytes
             if tail:
                 os.lseek(fd, after.st_size - max_bytes, os.SEEK_SET)
-            data = _read_fd(fd, max_bytes, shown, cap_key, min(after.st_size, max_bytes))
+            return _read_fd(fd, max_bytes, shown, cap_key, min(after.st_size, max_bytes)), after.st_size, tail
         finally:
             os.close(fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise Refused(f"{shown} was swapped for a symlink while it was read; skipped") from None
         raise TextUnavailable(f"cannot read {shown}: {exc.strerror or exc}") from None
-    if tail:
-        newline = data.find(b"\n")
-        data = data[newline + 1:] if 0 <= newline < len(data) - 1 else data
-        return loaded_text(data, shown, crlf=crlf, kept_tail=max_bytes, size=after.st_size)
-    return loaded_text(data, shown, crlf=crlf, grown=real if grows else None, size=len(data))
+
+
+def _regular_stat(real: str, shown: str, max_bytes: int, cap_key: str, keep_tail: bool) -> os.stat_result:
+    """The stat of ``real`` before it is opened: Refused when it is no regular file,
+    TextUnavailable when it is over ``max_bytes`` and its tail is not wanted."""
+    before = os.stat(real)
+    kind = file_kind(before.st_mode)
+    if kind:
+        raise Refused(f"{shown} is {kind}, not a regular file; skipped")
+    if before.st_size > max_bytes and not keep_tail:
+        raise TextUnavailable(f"{shown} is {before.st_size} bytes, over {cap_key} ({max_bytes}); not loaded")
+    return before
+
+
+def _same_file_stat(fd: int, before: os.stat_result, shown: str) -> os.stat_result:
+    """The stat of the opened ``fd``: Refused when it is no regular file or not the file
+    ``before`` was taken of (swapped between the stat and the open)."""
+    after = os.fstat(fd)
+    if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+        raise Refused(f"{shown} changed while it was opened (now {file_kind(after.st_mode) or 'another file'}); skipped")
+    return after
+
+
+def _from_line_start(data: bytes) -> bytes:
+    """A tail read from the middle of a file, from its first line start (whole when its only
+    newline ends it, or it has none)."""
+    newline = data.find(b"\n")
+    return data[newline + 1:] if 0 <= newline < len(data) - 1 else data
 
 
 def _read_fd(fd: int, max_bytes: int, shown: str, cap_key: str, size: int = 0) -> bytes:
