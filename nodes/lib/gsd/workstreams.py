@@ -50,32 +50,47 @@ def workstream_files(files: GsdFiles) -> GsdFiles:
     if not files.workstreams:
         return files
     pointer = (files.active_workstream or "").strip()
+    if _NAME.match(pointer) and pointer in files.workstreams:
+        ws = _with_archives(files.workstreams[pointer], files)
+        return replace(ws, chosen=(f".planning/active-workstream names workstream {pointer}: {ws.state_path} is read",))
     if pointer:
-        if _NAME.match(pointer) and pointer in files.workstreams:
-            ws = _with_archives(files.workstreams[pointer], files)
-            return replace(ws, chosen=(f".planning/active-workstream names workstream {pointer}: "
-                                       f"{ws.state_path} is read",))
-        warning = (f".planning/active-workstream names {pointer!r}, which is no workstream under "
-                   f".planning/workstreams/ ({', '.join(sorted(files.workstreams))}); it is ignored")
-        files = replace(files, chosen_warnings=(warning,))
+        files = replace(files, chosen_warnings=(_bad_pointer_warning(pointer, files),))
     if files.state_text is not None:
         return replace(files, chosen=(f"{files.state_path} is read (workstreams "
                                       f"{', '.join(sorted(files.workstreams))} not active)",))
+    return _workstream_by_position(files)
+
+
+def _bad_pointer_warning(pointer: str, files: GsdFiles) -> str:
+    """The warning for an active-workstream pointer that names no workstream."""
+    return (f".planning/active-workstream names {pointer!r}, which is no workstream under "
+            f".planning/workstreams/ ({', '.join(sorted(files.workstreams))}); it is ignored")
+
+
+def _workstream_by_position(files: GsdFiles) -> GsdFiles:
+    """Without a pointer or a top-level STATE.md: the one workstream with a position of its own;
+    none: the first by name; several: the first with work in progress (else the first), with a
+    warning naming each one's position."""
     read = {name: _with_archives(ws, files) for name, ws in sorted(files.workstreams.items())}
     positions = {name: position_of(ws) for name, ws in read.items()}
     placed = [name for name in read if _started(files.workstreams[name], positions[name])]
-    summaries = [_summary(read[name], positions[name], name in placed) for name in read]
+    summaries = "; ".join(_summary(read[name], positions[name], name in placed) for name in read)
     if not placed:
-        name = next(iter(read))
-        return replace(read[name], chosen=(f"no .planning/STATE.md; workstreams: {'; '.join(summaries)}",),
+        return replace(read[next(iter(read))], chosen=(f"no .planning/STATE.md; workstreams: {summaries}",),
                        chosen_warnings=files.chosen_warnings)
     if len(placed) == 1:
-        name = placed[0]
-        return replace(read[name], chosen=(f"no .planning/STATE.md; workstream {name} is the one with a position "
-                                           f"({'; '.join(summaries)})",), chosen_warnings=files.chosen_warnings)
+        return replace(read[placed[0]], chosen=(f"no .planning/STATE.md; workstream {placed[0]} is the one with a "
+                                                f"position ({summaries})",), chosen_warnings=files.chosen_warnings)
+    return _first_working(read, positions, placed, summaries, files.chosen_warnings)
+
+
+def _first_working(read: dict[str, GsdFiles], positions: dict[str, GsdPosition], placed: list[str], summaries: str,
+                   warnings: tuple[str, ...]) -> GsdFiles:
+    """Of several workstreams with a position, the first with work in progress (else the first),
+    with a warning that the choice is ambiguous and how to settle it."""
     working = [n for n in placed if not positions[n].phase_complete]
     name = (working or placed)[0]
     warning = (f".planning/workstreams/: {len(placed)} workstreams with a position and no .planning/active-workstream "
-               f"({'; '.join(summaries)}); workstream {name} is read (write its name to .planning/active-workstream)")
+               f"({summaries}); workstream {name} is read (write its name to .planning/active-workstream)")
     return replace(read[name], chosen=(f"workstream {name} read of {', '.join(placed)}",),
-                   chosen_warnings=(*files.chosen_warnings, warning))
+                   chosen_warnings=(*warnings, warning))
