@@ -449,21 +449,44 @@ def _position(reading: _Reading, notes: _Notes, folder: PhaseFolder | None, key:
     the next plan, the phase's counts, what the folder adds to the evidence, and a warning when a
     phase is current but has no folder."""
     state = reading.state
-    plan = _next_plan(folder, named_plan, notes) if folder is not None else None
-    if folder is not None:
-        notes.evidence.extend(_folder_evidence(folder))
-    complete = folder.complete if folder is not None and (folder.plans or folder.named) else said_complete
+    plan = _folder_plan(folder, named_plan, notes)
     if folder is None and key is not None and expects:
-        notes.warnings.append(f"{reading.where.rsplit('/', 1)[0]}: no phase folder for phase {_show(key)} (looked in "
-                              "phases/ and milestones/*-phases/); create it or pin another phase with state.gsdPhase")
+        notes.warnings.append(_no_folder_warning(reading.where, key))
     return GsdPosition(
         milestone=state.milestone if state else None, milestone_name=state.milestone_name if state else None,
-        phase=_show(key) if key is not None else None, plan=plan, phase_complete=complete,
+        phase=_show(key) if key is not None else None, plan=plan, phase_complete=_phase_complete(folder, said_complete),
         milestone_complete=milestone_complete and not _not_started(state), source=source,
         evidence=tuple(notes.evidence), warnings=tuple(notes.warnings), expects_folder=expects,
-        unfinished=tuple(_show(f.key) for f in reading.active if not f.complete),
-        between=between, unverified=between and _says_unverified(state), **_folder_fields(folder),
+        unfinished=_unfinished(reading), between=between, unverified=between and _says_unverified(state),
+        **_folder_fields(folder),
     )
+
+
+def _folder_plan(folder: PhaseFolder | None, named_plan: int | None, notes: _Notes) -> str | None:
+    """The next plan of the phase's ``folder`` (None without one), its evidence and what the
+    folder itself tells added to ``notes``."""
+    if folder is None:
+        return None
+    plan = _next_plan(folder, named_plan, notes)
+    notes.evidence.extend(_folder_evidence(folder))
+    return plan
+
+
+def _phase_complete(folder: PhaseFolder | None, said_complete: bool) -> bool:
+    """Whether the phase is complete: by its folder when it has plans (files or named), else as
+    STATE.md says."""
+    return folder.complete if folder is not None and (folder.plans or folder.named) else said_complete
+
+
+def _no_folder_warning(where: str, key: tuple[int, ...]) -> str:
+    """The warning for a current phase without a folder (``where``: STATE.md's path)."""
+    return (f"{where.rsplit('/', 1)[0]}: no phase folder for phase {_show(key)} (looked in "
+            "phases/ and milestones/*-phases/); create it or pin another phase with state.gsdPhase")
+
+
+def _unfinished(reading: _Reading) -> tuple[str, ...]:
+    """The active phase folders not complete, by phase number."""
+    return tuple(_show(f.key) for f in reading.active if not f.complete)
 
 
 def _folder_fields(folder: PhaseFolder | None) -> dict:
