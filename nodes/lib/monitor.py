@@ -274,40 +274,61 @@ def compaction_for(
     first kept one; ``target`` the fold's own target (:func:`fold_target`). Inactive when the context is already over budget (the hard cut is due now),
     the projection is above the threshold, unknown (no growth), or nothing is old enough to fold.
     """
-    projected = monitor.projected_rounds
-    if monitor.remaining < 0:
-        return Compaction(False, len(uses), f"already {-monitor.remaining} tokens over budget: the truncation "
-                                            "engine cuts now, there is nothing to fold ahead of")
-    if projected is None:
-        return Compaction(False, len(uses), "no growth measured yet: nothing to project")
-    if projected > threshold:
-        return Compaction(False, len(uses), f"projected {projected} more rounds > threshold {threshold}")
     conversation = [i for i, u in enumerate(uses) if u.conversation]
-    if len(conversation) <= 1:
-        return Compaction(False, len(uses),
-                          f"projected {projected} more rounds <= threshold {threshold}, but no older round to fold")
-    chosen: tuple[int, int, int | None] | None = None
-    for keep in range(min(max(1, keep_rounds), len(conversation) - 1), 0, -1):
-        first_kept = conversation[-keep]
-        kept = sum(u.tokens for u in uses[first_kept:])
-        folded = uses[:first_kept]
-        # each folded round leaves a summary line; an earlier rolling summary stays as it is
-        summary = summary_tokens_per_round * sum(1 for u in folded if u.conversation) + sum(
-            u.tokens for u in folded if not u.conversation)
-        remaining = monitor.initial_budget - (monitor.base_tokens + kept + summary)
-        after = projected_rounds(remaining, monitor.growth_per_round)
-        chosen = (keep, first_kept, after)
-        if after is not None and after > threshold:
-            break
-    assert chosen is not None
-    keep, fold, after = chosen
+    idle = _idle_compaction(monitor, len(uses), threshold, len(conversation))
+    if idle is not None:
+        return idle
+    keep, fold, after = _kept_fold(monitor, uses, conversation, threshold, keep_rounds, summary_tokens_per_round)
     reason = (
         f"preventive compaction: {monitor.remaining} of {monitor.initial_budget} tokens left at "
         f"{monitor.growth_per_round:.0f} tokens/round (last {min(GROWTH_WINDOW, len(conversation))} rounds) "
-        f"= {projected} more rounds <= monitor.thresholdRounds {threshold}; folding {fold} older rounds "
-        f"into the rolling summary, keeping the last {keep} verbatim (about {after} rounds after)"
+        f"= {monitor.projected_rounds} more rounds <= monitor.thresholdRounds {threshold}; folding {fold} older "
+        f"rounds into the rolling summary, keeping the last {keep} verbatim (about {after} rounds after)"
     )
     return Compaction(True, keep, reason, fold, after, fold_target(monitor, after))
+
+
+def _idle_compaction(monitor: BudgetMonitor, rounds: int, threshold: int, conversation: int) -> Compaction | None:
+    """The inactive compaction (every one of the ``rounds`` kept) with its reason: already over
+    budget, no growth measured, a projection above the threshold, or at most one conversation
+    round; None when compaction is due."""
+    projected = monitor.projected_rounds
+    if monitor.remaining < 0:
+        return Compaction(False, rounds, f"already {-monitor.remaining} tokens over budget: the truncation "
+                                         "engine cuts now, there is nothing to fold ahead of")
+    if projected is None:
+        return Compaction(False, rounds, "no growth measured yet: nothing to project")
+    if projected > threshold:
+        return Compaction(False, rounds, f"projected {projected} more rounds > threshold {threshold}")
+    if conversation <= 1:
+        return Compaction(False, rounds,
+                          f"projected {projected} more rounds <= threshold {threshold}, but no older round to fold")
+    return None
+
+
+def _kept_fold(monitor: BudgetMonitor, uses: Sequence[RoundUse], conversation: list[int], threshold: int,
+               keep_rounds: int, summary_tokens_per_round: int) -> tuple[int, int, int | None]:
+    """(rounds kept verbatim, rounds folded before them, projected rounds after): the largest
+    ``keep`` from ``keep_rounds`` (at most all conversation rounds but one) down to 1 whose fold
+    lifts the projection above ``threshold``; 1 when none does."""
+    for keep in range(min(max(1, keep_rounds), len(conversation) - 1), 0, -1):
+        first_kept = conversation[-keep]
+        after = _rounds_after_fold(monitor, uses, first_kept, summary_tokens_per_round)
+        if after is not None and after > threshold:
+            break
+    return keep, first_kept, after
+
+
+def _rounds_after_fold(monitor: BudgetMonitor, uses: Sequence[RoundUse], first_kept: int,
+                       summary_tokens_per_round: int) -> int | None:
+    """The projected rounds once the rounds before ``first_kept`` are folded: each folded
+    conversation round leaves a summary line, an earlier rolling summary stays as it is."""
+    kept = sum(u.tokens for u in uses[first_kept:])
+    folded = uses[:first_kept]
+    summary = summary_tokens_per_round * sum(1 for u in folded if u.conversation) + sum(
+        u.tokens for u in folded if not u.conversation)
+    remaining = monitor.initial_budget - (monitor.base_tokens + kept + summary)
+    return projected_rounds(remaining, monitor.growth_per_round)
 
 
 def fold_target(monitor: BudgetMonitor, after: int | None) -> int:
