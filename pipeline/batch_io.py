@@ -102,31 +102,56 @@ def _jsonl_entries(path: str, lines: list[str]) -> Iterator[tuple[int, dict]]:
 
 
 def _csv_entries(path: str, lines: list[str]) -> Iterator[tuple[int, dict]]:
+    """(line number, job fields) of each CSV row that is not blank, by its header's columns."""
     reader = csv.reader(lines)
-    header = next(reader, None)
-    if not header or "project" not in [name.strip() for name in header]:
-        raise JobListError(f"{path}:1: a CSV job list needs a header line naming a 'project' column "
-                           "(and optionally request, mode, phase, overrides, dotted.config.keys, labels)")
-    header = [name.strip() for name in header]
+    header = _csv_header(path, next(reader, None))
     for number, cells in enumerate(reader, 2):
         if not any(cell.strip() for cell in cells):
             continue
         if len(cells) != len(header):
             raise JobListError(f"{path}:{number}: {len(cells)} cells for {len(header)} columns; "
                                "quote a cell that holds a comma")
-        fields: dict[str, Any] = {"overrides": {}, "labels": {}}
-        for name, cell in zip(header, cells):
-            if name == "overrides":
-                fields["overrides"].update(_json_object(f"{path}:{number}", cell, "overrides") if cell.strip() else {})
-            elif name in ("project", "request", "mode", "phase"):
-                if cell.strip():
-                    fields[name] = cell
-            elif "." in name:
-                if cell.strip():
-                    fields["overrides"][name] = _scalar(cell)
-            else:
-                fields["labels"][name] = cell
-        yield number, fields
+        yield number, _csv_fields(f"{path}:{number}", header, cells)
+
+
+def _csv_header(path: str, header: list[str] | None) -> list[str]:
+    """The CSV list's column names (stripped); a JobListError when there is no 'project' column."""
+    names = [name.strip() for name in header or ()]
+    if "project" not in names:
+        raise JobListError(f"{path}:1: a CSV job list needs a header line naming a 'project' column "
+                           "(and optionally request, mode, phase, overrides, dotted.config.keys, labels)")
+    return names
+
+
+def _csv_fields(where: str, header: list[str], cells: list[str]) -> dict[str, Any]:
+    """The job fields of one CSV row: its overrides (the JSON object of an ``overrides`` column,
+    then each dotted column's value), project / request / mode / phase, and labels (any other column)."""
+    fields: dict[str, Any] = {"overrides": {}, "labels": {}}
+    for name, cell in zip(header, cells):
+        placed = _placed_cell(where, name, cell)
+        if placed is None:
+            continue
+        group, key, value = placed
+        if group is None:
+            fields[key] = value
+        elif key is None:
+            fields[group].update(value)
+        else:
+            fields[group][key] = value
+    return fields
+
+
+def _placed_cell(where: str, name: str, cell: str) -> tuple[str | None, str | None, Any] | None:
+    """Where a CSV cell goes, as (group, key, value): ("overrides", None, object) for the overrides
+    column, (None, name, text) for a job field, ("overrides", name, value) for a dotted key,
+    ("labels", name, text) for a label; None for an empty cell that is no label."""
+    if name == "overrides":
+        return ("overrides", None, _json_object(where, cell, "overrides")) if cell.strip() else None
+    if name in ("project", "request", "mode", "phase"):
+        return (None, name, cell) if cell.strip() else None
+    if "." in name:
+        return ("overrides", name, _scalar(cell)) if cell.strip() else None
+    return "labels", name, cell
 
 
 def _job(where: str, fields: dict, base: str, request: str, overrides: Mapping[str, Any]) -> Job:
