@@ -163,16 +163,7 @@ def _step(state: TruncationState, scope: str, wanted, act, exhaust: bool = False
         if state.need <= 0 or not candidates:
             break
         level, total = priority_frontier(state), state.total
-        parts = summary_parts(state, candidates, scope) if split and len(candidates) > 1 else {}
-        for section in candidates:
-            if state.need <= 0:
-                break
-            current = next((s for s in state.sections if s.key == section.key), None)
-            room = _room(state, current, scope) if current is not None else 0
-            room = min(room, parts.get(section.key, room))
-            if room <= 0:
-                continue
-            state = act(state, current, room)
+        state = _pass(state, candidates, scope, act, _parts(state, candidates, scope, split))
         if priority_frontier(state) != level:
             continue  # that priority is gone: the next one may give
         if not exhaust:
@@ -182,6 +173,26 @@ def _step(state: TruncationState, scope: str, wanted, act, exhaust: bool = False
                 break
             state = stuck(state, candidates[0])  # nothing smaller to be had: it goes, the next may give
         split = False
+    return state
+
+
+def _parts(state: TruncationState, candidates: list, scope: str, split: bool) -> dict[str, int]:
+    """Each candidate's part of the room when the room is split between several
+    (:func:`summary_parts`), else none (each may take the whole room)."""
+    return summary_parts(state, candidates, scope) if split and len(candidates) > 1 else {}
+
+
+def _pass(state: TruncationState, candidates: list, scope: str, act, parts: Mapping[str, int]) -> TruncationState:
+    """``state`` after ``act`` ran once over each candidate still present while over the target,
+    each given the room still over the target (at most its part)."""
+    for section in candidates:
+        if state.need <= 0:
+            break
+        current = next((s for s in state.sections if s.key == section.key), None)
+        room = _room(state, current, scope) if current is not None else 0
+        room = min(room, parts.get(section.key, room))
+        if room > 0:
+            state = act(state, current, room)
     return state
 
 
