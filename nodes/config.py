@@ -194,45 +194,70 @@ def resolved_config(
     its inputs only: ``trust.allowedPaths`` arrive absolute (the user file's loader and the
     driver's entry, :func:`absolute_trust_paths`, resolve them); a relative one is a ConfigError."""
     config_path = os.path.join(project_dir, ".planning", "config.json")
-    overrides = overrides or {}
-    if nesting_depth(overrides, MAX_DEPTH) > MAX_DEPTH:
-        raise ConfigError(f"{OVERRIDE_ORIGIN}: the overrides nest deeper than {MAX_DEPTH} levels; "
-                          "pass dotted keys (budget.maxTokens) with plain values")
+    overrides = _shallow_overrides(overrides or {})
     user_config = user_config or {}
     values = _deep_copy(defaults)
     provenance = {key: DEFAULTS_ORIGIN for key in _leaf_keys(defaults)}
     warnings: list[str] = []
-    user_origin = f"{user_config_path} ({USER_ORIGIN})"
     layers = [
-        (user_origin, _project_layer(user_config, defaults), True),
+        (f"{user_config_path} ({USER_ORIGIN})", _project_layer(user_config, defaults), True),
         (config_path, _project_layer(project_config, defaults), False),
         (OVERRIDE_ORIGIN, _flatten(overrides), True),
     ]
     for origin, flat, users in layers:
         for dotted, value, how in flat:
-            if not users and _is_trusted(dotted):
-                warnings.append(f"{quoted(dotted)[1:-1]} in {origin} is ignored: a project cannot widen what "
-                                f"ctxengine reads; set it in {USER_CONFIG_HINT} or with --set")
-                continue
-            error_or_warning = _check(defaults, dotted, value, origin)
-            if isinstance(error_or_warning, ConfigError):
-                raise error_or_warning
-            if error_or_warning:
-                warnings.append(error_or_warning)
-                continue
-            if _lookup(defaults, dotted) is _MISSING:
-                continue  # unknown: kept in the file, ignored here
-            if users:
-                value = _checked_trust_paths(dotted, value, origin)
-            _assign(values, dotted, value)
-            for key in [k for k in provenance if k == dotted or k.startswith(dotted + ".")]:
-                del provenance[key]
-            label = origin if how is None else f"{origin} ({how})"
-            for leaf in _leaf_keys(value, dotted) if isinstance(value, dict) else [dotted]:
-                provenance[leaf] = label
+            kept, warning = _layer_entry(defaults, dotted, value, origin, users)
+            warnings.extend([warning] if warning else [])
+            if kept is not _MISSING:
+                _assign(values, dotted, kept)
+                _set_provenance(provenance, dotted, kept, _label(origin, how))
     _check_ranges(values, provenance)
-    files = tuple(path for path, data in ((user_config_path, user_config), (config_path, project_config)) if data)
-    return ResolvedConfig(values, provenance, tuple(warnings), files)
+    return ResolvedConfig(values, provenance, tuple(warnings),
+                          _config_files((user_config_path, user_config), (config_path, project_config)))
+
+
+def _config_files(*files: tuple[str, Mapping]) -> tuple[str, ...]:
+    """The paths of the configuration files that set something (path, parsed content)."""
+    return tuple(path for path, data in files if data)
+
+
+def _label(origin: str, how: str | None) -> str:
+    """The provenance of a value: its origin, and how it got there (a GSD key's alias)."""
+    return origin if how is None else f"{origin} ({how})"
+
+
+def _shallow_overrides(overrides: dict) -> dict:
+    """``overrides`` when they nest at most MAX_DEPTH levels, else a ConfigError saying how to pass them."""
+    if nesting_depth(overrides, MAX_DEPTH) > MAX_DEPTH:
+        raise ConfigError(f"{OVERRIDE_ORIGIN}: the overrides nest deeper than {MAX_DEPTH} levels; "
+                          "pass dotted keys (budget.maxTokens) with plain values")
+    return overrides
+
+
+def _layer_entry(defaults: Mapping, dotted: str, value: Any, origin: str, users: bool) -> tuple[Any, str | None]:
+    """(the value a layer's entry sets, or _MISSING when it sets none; its warning): a trust.* key
+    from a project's layer is ignored with a warning, a near-miss key too, an unknown key is
+    ignored; a wrong type or value is a ConfigError; the user's trust.allowedPaths are checked."""
+    if not users and _is_trusted(dotted):
+        return _MISSING, (f"{quoted(dotted)[1:-1]} in {origin} is ignored: a project cannot widen what "
+                          f"ctxengine reads; set it in {USER_CONFIG_HINT} or with --set")
+    error_or_warning = _check(defaults, dotted, value, origin)
+    if isinstance(error_or_warning, ConfigError):
+        raise error_or_warning
+    if error_or_warning:
+        return _MISSING, error_or_warning
+    if _lookup(defaults, dotted) is _MISSING:
+        return _MISSING, None  # unknown: kept in the file, ignored here
+    return (_checked_trust_paths(dotted, value, origin) if users else value), None
+
+
+def _set_provenance(provenance: dict[str, str], dotted: str, value: Any, label: str) -> None:
+    """Record ``label`` as the origin of ``dotted`` (every leaf of an object set there), replacing
+    what came from lower layers at or under it."""
+    for key in [k for k in provenance if k == dotted or k.startswith(dotted + ".")]:
+        del provenance[key]
+    for leaf in _leaf_keys(value, dotted) if isinstance(value, dict) else [dotted]:
+        provenance[leaf] = label
 
 
 @tag(stage="config")
@@ -399,30 +424,64 @@ def _check(defaults: Mapping, dotted: str, value: Any, origin: str) -> ConfigErr
     """A ConfigError for a wrong type or a non-finite number, a warning for a near-miss key, else None."""
     default = _lookup(defaults, dotted)
     if default is _MISSING:
-        parent, _, leaf = dotted.rpartition(".")
-        siblings = _lookup(defaults, parent) if parent else defaults
-        if isinstance(siblings, dict):
-            close = difflib.get_close_matches(leaf[:200], list(siblings), n=1, cutoff=0.75)
-            if close and close[0] != leaf:
-                suggestion = f"{parent}.{close[0]}" if parent else close[0]
-                return f"{origin}: unknown key {quoted(dotted)} is ignored; did you mean {suggestion!r}?"
-        return None
+        return _near_miss_warning(defaults, dotted, origin)
     if dotted in _ALTERNATIVES and (value in _ALTERNATIVES[dotted] or _is_number(value)):
         return _not_finite(dotted, value, origin)
     if dotted == "trust.allowedPaths" and isinstance(value, str):
         value = [value]
     if default is None or (_compatible(default, value) and dotted not in _ALTERNATIVES):
-        if isinstance(default, dict) and isinstance(value, dict):
-            for key, sub in value.items():
-                problem = _check(defaults, f"{dotted}.{key}", sub, origin)
-                if isinstance(problem, ConfigError):
-                    return problem
-        if dotted in _STRING_LISTS:
-            bad = [x for x in value if not isinstance(x, str)]
-            if bad:
-                return ConfigError(f"{origin}: key {quoted(dotted)} must be a list of strings, "
-                                   f"got {_type_name(bad[0])} {quoted(bad[0])} in it")
-        return _not_finite(dotted, value, origin)
+        return _fitting_value_error(defaults, dotted, default, value, origin)
+    return _type_error(dotted, default, value, origin)
+
+
+def _near_miss_warning(defaults: Mapping, dotted: str, origin: str) -> str | None:
+    """The warning for an unknown key close to a known one of the same group (its suggestion),
+    else None (an unknown key is kept and ignored)."""
+    parent, _, leaf = dotted.rpartition(".")
+    siblings = _lookup(defaults, parent) if parent else defaults
+    if not isinstance(siblings, dict):
+        return None
+    close = difflib.get_close_matches(leaf[:200], list(siblings), n=1, cutoff=0.75)
+    if not close or close[0] == leaf:
+        return None
+    suggestion = f"{parent}.{close[0]}" if parent else close[0]
+    return f"{origin}: unknown key {quoted(dotted)} is ignored; did you mean {suggestion!r}?"
+
+
+def _fitting_value_error(defaults: Mapping, dotted: str, default: Any, value: Any, origin: str) -> ConfigError | None:
+    """The error of a value of the right type: the first error of an object's keys, an item of a
+    string list that is no string, or a number that is not finite; else None."""
+    if isinstance(default, dict) and isinstance(value, dict):
+        error = _first_key_error(defaults, dotted, value, origin)
+        if error is not None:
+            return error
+    error = _string_list_error(dotted, value, origin)
+    return error if error is not None else _not_finite(dotted, value, origin)
+
+
+def _first_key_error(defaults: Mapping, dotted: str, value: dict, origin: str) -> ConfigError | None:
+    """The first ConfigError of the keys of an object set at ``dotted`` (their warnings are not kept)."""
+    for key, sub in value.items():
+        problem = _check(defaults, f"{dotted}.{key}", sub, origin)
+        if isinstance(problem, ConfigError):
+            return problem
+    return None
+
+
+def _string_list_error(dotted: str, value: Any, origin: str) -> ConfigError | None:
+    """The error of a string-list key holding an item that is no string."""
+    if dotted not in _STRING_LISTS:
+        return None
+    bad = [x for x in value if not isinstance(x, str)]
+    if not bad:
+        return None
+    return ConfigError(f"{origin}: key {quoted(dotted)} must be a list of strings, "
+                       f"got {_type_name(bad[0])} {quoted(bad[0])} in it")
+
+
+def _type_error(dotted: str, default: Any, value: Any, origin: str) -> ConfigError:
+    """The error of a value of the wrong type, naming the type wanted (and the words the key
+    also takes), the default, and the value given."""
     also = "".join(f" or {alt!r}" for alt in _ALTERNATIVES.get(dotted, ()))
     return ConfigError(
         f"{origin}: key {quoted(dotted)} must be {'a number' if also else _type_name(default)}{also} "
