@@ -55,7 +55,8 @@ def test_placed_cell_refuses_overrides_that_are_no_object():
     case("every kind of column", ["project", "overrides", "budget.maxTokens", "team"],
          ["p", '{"model": "x", "budget.maxTokens": 1}', "2", "a"],
          {"project": "p", "overrides": {"model": "x", "budget.maxTokens": 2}, "labels": {"team": "a"}}),
-    case("a dotted column after overrides wins, empty cells left out", ["overrides", "budget.maxTokens", "project", "mode"],
+    case("a dotted column after overrides wins, empty cells left out",
+         ["overrides", "budget.maxTokens", "project", "mode"],
          ['{"budget.maxTokens": 1}', "", "p", ""], {"project": "p", "overrides": {"budget.maxTokens": 1}, "labels": {}}),
 ])
 def test_csv_fields(header, cells, expected):

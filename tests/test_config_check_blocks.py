@@ -92,7 +92,8 @@ def test_layer_entry_refuses(dotted, value, users, error):
 @pytest.mark.parametrize("dotted, value, expected", [
     case("a leaf", "budget.maxTokens", 9000, {"budget.maxTokens": "L", "budget.softLimit": "d", "budget.pools.plan": "d",
                                               "model": "d"}),
-    case("an object: every leaf it sets, the group's others forgotten", "budget", {"maxTokens": 1, "pools": {"plan": 0.1}},
+    case("an object: every leaf it sets, the group's others forgotten", "budget",
+         {"maxTokens": 1, "pools": {"plan": 0.1}},
          {"budget.maxTokens": "L", "budget.pools.plan": "L", "model": "d"}),
 ])
 def test_set_provenance(dotted, value, expected):
@@ -102,7 +103,8 @@ def test_set_provenance(dotted, value, expected):
 
 
 @pytest.mark.parametrize("origin, how, expected", [
-    case("plain", "o.json", None, "o.json"), case("a GSD alias", "o.json", "GSD key 'context'", "o.json (GSD key 'context')"),
+    case("plain", "o.json", None, "o.json"),
+    case("a GSD alias", "o.json", "GSD key 'context'", "o.json (GSD key 'context')"),
 ])
 def test_label(origin, how, expected):
     assert C._label(origin, how) == expected

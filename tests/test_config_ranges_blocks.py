@@ -41,8 +41,10 @@ def message(error: ConfigError | None) -> str | None:
     case("whole number given as a float is in range", "budget.maxTokens", 1000.0, None),
     case("below its low end", "budget.maxTokens", 0,
          "o: key 'budget.maxTokens' is 0; it must be a whole number from 1 to 10,000,000"),
-    case("not whole", "state.gitLogCount", 2.5, "o: key 'state.gitLogCount' is 2.5; it must be a whole number from 0 to 1,000"),
-    case("an excluded low end", "budget.softLimit", 0, "o: key 'budget.softLimit' is 0; it must be a number above 0 and at most 1"),
+    case("not whole", "state.gitLogCount", 2.5,
+         "o: key 'state.gitLogCount' is 2.5; it must be a whole number from 0 to 1,000"),
+    case("an excluded low end", "budget.softLimit", 0,
+         "o: key 'budget.softLimit' is 0; it must be a number above 0 and at most 1"),
     case("a pattern's range (priorities.*)", "priorities.new", 101,
          "o: key 'priorities.new' is 101; it must be a number from 0 to 100"),
     case("NaN in a range", "code.share", float("nan"), "o: key 'code.share' is nan; it must be a number from 0 to 0.9"),
@@ -77,8 +79,8 @@ def test_reserve_error(reserve, max_tokens, expected):
     case("none at all", {}, None, None),
     case("exactly 1 (rounding allowed)", {"plan": 0.5, "history": 0.5 + 1e-10}, None, None),
     case("over 1: every pool's origin (history's from its parent), sorted", {"plan": 0.9, "history": 0.2}, None,
-         "--set; u.yaml (user config): keys 'budget.pools.*' are shares of budget.maxTokens and sum to 1.1; lower them so they sum "
-         "to at most 1"),
+         "--set; u.yaml (user config): keys 'budget.pools.*' are shares of budget.maxTokens and sum to 1.1; "
+         "lower them so they sum to at most 1"),
     case("a string share", {"plan": "half"}, "--set: key 'budget.pools.plan' is 'half'; a pool's share is a number "
          "from 0 to 1", "skip"),
     case("a boolean share, of a pool the defaults lack (origin from its parent)", {"extra": True},
@@ -143,9 +145,11 @@ def test_band_error(band, expected):
 
 
 @pytest.mark.parametrize("changes, expected_start", [
-    case("a range before everything else", {"budget__maxTokens": 0.5, "model": "x"}, "defaults (configs/defaults.yaml): key 'budget.maxTokens' is 0.5"),
-    case("the reserve before the pools", {"budget__reserveTokens": 10 ** 6, "budget__maxTokens": 1000,
-                                          "budget__pools__plan": 0.95}, "u.yaml (user config): key 'budget.reserveTokens'"),
+    case("a range before everything else", {"budget__maxTokens": 0.5, "model": "x"},
+         "defaults (configs/defaults.yaml): key 'budget.maxTokens' is 0.5"),
+    case("the reserve before the pools",
+         {"budget__reserveTokens": 10 ** 6, "budget__maxTokens": 1000, "budget__pools__plan": 0.95},
+         "u.yaml (user config): key 'budget.reserveTokens'"),
     case("choices before the model", {"template": "y", "model": "x"}, f"{D}: key 'template' is 'y'"),
     case("the model before the strategies", {"model": "x", "truncation__strategies__history": "x"},
          "p/.planning/config.json: key 'model'"),

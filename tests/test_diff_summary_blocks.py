@@ -41,8 +41,8 @@ def test_preamble_and_stats(text, files, renames, expected):
 
 @pytest.mark.parametrize("stats, expected", [
     case("one file", [("a", 2, 1, "M")], "1 file changed, +2/-1"),
-    case("binary counts nothing, untracked counted apart", [("a", 2, 1, "M"), ("b", None, None, "B"),
-                                                           ("c", None, None, "?")], "2 files changed, +2/-1; 1 untracked"),
+    case("binary counts nothing, untracked counted apart",
+         [("a", 2, 1, "M"), ("b", None, None, "B"), ("c", None, None, "?")], "2 files changed, +2/-1; 1 untracked"),
     case("only untracked", [("c", None, None, "?")], "0 files changed, +0/-0; 1 untracked"),
 ])
 def test_total_line(stats, expected):

@@ -72,7 +72,8 @@ def test_outline_order(source, early_fm, squeezed, expected):
 ])
 def test_first_sentence_order(key_sentences, expected):
     doc = build(DOC)
-    assert [t.strip() for t in texts(doc, M._first_sentence_order(doc, M._first_paragraphs(doc), key_sentences))] == expected
+    order = M._first_sentence_order(doc, M._first_paragraphs(doc), key_sentences)
+    assert [t.strip() for t in texts(doc, order)] == expected
 
 
 @pytest.mark.parametrize("squeezed, first", [

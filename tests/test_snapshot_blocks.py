@@ -33,7 +33,8 @@ NUMSTAT_3 = "1\t2\ta.txt\0"  # 3 changed lines
 @pytest.mark.parametrize("program, make, expected", [
     case("no git program", None, "file", ((), ("git: not found on PATH; git section skipped",))),
     case("not a folder", "/usr/bin/git", "missing", ((), ("git: {p} is not a folder; git section skipped",))),
-    case("a file is not a folder either", "/usr/bin/git", "file", ((), ("git: {p} is not a folder; git section skipped",))),
+    case("a file is not a folder either", "/usr/bin/git", "file",
+         ((), ("git: {p} is not a folder; git section skipped",))),
     case("a folder: git may look", "/usr/bin/git", "folder", None),
 ])
 def test_unreadable_snapshot(tmp_path, monkeypatch, program, make, expected):
@@ -62,7 +63,8 @@ def test_unreadable_snapshot(tmp_path, monkeypatch, program, make, expected):
     case("a refused enclosing repository: a warning", RepoScope("/p", "/x/.git", refusal="git: encl", enclosing=True),
          False, ("warnings", "git: encl; git section skipped")),
     case("a refused enclosing repository of a bundled example: a note",
-         RepoScope("/p", "/x/.git", refusal="git: encl", enclosing=True), True, ("notes", "git: encl; git section skipped")),
+         RepoScope("/p", "/x/.git", refusal="git: encl", enclosing=True), True,
+         ("notes", "git: encl; git section skipped")),
 ])
 def test_out_of_scope_snapshot(scope, enclosing_is_note, expected):
     snapshot = S._out_of_scope_snapshot("/p", scope, enclosing_is_note)
@@ -151,7 +153,8 @@ def test_base_numstat_and_said_without_commits_diffs_against_the_empty_tree(tmp_
     base, numstat, warnings, notes = S._base_numstat_and_said(real, {"oid": "(initial)"}, ok("stale"))
     assert base == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
     assert numstat.stdout == "2\t0\ta.txt\0"
-    assert (warnings, notes) == ([f"git: the repository at {repo} has no commits yet; changes are shown against an empty tree"], [])
+    unborn = f"git: the repository at {repo} has no commits yet; changes are shown against an empty tree"
+    assert (warnings, notes) == ([unborn], [])
 
 
 def test_patch_and_warnings_on_a_real_repository(tmp_path):

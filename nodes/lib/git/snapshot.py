@@ -90,7 +90,8 @@ def _out_of_scope_snapshot(project_dir: str, scope: RepoScope, enclosing_is_note
         said = (scope.refusal + "; git section skipped",)
         return GitSnapshot(project_dir, **{"notes" if scope.enclosing and enclosing_is_note else "warnings": said})
     if scope.git_dir is None:
-        return GitSnapshot(project_dir, notes=(f"git: {project_dir} is not inside a git repository; git section skipped",))
+        not_repo = f"git: {project_dir} is not inside a git repository; git section skipped"
+        return GitSnapshot(project_dir, notes=(not_repo,))
     return None
 
 
@@ -125,10 +126,12 @@ def _base_numstat_and_said(look: _Look, branch: dict, numstat: GitResult) -> tup
         empty = look.git(["hash-object", "-t", "tree", "--stdin"], 4096)
         base = empty.stdout.strip() or _EMPTY_TREE
         again = look.git([_NUMSTAT_ARGS[0], base, *_NUMSTAT_ARGS[2:]])
-        return base, again, [f"git: the repository at {look.root} has no commits yet; changes are shown against an empty tree"], []
+        unborn = f"git: the repository at {look.root} has no commits yet; changes are shown against an empty tree"
+        return base, again, [unborn], []
     if branch.get("head") == "(detached)":
         oid = (branch.get("oid") or "")[:7]
-        return "HEAD", numstat, [], [f"git: HEAD is detached at {oid} in {look.root}; changes are shown against that commit"]
+        detached = f"git: HEAD is detached at {oid} in {look.root}; changes are shown against that commit"
+        return "HEAD", numstat, [], [detached]
     return "HEAD", numstat, [], []
 
 
@@ -197,7 +200,8 @@ def take_snapshot(
         return look.skipped(look.failed("git status", status))
     base, numstat, warnings, notes = _base_numstat_and_said(look, parse_status(status.stdout)[0], numstat)
     warnings = _status_warnings(look, status) + warnings + _numstat_warnings(look, numstat, base)
-    patch, patch_warnings = _patch_and_warnings(look, base, max_lines) if _wants_patch(numstat, max_lines) else (None, [])
+    wanted = _wants_patch(numstat, max_lines)
+    patch, patch_warnings = _patch_and_warnings(look, base, max_lines) if wanted else (None, [])
     return GitSnapshot(project_dir, True, look.root, status.stdout, numstat.stdout, patch,
                        _recent_log(log_result, base, log_count), base, max_lines,
                        tuple(warnings + patch_warnings), tuple(notes), scope.git_dir, overrides)

@@ -182,8 +182,11 @@ def diff_summary(
     return solved[0]
 
 
+_Stat = tuple[str, int | None, int | None, str]  # one file: (path, added, removed, status letter)
+
+
 def _preamble_and_stats(text: str, files: Iterable[Any] | None,
-                        renames: Mapping[str, str] | None) -> tuple[list[str], list[tuple[str, int | None, int | None, str]]]:
+                        renames: Mapping[str, str] | None) -> tuple[list[str], list[_Stat]]:
     """(the lines before the diff, (path, added, removed, status) per file): from ``files`` when
     given, else parsed from the diff (a binary change counts no lines)."""
     preamble, parsed = diff_file_stats(text or "")
@@ -192,7 +195,7 @@ def _preamble_and_stats(text: str, files: Iterable[Any] | None,
     return preamble, [(p, None, None, "B") if st == "B" else (p, a, r, st) for p, a, r, st in parsed]
 
 
-def _total_line(stats: list[tuple[str, int | None, int | None, str]]) -> str:
+def _total_line(stats: list[_Stat]) -> str:
     """The diff's total line: tracked files changed, lines added and removed, untracked files."""
     tracked = [s for s in stats if s[3] != "?"]
     total_add = sum(s[1] or 0 for s in tracked)
@@ -208,7 +211,7 @@ class _FileList:
     lines (what came before the diff)."""
 
     header: str
-    stats: list[tuple[str, int | None, int | None, str]]
+    stats: list[_Stat]
     context: list[str]
 
     def __post_init__(self) -> None:

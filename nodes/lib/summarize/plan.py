@@ -548,7 +548,8 @@ class _PlanView:
     def _frontmatter_shown(self, sel: set[int]) -> list[str]:
         """The compact frontmatter as the first output line when it is selected, else nothing."""
         units = self.units
-        return [self.texts[-1]] if units and units[-1].role == "frontmatter" and len(units) - 1 + self.extra in sel else []
+        shown = units and units[-1].role == "frontmatter" and len(units) - 1 + self.extra in sel
+        return [self.texts[-1]] if shown else []
 
     def _count_line_due(self, unit: _PlanUnit, sel: set[int], out: list[str]) -> bool:
         """Whether the synthesized count line goes before ``unit``: selected, not out yet, and
