@@ -92,9 +92,7 @@ class Memo:
         value = make()
         with self._lock:
             self.made[kind] += 1
-            self._store(key, value, _value_size(value) if size is None else size)
-            if persist and self._table is not None:
-                self._new[key] = value
+            self.put(kind, key[1], value, _value_size(value) if size is None else size, persist=persist)
         return value
 
     def values_of(self, kind: str, items: Sequence[Any], digests: Sequence[bytes], make: Callable[[Any], Any],

@@ -84,15 +84,13 @@ def open_root(root: Path) -> Path:
 
 def refuse_link(folder: Path) -> None:
     """A :class:`CacheFolderError` when ``folder`` is a symbolic link or not a folder (a missing one is fine)."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         info = os.lstat(folder)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode):
-        raise CacheFolderError(f"cache folder {folder} is a symbolic link; give the folder it points to "
-                               f"({os.path.realpath(folder)}) if that is meant")
-    if not stat.S_ISDIR(info.st_mode):
-        raise CacheFolderError(f"cache folder {folder} is not a folder; give a folder")
+        if stat.S_ISLNK(info.st_mode):
+            raise CacheFolderError(f"cache folder {folder} is a symbolic link; give the folder it points to "
+                                   f"({os.path.realpath(folder)}) if that is meant")
+        if not stat.S_ISDIR(info.st_mode):
+            raise CacheFolderError(f"cache folder {folder} is not a folder; give a folder")
 
 
 def owned_folder(path: Path, kind: str, adopt: bool = False) -> Path:
@@ -158,10 +156,8 @@ def cache_key() -> bytes:
     on one). A :class:`CacheFolderError` for a key file that is a link, not this user's,
     readable by others or not a key."""
     path = Path(user_cache_dir()) / KEY_FILE
-    try:
+    with contextlib.suppress(FileNotFoundError):
         return _read_key(path)
-    except FileNotFoundError:
-        pass
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".key-")  # mode 0600
     try:
         with os.fdopen(handle, "wb") as fh:

@@ -160,11 +160,7 @@ def total_bytes(root: Path) -> int:
 def stale(folder: Path) -> bool:
     """Whether a project's cache folder belongs to a project that no longer exists (the path in
     its project.txt is gone; a folder without one has not finished a build: not stale)."""
-    return _gone(recorded_project(folder))
-
-
-def _gone(project: str) -> bool:
-    """Whether a recorded project path ("" when none) names a folder that no longer exists."""
+    project = recorded_project(folder)
     return bool(project) and not os.path.isdir(project)
 
 
@@ -188,11 +184,10 @@ def stats(cache_dir: Path) -> dict:
     last = {}
     with contextlib.suppress(OSError, ValueError):
         last = json.loads((cache_dir / LAST_RUN_FILE).read_text(encoding="utf-8"))
-    project = recorded_project(cache_dir)
     return {
         "folder": str(cache_dir),
-        "project": project,
-        "stale": _gone(project),
+        "project": recorded_project(cache_dir),
+        "stale": stale(cache_dir),
         "bytes": _tree_size(cache_dir),
         "entries": entries,
         "last_run": {k: last.get(k) for k in ("hits", "misses", "recomputed")} if isinstance(last, dict) and last else None,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import io
-import json
 import logging
 import os
 import pickle
@@ -504,14 +503,14 @@ def _give_space_back(connection: sqlite3.Connection) -> None:
 
 
 def _trim_metadata(connection: sqlite3.Connection, dropped: list[str]) -> None:
-    """History of the last KEEP_RUNS runs only; no metadata pointing at a removed result."""
+    """History of the last KEEP_RUNS runs only; the ``dropped`` results deleted, and every
+    metadata row pointing at a result this folder does not hold (a miss anyway)."""
     if dropped or connection.execute("SELECT COUNT(*) FROM run_ids").fetchone()[0] > 2 * KEEP_RUNS:
         connection.execute("DELETE FROM run_ids WHERE id NOT IN (SELECT id FROM run_ids ORDER BY id DESC LIMIT ?)",
                            (KEEP_RUNS,))
         connection.execute("DELETE FROM history WHERE run_id NOT IN (SELECT run_id FROM run_ids)")
-        gone = json.dumps(dropped)  # one parameter however many (SQLite's JSON1, built in)
-        connection.execute("DELETE FROM results WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
-        connection.execute("DELETE FROM cache_metadata WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
+        connection.executemany("DELETE FROM results WHERE data_version = ?", [(version,) for version in dropped])
+        connection.execute("DELETE FROM cache_metadata WHERE data_version NOT IN (SELECT data_version FROM results)")
         connection.commit()
 
 
