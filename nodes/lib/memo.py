@@ -50,7 +50,6 @@ RUN = 64
 _LARGEST = 4
 _SCALAR_BYTES = 64  # what an int, a float or None costs as an entry (key and slot included)
 _WARN = logging.getLogger("ctxengine.cache")
-_LOGGER = logging.getLogger(__name__)
 
 
 class Memo:
@@ -70,9 +69,7 @@ class Memo:
         with self._lock:
             self._values: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=lambda entry: entry[1])  # (value, bytes)
             self.made: Counter = Counter()
-            self._table: MemoTable | None = None
-            self._kinds: frozenset[str] | None = None  # the kinds the open table holds (read on the first miss)
-            self._new: dict[tuple[str, bytes], Any] = {}
+            self.open(None)
 
     def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True,
             size: int | None = None) -> Any:
@@ -141,11 +138,14 @@ class Memo:
 
     # ------------------------------------------------------------------ a cached build
 
-    def open(self, table: "MemoTable") -> None:
+    def open(self, table: "MemoTable | None") -> None:
         """A cached build starts: a miss looks ``table`` up (the row holding the key is read
-        whole); the entries made from now on are recorded for :meth:`close`."""
+        whole); the entries made from now on are recorded for :meth:`close` (``None``: no table,
+        nothing recorded)."""
         with self._lock:
-            self._table, self._kinds, self._new = table, None, {}
+            self._table: MemoTable | None = table
+            self._kinds: frozenset[str] | None = None  # the kinds the table holds (read on the first miss)
+            self._new: dict[tuple[str, bytes], Any] = {}
 
     def close(self) -> dict[tuple[str, bytes], Any]:
         """The build is over: the entries it made to be written (by key), for its transaction
@@ -238,11 +238,8 @@ class MemoTable:
     def __init__(self, connection: Callable[[], sqlite3.Connection], key: bytes, name: str) -> None:
         self.connection, self.key, self.name = connection, key, name
         self.warned = False
-        try:
-            connection().executescript(SCHEMA)
-            connection().commit()
-        except sqlite3.Error as exc:
-            _LOGGER.debug("memo table of %s not made: %s", name, exc)
+        with contextlib.suppress(sqlite3.Error):  # else reads find nothing, and the build's write fails
+            connection().executescript(SCHEMA)  # in autocommit: nothing to commit
 
     def kinds(self) -> frozenset[str]:
         """The kinds of the values the table holds."""
@@ -264,10 +261,9 @@ class MemoTable:
 
     def _fetched(self, sql: str, *parameters: Any) -> list[tuple]:
         """The rows ``sql`` gives (none when the database cannot be read)."""
-        try:
+        with contextlib.suppress(sqlite3.Error):
             return self.connection().execute(sql, parameters).fetchall()
-        except sqlite3.Error:
-            return []
+        return []
 
     def authentic(self, kind: str, digest: bytes, tag: bytes, payload: bytes) -> bool:
         """Whether a row's MAC checks; a row whose MAC fails is deleted, never unpickled (one

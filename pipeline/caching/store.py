@@ -75,9 +75,6 @@ class Lazy:
         return self._value
 
 
-_SHARED = "shared-"
-
-
 def _large(section: Section) -> bool:
     """Whether a section is stored once, by its digest: a long text or a long tuple (rounds) in it."""
     return len(section.content) > LONG_TEXT or any(
@@ -155,11 +152,10 @@ class SQLiteResultStore(ResultStore):
         self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
         #: the memo's table (nodes/lib/memo.py), written with the results
         self.memo_table = MemoTable(lambda: metadata.connection, key, str(metadata.folder / DATABASE))
-        with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):  # DDL: no transaction to commit
             metadata.connection.execute(
                 "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
                 "payload BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL)")
-            metadata.connection.commit()
 
     def sign(self, data_version: str, payload: bytes) -> bytes:
         """The MAC of a row: its data version and pickle, under the user's key."""
@@ -177,11 +173,11 @@ class SQLiteResultStore(ResultStore):
         return False
 
     def _row(self, data_version: str, columns: str):
-        try:
+        """The row of ``data_version`` (``columns`` of it), None when there is none or it cannot be read."""
+        with contextlib.suppress(sqlite3.Error):
             return self.metadata.connection.execute(
                 f"SELECT {columns} FROM results WHERE data_version = ?", (data_version,)).fetchone()
-        except sqlite3.Error:
-            return None
+        return None
 
     def exists(self, data_version: str) -> bool:
         """Whether a hit can be served (from memory, which holds values by content, or this folder)."""
@@ -223,7 +219,7 @@ class SQLiteResultStore(ResultStore):
         recent as the value now stored that refers to it (pruning never takes it first). A
         section's own long tuples and text are shared in turn (it is pickled again when stored
         already: they stay as recent as it)."""
-        key = _SHARED + content_digest(part).hex()
+        key = "shared-" + content_digest(part).hex()
         if key in self._pending or key in self._shared_here:
             return key
         row = self._row(key, "used")
@@ -289,8 +285,10 @@ class SQLiteResultStore(ResultStore):
             self.metadata.connection.commit()
 
     def delete_all(self) -> None:
-        """Delete every result, and the metadata pointing at them."""
+        """Delete every result, and the metadata pointing at them (a shared part this build
+        stored already is stored again)."""
         self._pending.clear()
+        self._shared_here.clear()
         with contextlib.suppress(sqlite3.Error):
             self.metadata.connection.executescript("DELETE FROM results; DELETE FROM cache_metadata;")
 
