@@ -274,9 +274,8 @@ class MemoTable:
             self.warned = True
             _WARN.warning("warning: cache: memo entries in %s do not carry this user's MAC (written by someone "
                           "else); they are discarded and made again", self.name)
-        with contextlib.suppress(sqlite3.Error):
-            self.connection().execute("DELETE FROM memo WHERE kind = ? AND digest = ?", (kind, digest))
-            self.connection().commit()
+        with contextlib.suppress(sqlite3.Error), self.connection() as db:
+            db.execute("DELETE FROM memo WHERE kind = ? AND digest = ?", (kind, digest))
         return False
 
     def write(self, cursor: sqlite3.Cursor, entries: dict[tuple[str, bytes], Any], max_bytes: int) -> None:

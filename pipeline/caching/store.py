@@ -280,9 +280,8 @@ class SQLiteResultStore(ResultStore):
     def delete(self, data_version: str) -> None:
         MEMORY.discard(data_version)
         self._pending.pop(data_version, None)
-        with contextlib.suppress(sqlite3.Error):
-            self.metadata.connection.execute("DELETE FROM results WHERE data_version = ?", (data_version,))
-            self.metadata.connection.commit()
+        with contextlib.suppress(sqlite3.Error), self.metadata.connection as db:
+            db.execute("DELETE FROM results WHERE data_version = ?", (data_version,))
 
     def delete_all(self) -> None:
         """Delete every result, and the metadata pointing at them (a shared part this build
@@ -308,22 +307,18 @@ class SQLiteResultStore(ResultStore):
             return
         now = time.time()
         try:
-            cur = self.metadata.connection.cursor()
-            cur.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
-                            [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
-            cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
-            cur.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
-            cur.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
-                            "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
-            if memo_entries:
-                self.memo_table.write(cur, memo_entries, memo_max_bytes)
-            self.metadata.connection.commit()
+            with self.metadata.connection as db:  # one transaction: committed, or rolled back on an error
+                db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
+                               [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
+                db.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
+                db.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
+                db.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
+                               "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
+                self.memo_table.write(db.cursor(), memo_entries or {}, memo_max_bytes)
             self.written += sum(map(len, pending.values()))
         except sqlite3.Error as exc:  # a full disk, a file size limit: the next build tries again
             log = _WARN.warning if "locked" in str(exc) else _LOGGER.debug
             log("warning: cache: this build's results were not stored in %s: %s", self.metadata.folder, exc)
-            with contextlib.suppress(sqlite3.Error):
-                self.metadata.connection.rollback()
 
 
 class _TunedConnection(sqlite3.Connection):
