@@ -41,6 +41,8 @@ _MARKER_LINE = b"# made by ctxengine: %s (rebuilt when needed; delete it with `c
 KEY_FILE = "cache.key"
 _KEY_BYTES = 32
 MAC_BYTES = 32
+#: How a marker or the key is opened: never through a symbolic link.
+_READ_NO_LINK = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class CacheFolderError(CtxEngineError, OSError):
@@ -120,26 +122,20 @@ def owned_folder(path: Path, kind: str, adopt: bool = False) -> Path:
 
 def marked(folder: Path) -> bool:
     """Whether ``folder`` carries ctxengine's marker (a regular file, read without following a link)."""
-    try:
-        with os.fdopen(os.open(folder / MARKER, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)),
-                       "rb") as fh:
-            head = fh.read(512)
-    except OSError:
-        return False
-    return head.startswith(_SIGNATURE) and b"# made by ctxengine: " in head
+    with contextlib.suppress(OSError), os.fdopen(os.open(folder / MARKER, _READ_NO_LINK), "rb") as fh:
+        head = fh.read(512)
+        return head.startswith(_SIGNATURE) and b"# made by ctxengine: " in head
+    return False
 
 
 def remove_owned(folder: Path, name: re.Pattern[str]) -> bool:
     """Delete ``folder`` when it is ctxengine's: a real folder (not a link) whose name matches
     ``name`` and that carries the marker. Whether it was deleted; anything else is left alone."""
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return False
-    if not stat.S_ISDIR(info.st_mode) or not name.fullmatch(folder.name) or not marked(folder):
-        return False
-    shutil.rmtree(folder, ignore_errors=True)  # fd-based: never follows a link inside
-    return True
+    with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(folder).st_mode) and name.fullmatch(folder.name) and marked(folder):
+            shutil.rmtree(folder, ignore_errors=True)  # fd-based: never follows a link inside
+            return True
+    return False
 
 
 def user_cache_dir() -> str:
@@ -174,15 +170,14 @@ def cache_key() -> bytes:
 def existing_cache_key() -> bytes | None:
     """The user's key (see :func:`cache_key`) when it exists; None when it does not or cannot be
     used. Nothing is created: for readers that run inside the graph."""
-    try:
+    with contextlib.suppress(OSError):  # missing, refused (CacheFolderError is one) or unreadable
         return _read_key(cache_root() / KEY_FILE)
-    except OSError:  # missing, refused (CacheFolderError is one) or unreadable
-        return None
+    return None
 
 
 def _read_key(path: Path) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, _READ_NO_LINK)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -212,12 +207,11 @@ def mac_ok(key: bytes, expected: bytes, *parts: bytes) -> bool:
 
 def trusted_file(path: str) -> bool:
     """A cache file only this user could have written: owned by them, writable by no one else."""
-    try:
+    with contextlib.suppress(OSError):
         info = os.lstat(path)
-    except OSError:
-        return False
-    return (stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+        return (stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
+                and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    return False
 
 
 def write_private(path: str | os.PathLike, data: bytes | str) -> None:
