@@ -46,10 +46,42 @@ from .digest import bytes_digest, digest16, text_digest
 MAX_BYTES = 96 << 20
 #: Items a run of :meth:`Memo.values_of` holds.
 RUN = 64
-#: A value pickled to more than this share of :data:`MAX_BYTES` is made, never kept.
+#: A value costing more than this share of its LRU's bytes is never kept (:class:`SizedLRU`).
 _LARGEST = 4
 _SCALAR_BYTES = 64  # what an int, a float or None costs as an entry (key and slot included)
 _WARN = logging.getLogger("ctxengine.cache")
+#: What :meth:`SizedLRU.value` gives for a key it does not hold.
+MISSING = object()
+
+
+class SizedLRU(LRUCache):
+    """Values by key, each with its size in bytes (``(value, size)`` entries): cachetools' LRU
+    cache bounded by the sizes (``currsize`` of ``maxsize``), keeping no value above a quarter of
+    it (it would push out everything else) and nothing with no room (``maxsize`` 0). Reads and
+    writes take its lock (a server's threads share it). The memo's entries, and the cache's
+    memory layer (``ctxengine.caching.MEMORY``)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(maxsize=max_bytes, getsizeof=lambda entry: entry[1])
+        self.lock = threading.RLock()
+
+    def value(self, key: Any) -> Any:
+        """The value kept under ``key``, or :data:`MISSING`."""
+        with self.lock:
+            return self.get(key, (MISSING,))[0]
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        if self.maxsize and size <= self.maxsize // _LARGEST:
+            with self.lock:
+                self[key] = (value, size)
+
+    def discard(self, key: Any) -> None:
+        with self.lock:
+            self.pop(key, None)
+
+    def clear(self) -> None:
+        with self.lock:
+            super().clear()
 
 
 class Memo:
@@ -60,14 +92,14 @@ class Memo:
     build's transaction)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._lock = threading.RLock()
+        self._values = SizedLRU(max_bytes)
+        self._lock = self._values.lock  # one lock: a miss reads the table and keeps its values at once
         self.clear()
 
     def clear(self) -> None:
         """Forget every entry and every table read (and reset the counters)."""
         with self._lock:
-            self._values: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=lambda entry: entry[1])  # (value, bytes)
+            self._values.clear()
             self.made: Counter = Counter()
             self.open(None)
 
@@ -84,7 +116,7 @@ class Memo:
         the text's digest (:func:`.digest.text_digest`)."""
         key = (kind, digest if type(digest) is bytes else text_digest(digest))
         found = self._stored(key)
-        if found is not _MISSING:
+        if found is not MISSING:
             return found
         value = make()
         with self._lock:
@@ -111,7 +143,7 @@ class Memo:
         """The value kept under (kind, digest) in this process, else in the open table, or None
         (nothing is made)."""
         found = self._stored((kind, digest))
-        return None if found is _MISSING else found
+        return None if found is MISSING else found
 
     def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
         """Keep ``value`` (about ``size`` bytes) under (kind, digest), in place of what was there
@@ -119,7 +151,7 @@ class Memo:
         grew); with ``persist``, written with the build too, in place of the row that held it
         (:meth:`MemoTable.write`: a row of one value is keyed by that value's key)."""
         with self._lock:
-            self._store((kind, digest), value, size)
+            self._values.put((kind, digest), value, size)
             if persist and self._table is not None:
                 self._new[(kind, digest)] = value
 
@@ -156,7 +188,7 @@ class Memo:
 
     def _stored(self, row_key: tuple[str, bytes]) -> Any:
         """The value under ``row_key`` (a digest key) in this process, else in the open table, or
-        _MISSING. On a miss, the open table's row holding it is found by its key (one indexed
+        :data:`MISSING`. On a miss, the open table's row holding it is found by its key (one indexed
         query, only for a kind the table holds) and read whole (its MAC checked, then
         unpickled): its values join the entries (each costing its share of the row's bytes)."""
         with self._lock:
@@ -164,22 +196,18 @@ class Memo:
             if found is not None:
                 return found[0]
             if table is None:
-                return _MISSING
+                return MISSING
             if self._kinds is None:
                 self._kinds = table.kinds()
             read = table.values_with(*row_key) if row_key[0] in self._kinds else None
             if read is None:
-                return _MISSING
+                return MISSING
             values, size = read
             each = _SCALAR_BYTES + size // max(1, len(values))
             for digest, value in values.items():
                 if (row_key[0], digest) not in self._values:  # a value put since is newer
-                    self._store((row_key[0], digest), value, each)
-            return values.get(row_key[1], _MISSING)
-
-    def _store(self, key: tuple[str, bytes], value: Any, size: int) -> None:
-        if self.max_bytes and size <= self.max_bytes // _LARGEST:  # NO_MEMO (no room) keeps nothing
-            self._values[key] = (value, size)
+                    self._values.put((row_key[0], digest), value, each)
+            return values.get(row_key[1], MISSING)
 
 
 class _NoMemo(Memo):
@@ -194,7 +222,6 @@ class _NoMemo(Memo):
 
 #: The memo that keeps nothing (the default of every library function taking ``memo``).
 NO_MEMO: Memo = _NoMemo(max_bytes=0)
-_MISSING = object()
 
 
 def _no_memo() -> Memo:

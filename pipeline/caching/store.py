@@ -28,7 +28,7 @@ from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from ..nodes.lib import usercache
-from ..nodes.lib.memo import MemoTable
+from ..nodes.lib.memo import MISSING, MemoTable, SizedLRU
 from ..nodes.types import Section
 from ..nodes.lib.digest import CHUNK_ITEMS, LONG_TEXT, DigestedText, Unhashable, chunks_of, content_digest
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
@@ -42,7 +42,6 @@ PRUNE_EVERY = 50
 
 #: Pickled bytes of results the memory layer of one process keeps (least recently used out).
 MEMORY_MAX_BYTES = 64 << 20
-_UNSET = object()
 
 
 class StaleResult(Exception):
@@ -58,13 +57,13 @@ class Lazy:
     __slots__ = ("data_version", "_payload", "_value", "_store")
 
     def __init__(self, data_version: str, payload: bytes, store: "SQLiteResultStore") -> None:
-        self.data_version, self._payload, self._value, self._store = data_version, payload, _UNSET, store
+        self.data_version, self._payload, self._value, self._store = data_version, payload, MISSING, store
 
     def load(self) -> Any:
         # The payload read first: kept in MEMORY, a Lazy is shared by a server's threads, and one
         # that loads it sets the value before it drops the payload.
         payload = self._payload
-        if self._value is _UNSET:
+        if self._value is MISSING:
             try:
                 self._value = self._store.loads(payload)
             except Exception as exc:  # noqa: BLE001 - a shared part pruned, a class changed outside the nodes
@@ -95,39 +94,12 @@ def materialize(value: Any) -> Any:
     return value.load() if type(value) is Lazy else value
 
 
-class MemoryLayer(LRUCache):
-    """Results by data version in this process, in front of the folders (a data version is a
-    fingerprint of the value, so it names the same value in any folder): a warm process (the
-    API, a Session, a server) serves a hit without reading or unpickling a file. An LRU cache of
-    ``(value, pickled size)`` bounded by the pickled sizes (``currsize`` of ``maxsize`` bytes);
-    reads and writes take its lock (a server's threads share it). Nodes never mutate their
-    inputs, so values are shared."""
-
-    def __init__(self, max_bytes: int = MEMORY_MAX_BYTES) -> None:
-        super().__init__(maxsize=max_bytes, getsizeof=lambda item: item[1])
-        self.lock = threading.Lock()
-
-    def value(self, data_version: str) -> Any:
-        """The value, or :data:`_UNSET`."""
-        with self.lock:
-            return self.get(data_version, (_UNSET,))[0]
-
-    def put(self, data_version: str, value: Any, size: int) -> None:
-        if size <= self.maxsize // 4:  # one value never pushes out everything else
-            with self.lock:
-                self[data_version] = (value, size)
-
-    def discard(self, data_version: str) -> None:
-        with self.lock:
-            self.pop(data_version, None)
-
-    def clear(self) -> None:
-        with self.lock:
-            super().clear()
-
-
-#: The memory layer of this process (``MEMORY.clear()`` empties it).
-MEMORY = MemoryLayer()
+#: The memory layer of this process: results by data version, in front of the folders (a data
+#: version is a fingerprint of the value, so it names the same value in any folder), sized by
+#: their pickles; a warm process (the API, a Session, a server) serves a hit without reading or
+#: unpickling a file. Nodes never mutate their inputs, so values are shared. ``MEMORY.clear()``
+#: empties it.
+MEMORY = SizedLRU(MEMORY_MAX_BYTES)
 
 
 class SQLiteResultStore(ResultStore):
@@ -242,7 +214,7 @@ class SQLiteResultStore(ResultStore):
     def shared(self, key: str) -> Any:
         """A shared part: from memory, else unpickled from its row (checked) once."""
         value = MEMORY.value(key)
-        if value is _UNSET:
+        if value is MISSING:
             payload = self._payload(key)[0]
             value = self.loads(payload)
             MEMORY.put(key, value, len(payload))
@@ -268,7 +240,7 @@ class SQLiteResultStore(ResultStore):
 
     def get(self, data_version: str, **kwargs) -> Any:
         value = MEMORY.value(data_version)
-        if value is not _UNSET:
+        if value is not MISSING:
             return value
         payload, used = self._payload(data_version)
         if used < time.time() - self.TOUCH_AFTER:
