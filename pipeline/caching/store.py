@@ -212,13 +212,8 @@ class SQLiteResultStore(ResultStore):
         return tuple(item for key in keys for item in self.shared(key))
 
     def shared(self, key: str) -> Any:
-        """A shared part: from memory, else unpickled from its row (checked) once."""
-        value = MEMORY.value(key)
-        if value is MISSING:
-            payload = self._payload(key)[0]
-            value = self.loads(payload)
-            MEMORY.put(key, value, len(payload))
-        return value
+        """A shared part: from memory, else unpickled from its row (checked) once, as a result is."""
+        return materialize(self.get(key))
 
     def loads(self, payload: bytes) -> Any:
         """A stored value unpickled, its shared parts (:meth:`shared_key`) read back."""
