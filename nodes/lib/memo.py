@@ -275,16 +275,14 @@ class MemoTable:
     def values_with(self, kind: str, digest: bytes) -> tuple[dict[bytes, Any], int] | None:
         """(the values of the row holding the value of (kind, digest), by digest; the row's
         bytes), or None: no such row, its MAC fails (never unpickled: :meth:`authentic`) or it no
-        longer unpickles."""
+        longer unpickles. A row whose MAC checks was written by :meth:`write`: a dict."""
         found = self._fetched("SELECT memo.kind, memo.digest, mac, payload FROM memo_keys JOIN memo ON id = row "
                               "WHERE memo_keys.kind = ? AND memo_keys.digest = ?", kind, digest)
         if not found or not self.authentic(*found[0]):
             return None
-        try:
-            values = pickle.loads(found[0][3])  # noqa: S301 - its MAC under the user's key checked above
-        except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
-            return None
-        return (values, len(found[0][3])) if isinstance(values, dict) else None
+        with contextlib.suppress(Exception):  # a class that changed outside the nodes: made again
+            return pickle.loads(found[0][3]), len(found[0][3])  # noqa: S301 - its MAC under the user's key checked
+        return None
 
     def _fetched(self, sql: str, *parameters: Any) -> list[tuple]:
         """The rows ``sql`` gives (none when the database cannot be read)."""
@@ -334,13 +332,12 @@ class MemoTable:
         keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
         sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0))
                  for row_id, size in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
-        total = sum(size for _, size in sizes)
-        if total > max_bytes:
-            cut, held = 0, total
-            for row_id, size in sizes:
+        held = sum(size for _, size in sizes)
+        if held > max_bytes:
+            for row_id, size in sizes:  # the oldest rows go, up to the one that brings it to half
+                held -= size
                 if held <= max_bytes // 2:
                     break
-                cut, held = row_id, held - size
-            cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
-            cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (cut,))
+            cursor.execute("DELETE FROM memo WHERE id <= ?", (row_id,))
+            cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (row_id,))
 
