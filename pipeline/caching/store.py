@@ -133,17 +133,6 @@ class SQLiteResultStore(ResultStore):
         """The MAC of a row: its data version and pickle, under the user's key."""
         return usercache.mac(self.key, data_version.encode("utf-8", "surrogatepass"), payload)
 
-    def _authentic(self, data_version: str, tag: bytes, payload: bytes) -> bool:
-        """Whether a row's MAC checks; a row that fails is reported (once a build), then
-        discarded by the caller and rebuilt: it was not written by this user's ctxengine."""
-        if usercache.mac_ok(self.key, tag, data_version.encode("utf-8", "surrogatepass"), payload):
-            return True
-        if not self.warned:
-            self.warned = True
-            _WARN.warning("warning: cache: a stored result in %s does not carry this user's MAC (written by "
-                          "someone else, or torn); it is discarded and rebuilt", self.metadata.folder)
-        return False
-
     def _row(self, data_version: str, columns: str):
         """The row of ``data_version`` (``columns`` of it), None when there is none or it cannot be read."""
         with contextlib.suppress(sqlite3.Error):
@@ -222,16 +211,21 @@ class SQLiteResultStore(ResultStore):
         return unpickler.load()
 
     def _payload(self, data_version: str) -> tuple[bytes, float]:
-        """The pickle of a result or shared part, to be flushed or from its row (checked), and
-        the time of its last use (now for one to be flushed); a retrieval error when it is gone,
-        torn or not ours."""
+        """The pickle of a result or shared part, to be flushed or from its row (its MAC checked),
+        and the time of its last use (now for one to be flushed); a retrieval error when it is
+        gone, torn or not ours (a row whose MAC fails is reported, once a build: the caller
+        discards it and rebuilds it, it was not written by this user's ctxengine)."""
         payload = self._pending.get(data_version)
         if payload is not None:
             return payload, time.time()
         row = self._row(data_version, "digest, payload, used")
-        if row is None or not self._authentic(data_version, row[0], row[1]):
-            raise ResultRetrievalError(f"result {data_version} is gone, torn or not ours")
-        return row[1], row[2]
+        if row is not None and usercache.mac_ok(self.key, row[0], data_version.encode("utf-8", "surrogatepass"), row[1]):
+            return row[1], row[2]
+        if row is not None and not self.warned:
+            self.warned = True
+            _WARN.warning("warning: cache: a stored result in %s does not carry this user's MAC (written by "
+                          "someone else, or torn); it is discarded and rebuilt", self.metadata.folder)
+        raise ResultRetrievalError(f"result {data_version} is gone, torn or not ours")
 
     def get(self, data_version: str, **kwargs) -> Any:
         value = MEMORY.value(data_version)
