@@ -29,14 +29,13 @@ from .store import _CURRENT, PRUNE_EVERY, Stores, materialize, prune, stores_for
 #: The data version of a recomputed value no cached node reads (never part of a cache key).
 NOT_VERSIONED = "<not versioned>"
 
-_DEFAULT, _RECOMPUTE = CachingBehavior.DEFAULT, CachingBehavior.RECOMPUTE
+_DEFAULT, _RECOMPUTE, _IGNORE = CachingBehavior.DEFAULT, CachingBehavior.RECOMPUTE, CachingBehavior.IGNORE
 
 
 _NO_STORE = object()
 #: Driver inputs no cache key depends on: the memo (nodes/lib/memo.py) keeps values by the
 #: digest of their content, so what it holds never changes what a node returns.
 IGNORED_INPUTS = ("memo",)
-_IGNORE = CachingBehavior.IGNORE
 
 
 def _materialized(kwargs: dict[str, Any]) -> dict[str, Any]:
