@@ -87,7 +87,7 @@ class CacheAdapter(HamiltonCacheAdapter):
             if behaviors.get(dep, _DEFAULT) not in (_DEFAULT, _RECOMPUTE, _IGNORE):
                 return super().pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id,
                                                 **future_kwargs)
-            version = versions.get(dep)  # an ignored input (the memo): never versioned, a constant
+            version = versions.get(dep)  # an ignored input (the memo): NOT_VERSIONED (see _versioned), a constant
             if version is None or isinstance(version, dict):
                 version = versions[dep] = self._version_data(dep, run_id, kwargs[dep])
             if version.startswith("<unhashable>"):
