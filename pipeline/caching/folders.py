@@ -173,8 +173,9 @@ def recorded_project(folder: Path) -> str:
 
 def stats(cache_dir: Path) -> dict:
     """Size, entries, the last run's hits and whether the project still exists, of one project's cache folder."""
-    entries, path = 0, store_dir(cache_dir) / DATABASE
+    entries = 0
     with contextlib.suppress(sqlite3.Error):  # read-only: a missing database is not made (an error, 0 entries)
+        path = store_dir(cache_dir) / DATABASE
         with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=SQLITE_TIMEOUT)) as db:
             entries = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     last = {}
