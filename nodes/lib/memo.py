@@ -235,10 +235,9 @@ def _value_size(value: Any) -> int:
         return _SCALAR_BYTES + len(value)
     if type(value) in (int, float, bool, type(None)):
         return _SCALAR_BYTES
-    try:
+    with contextlib.suppress(Exception):  # a value that does not pickle: kept in this process only
         return _SCALAR_BYTES + len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-    except Exception:  # noqa: BLE001 - kept in this process only (MemoTable.write leaves it out)
-        return _SCALAR_BYTES
+    return _SCALAR_BYTES
 
 
 # ----------------------------------------------------------------------------- the table

@@ -100,11 +100,10 @@ def owned_folder(path: Path, kind: str, adopt: bool = False) -> Path:
     entered: a real folder (never a symbolic link) of this user that no one else can write,
     with ctxengine's marker (``adopt``: a folder whose name is ctxengine's, a root made by an
     older version, is marked). A :class:`CacheFolderError` otherwise; the parent must exist."""
-    try:
+    made = False
+    with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
         made = True
-    except FileExistsError:
-        made = False
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise CacheFolderError(f"cache folder {path} is a symbolic link or not a folder; ctxengine works only in "
