@@ -721,3 +721,14 @@ def test_a_shared_part_that_does_not_pickle_leaves_no_reference_to_it(tmp_path):
     store.set("v2", [bad])
     assert not store.stored("v1") and not store.stored("v2")  # not cached: nothing points at a missing part
     store.flush()
+
+
+def test_a_value_stored_after_the_results_are_forgotten_stores_its_shared_parts_again(tmp_path):
+    stores = caching.stores_for(caching.project_cache_dir(tmp_path / "p", tmp_path / "c"))
+    long = "x" * 70_000  # a long text: stored once, as a shared part
+    stores.results.set("v1", [long])
+    stores.forget_results()  # a stale pickle met mid-build: every row goes, the build runs again
+    stores.results.set("v2", [long])
+    stores.results.flush()
+    caching.MEMORY.clear()
+    assert stores.results.get("v2").load() == [long]  # its shared part was stored with it

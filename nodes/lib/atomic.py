@@ -62,13 +62,12 @@ def file_object(handle: int, binary: bool) -> IO:
 def regular_file_mode(path: str) -> int | None:
     """The permission bits of the regular file at ``path``, None when nothing is there; an
     OSError naming the path when something else is (a link, a folder, a device, a FIFO)."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         info = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        raise OSError(errno.EINVAL, "not a regular file: only a regular file is replaced atomically", path)
-    return stat.S_IMODE(info.st_mode)
+        if not stat.S_ISREG(info.st_mode):  # an OSError of EINVAL: not suppressed
+            raise OSError(errno.EINVAL, "not a regular file: only a regular file is replaced atomically", path)
+        return stat.S_IMODE(info.st_mode)
+    return None
 
 
 def _commit(temp: str, target: str, old_mode: int | None, mode: int | None) -> None:

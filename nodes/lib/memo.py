@@ -46,11 +46,42 @@ from .digest import bytes_digest, digest16, text_digest
 MAX_BYTES = 96 << 20
 #: Items a run of :meth:`Memo.values_of` holds.
 RUN = 64
-#: A value pickled to more than this share of :data:`MAX_BYTES` is made, never kept.
+#: A value costing more than this share of its LRU's bytes is never kept (:class:`SizedLRU`).
 _LARGEST = 4
 _SCALAR_BYTES = 64  # what an int, a float or None costs as an entry (key and slot included)
 _WARN = logging.getLogger("ctxengine.cache")
-_LOGGER = logging.getLogger(__name__)
+#: What :meth:`SizedLRU.value` gives for a key it does not hold.
+MISSING = object()
+
+
+class SizedLRU(LRUCache):
+    """Values by key, each with its size in bytes (``(value, size)`` entries): cachetools' LRU
+    cache bounded by the sizes (``currsize`` of ``maxsize``), keeping no value above a quarter of
+    it (it would push out everything else) and nothing with no room (``maxsize`` 0). Reads and
+    writes take its lock (a server's threads share it). The memo's entries, and the cache's
+    memory layer (``ctxengine.caching.MEMORY``)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(maxsize=max_bytes, getsizeof=lambda entry: entry[1])
+        self.lock = threading.RLock()
+
+    def value(self, key: Any) -> Any:
+        """The value kept under ``key``, or :data:`MISSING`."""
+        with self.lock:
+            return self.get(key, (MISSING,))[0]
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        if self.maxsize and size <= self.maxsize // _LARGEST:
+            with self.lock:
+                self[key] = (value, size)
+
+    def discard(self, key: Any) -> None:
+        with self.lock:
+            self.pop(key, None)
+
+    def clear(self) -> None:
+        with self.lock:
+            super().clear()
 
 
 class Memo:
@@ -61,18 +92,16 @@ class Memo:
     build's transaction)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._lock = threading.RLock()
+        self._values = SizedLRU(max_bytes)
+        self._lock = self._values.lock  # one lock: a miss reads the table and keeps its values at once
         self.clear()
 
     def clear(self) -> None:
         """Forget every entry and every table read (and reset the counters)."""
         with self._lock:
-            self._values: LRUCache = LRUCache(maxsize=self.max_bytes, getsizeof=lambda entry: entry[1])  # (value, bytes)
+            self._values.clear()
             self.made: Counter = Counter()
-            self._table: MemoTable | None = None
-            self._kinds: frozenset[str] | None = None  # the kinds the open table holds (read on the first miss)
-            self._new: dict[tuple[str, bytes], Any] = {}
+            self.open(None)
 
     def get(self, kind: str, digest: bytes | str, make: Callable[[], Any], *, persist: bool = True,
             size: int | None = None) -> Any:
@@ -87,14 +116,12 @@ class Memo:
         the text's digest (:func:`.digest.text_digest`)."""
         key = (kind, digest if type(digest) is bytes else text_digest(digest))
         found = self._stored(key)
-        if found is not _MISSING:
+        if found is not MISSING:
             return found
         value = make()
         with self._lock:
             self.made[kind] += 1
-            self._store(key, value, _value_size(value) if size is None else size)
-            if persist and self._table is not None:
-                self._new[key] = value
+            self.put(kind, key[1], value, _value_size(value) if size is None else size, persist=persist)
         return value
 
     def values_of(self, kind: str, items: Sequence[Any], digests: Sequence[bytes], make: Callable[[Any], Any],
@@ -116,7 +143,7 @@ class Memo:
         """The value kept under (kind, digest) in this process, else in the open table, or None
         (nothing is made)."""
         found = self._stored((kind, digest))
-        return None if found is _MISSING else found
+        return None if found is MISSING else found
 
     def put(self, kind: str, digest: bytes, value: Any, size: int, *, persist: bool = False) -> None:
         """Keep ``value`` (about ``size`` bytes) under (kind, digest), in place of what was there
@@ -124,7 +151,7 @@ class Memo:
         grew); with ``persist``, written with the build too, in place of the row that held it
         (:meth:`MemoTable.write`: a row of one value is keyed by that value's key)."""
         with self._lock:
-            self._store((kind, digest), value, size)
+            self._values.put((kind, digest), value, size)
             if persist and self._table is not None:
                 self._new[(kind, digest)] = value
 
@@ -143,11 +170,14 @@ class Memo:
 
     # ------------------------------------------------------------------ a cached build
 
-    def open(self, table: "MemoTable") -> None:
+    def open(self, table: "MemoTable | None") -> None:
         """A cached build starts: a miss looks ``table`` up (the row holding the key is read
-        whole); the entries made from now on are recorded for :meth:`close`."""
+        whole); the entries made from now on are recorded for :meth:`close` (``None``: no table,
+        nothing recorded)."""
         with self._lock:
-            self._table, self._kinds, self._new = table, None, {}
+            self._table: MemoTable | None = table
+            self._kinds: frozenset[str] | None = None  # the kinds the table holds (read on the first miss)
+            self._new: dict[tuple[str, bytes], Any] = {}
 
     def close(self) -> dict[tuple[str, bytes], Any]:
         """The build is over: the entries it made to be written (by key), for its transaction
@@ -158,7 +188,7 @@ class Memo:
 
     def _stored(self, row_key: tuple[str, bytes]) -> Any:
         """The value under ``row_key`` (a digest key) in this process, else in the open table, or
-        _MISSING. On a miss, the open table's row holding it is found by its key (one indexed
+        :data:`MISSING`. On a miss, the open table's row holding it is found by its key (one indexed
         query, only for a kind the table holds) and read whole (its MAC checked, then
         unpickled): its values join the entries (each costing its share of the row's bytes)."""
         with self._lock:
@@ -166,22 +196,18 @@ class Memo:
             if found is not None:
                 return found[0]
             if table is None:
-                return _MISSING
+                return MISSING
             if self._kinds is None:
                 self._kinds = table.kinds()
             read = table.values_with(*row_key) if row_key[0] in self._kinds else None
             if read is None:
-                return _MISSING
+                return MISSING
             values, size = read
             each = _SCALAR_BYTES + size // max(1, len(values))
             for digest, value in values.items():
                 if (row_key[0], digest) not in self._values:  # a value put since is newer
-                    self._store((row_key[0], digest), value, each)
-            return values.get(row_key[1], _MISSING)
-
-    def _store(self, key: tuple[str, bytes], value: Any, size: int) -> None:
-        if self.max_bytes and size <= self.max_bytes // _LARGEST:  # NO_MEMO (no room) keeps nothing
-            self._values[key] = (value, size)
+                    self._values.put((row_key[0], digest), value, each)
+            return values.get(row_key[1], MISSING)
 
 
 class _NoMemo(Memo):
@@ -196,7 +222,6 @@ class _NoMemo(Memo):
 
 #: The memo that keeps nothing (the default of every library function taking ``memo``).
 NO_MEMO: Memo = _NoMemo(max_bytes=0)
-_MISSING = object()
 
 
 def _no_memo() -> Memo:
@@ -210,10 +235,9 @@ def _value_size(value: Any) -> int:
         return _SCALAR_BYTES + len(value)
     if type(value) in (int, float, bool, type(None)):
         return _SCALAR_BYTES
-    try:
+    with contextlib.suppress(Exception):  # a value that does not pickle: kept in this process only
         return _SCALAR_BYTES + len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-    except Exception:  # noqa: BLE001 - kept in this process only (MemoTable.write leaves it out)
-        return _SCALAR_BYTES
+    return _SCALAR_BYTES
 
 
 # ----------------------------------------------------------------------------- the table
@@ -240,11 +264,8 @@ class MemoTable:
     def __init__(self, connection: Callable[[], sqlite3.Connection], key: bytes, name: str) -> None:
         self.connection, self.key, self.name = connection, key, name
         self.warned = False
-        try:
-            connection().executescript(SCHEMA)
-            connection().commit()
-        except sqlite3.Error as exc:
-            _LOGGER.debug("memo table of %s not made: %s", name, exc)
+        with contextlib.suppress(sqlite3.Error):  # else reads find nothing, and the build's write fails
+            connection().executescript(SCHEMA)  # in autocommit: nothing to commit
 
     def kinds(self) -> frozenset[str]:
         """The kinds of the values the table holds."""
@@ -253,23 +274,20 @@ class MemoTable:
     def values_with(self, kind: str, digest: bytes) -> tuple[dict[bytes, Any], int] | None:
         """(the values of the row holding the value of (kind, digest), by digest; the row's
         bytes), or None: no such row, its MAC fails (never unpickled: :meth:`authentic`) or it no
-        longer unpickles."""
+        longer unpickles. A row whose MAC checks was written by :meth:`write`: a dict."""
         found = self._fetched("SELECT memo.kind, memo.digest, mac, payload FROM memo_keys JOIN memo ON id = row "
                               "WHERE memo_keys.kind = ? AND memo_keys.digest = ?", kind, digest)
         if not found or not self.authentic(*found[0]):
             return None
-        try:
-            values = pickle.loads(found[0][3])  # noqa: S301 - its MAC under the user's key checked above
-        except Exception:  # noqa: BLE001 - a class that changed outside the nodes: made again
-            return None
-        return (values, len(found[0][3])) if isinstance(values, dict) else None
+        with contextlib.suppress(Exception):  # a class that changed outside the nodes: made again
+            return pickle.loads(found[0][3]), len(found[0][3])  # noqa: S301 - its MAC under the user's key checked
+        return None
 
     def _fetched(self, sql: str, *parameters: Any) -> list[tuple]:
         """The rows ``sql`` gives (none when the database cannot be read)."""
-        try:
+        with contextlib.suppress(sqlite3.Error):
             return self.connection().execute(sql, parameters).fetchall()
-        except sqlite3.Error:
-            return []
+        return []
 
     def authentic(self, kind: str, digest: bytes, tag: bytes, payload: bytes) -> bool:
         """Whether a row's MAC checks; a row whose MAC fails is deleted, never unpickled (one
@@ -280,9 +298,8 @@ class MemoTable:
             self.warned = True
             _WARN.warning("warning: cache: memo entries in %s do not carry this user's MAC (written by someone "
                           "else); they are discarded and made again", self.name)
-        with contextlib.suppress(sqlite3.Error):
-            self.connection().execute("DELETE FROM memo WHERE kind = ? AND digest = ?", (kind, digest))
-            self.connection().commit()
+        with contextlib.suppress(sqlite3.Error), self.connection() as db:
+            db.execute("DELETE FROM memo WHERE kind = ? AND digest = ?", (kind, digest))
         return False
 
     def write(self, cursor: sqlite3.Cursor, entries: dict[tuple[str, bytes], Any], max_bytes: int) -> None:
@@ -314,13 +331,12 @@ class MemoTable:
         keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
         sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0))
                  for row_id, size in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
-        total = sum(size for _, size in sizes)
-        if total > max_bytes:
-            cut, held = 0, total
-            for row_id, size in sizes:
+        held = sum(size for _, size in sizes)
+        if held > max_bytes:
+            for row_id, size in sizes:  # the oldest rows go, up to the one that brings it to half
+                held -= size
                 if held <= max_bytes // 2:
                     break
-                cut, held = row_id, held - size
-            cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
-            cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (cut,))
+            cursor.execute("DELETE FROM memo WHERE id <= ?", (row_id,))
+            cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (row_id,))
 

@@ -41,6 +41,8 @@ _MARKER_LINE = b"# made by ctxengine: %s (rebuilt when needed; delete it with `c
 KEY_FILE = "cache.key"
 _KEY_BYTES = 32
 MAC_BYTES = 32
+#: How a marker or the key is opened: never through a symbolic link.
+_READ_NO_LINK = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class CacheFolderError(CtxEngineError, OSError):
@@ -84,15 +86,13 @@ def open_root(root: Path) -> Path:
 
 def refuse_link(folder: Path) -> None:
     """A :class:`CacheFolderError` when ``folder`` is a symbolic link or not a folder (a missing one is fine)."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         info = os.lstat(folder)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode):
-        raise CacheFolderError(f"cache folder {folder} is a symbolic link; give the folder it points to "
-                               f"({os.path.realpath(folder)}) if that is meant")
-    if not stat.S_ISDIR(info.st_mode):
-        raise CacheFolderError(f"cache folder {folder} is not a folder; give a folder")
+        if stat.S_ISLNK(info.st_mode):
+            raise CacheFolderError(f"cache folder {folder} is a symbolic link; give the folder it points to "
+                                   f"({os.path.realpath(folder)}) if that is meant")
+        if not stat.S_ISDIR(info.st_mode):
+            raise CacheFolderError(f"cache folder {folder} is not a folder; give a folder")
 
 
 def owned_folder(path: Path, kind: str, adopt: bool = False) -> Path:
@@ -100,11 +100,10 @@ def owned_folder(path: Path, kind: str, adopt: bool = False) -> Path:
     entered: a real folder (never a symbolic link) of this user that no one else can write,
     with ctxengine's marker (``adopt``: a folder whose name is ctxengine's, a root made by an
     older version, is marked). A :class:`CacheFolderError` otherwise; the parent must exist."""
-    try:
+    made = False
+    with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
         made = True
-    except FileExistsError:
-        made = False
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise CacheFolderError(f"cache folder {path} is a symbolic link or not a folder; ctxengine works only in "
@@ -122,26 +121,20 @@ def owned_folder(path: Path, kind: str, adopt: bool = False) -> Path:
 
 def marked(folder: Path) -> bool:
     """Whether ``folder`` carries ctxengine's marker (a regular file, read without following a link)."""
-    try:
-        with os.fdopen(os.open(folder / MARKER, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)),
-                       "rb") as fh:
-            head = fh.read(512)
-    except OSError:
-        return False
-    return head.startswith(_SIGNATURE) and b"# made by ctxengine: " in head
+    with contextlib.suppress(OSError), os.fdopen(os.open(folder / MARKER, _READ_NO_LINK), "rb") as fh:
+        head = fh.read(512)
+        return head.startswith(_SIGNATURE) and b"# made by ctxengine: " in head
+    return False
 
 
 def remove_owned(folder: Path, name: re.Pattern[str]) -> bool:
     """Delete ``folder`` when it is ctxengine's: a real folder (not a link) whose name matches
     ``name`` and that carries the marker. Whether it was deleted; anything else is left alone."""
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return False
-    if not stat.S_ISDIR(info.st_mode) or not name.fullmatch(folder.name) or not marked(folder):
-        return False
-    shutil.rmtree(folder, ignore_errors=True)  # fd-based: never follows a link inside
-    return True
+    with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(folder).st_mode) and name.fullmatch(folder.name) and marked(folder):
+            shutil.rmtree(folder, ignore_errors=True)  # fd-based: never follows a link inside
+            return True
+    return False
 
 
 def user_cache_dir() -> str:
@@ -158,10 +151,8 @@ def cache_key() -> bytes:
     on one). A :class:`CacheFolderError` for a key file that is a link, not this user's,
     readable by others or not a key."""
     path = Path(user_cache_dir()) / KEY_FILE
-    try:
+    with contextlib.suppress(FileNotFoundError):
         return _read_key(path)
-    except FileNotFoundError:
-        pass
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".key-")  # mode 0600
     try:
         with os.fdopen(handle, "wb") as fh:
@@ -178,15 +169,14 @@ def cache_key() -> bytes:
 def existing_cache_key() -> bytes | None:
     """The user's key (see :func:`cache_key`) when it exists; None when it does not or cannot be
     used. Nothing is created: for readers that run inside the graph."""
-    try:
+    with contextlib.suppress(OSError):  # missing, refused (CacheFolderError is one) or unreadable
         return _read_key(cache_root() / KEY_FILE)
-    except OSError:  # missing, refused (CacheFolderError is one) or unreadable
-        return None
+    return None
 
 
 def _read_key(path: Path) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, _READ_NO_LINK)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -216,12 +206,11 @@ def mac_ok(key: bytes, expected: bytes, *parts: bytes) -> bool:
 
 def trusted_file(path: str) -> bool:
     """A cache file only this user could have written: owned by them, writable by no one else."""
-    try:
+    with contextlib.suppress(OSError):
         info = os.lstat(path)
-    except OSError:
-        return False
-    return (stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+        return (stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
+                and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    return False
 
 
 def write_private(path: str | os.PathLike, data: bytes | str) -> None:

@@ -29,14 +29,13 @@ from .store import _CURRENT, PRUNE_EVERY, Stores, materialize, prune, stores_for
 #: The data version of a recomputed value no cached node reads (never part of a cache key).
 NOT_VERSIONED = "<not versioned>"
 
-_DEFAULT, _RECOMPUTE = CachingBehavior.DEFAULT, CachingBehavior.RECOMPUTE
+_DEFAULT, _RECOMPUTE, _IGNORE = CachingBehavior.DEFAULT, CachingBehavior.RECOMPUTE, CachingBehavior.IGNORE
 
 
 _NO_STORE = object()
 #: Driver inputs no cache key depends on: the memo (nodes/lib/memo.py) keeps values by the
 #: digest of their content, so what it holds never changes what a node returns.
 IGNORED_INPUTS = ("memo",)
-_IGNORE = CachingBehavior.IGNORE
 
 
 def _materialized(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -85,13 +84,10 @@ class CacheAdapter(HamiltonCacheAdapter):
         versions = self.data_versions[run_id]
         parts = [name.encode(), self.code_versions[run_id][name].encode()]
         for dep in sorted(kwargs):
-            if behaviors.get(dep) is _IGNORE:
-                parts.append(f"{dep}=<ignore>".encode())
-                continue
-            if behaviors.get(dep, _DEFAULT) not in (_DEFAULT, _RECOMPUTE):
+            if behaviors.get(dep, _DEFAULT) not in (_DEFAULT, _RECOMPUTE, _IGNORE):
                 return super().pre_node_execute(run_id=run_id, node_=node_, kwargs=kwargs, task_id=task_id,
                                                 **future_kwargs)
-            version = versions.get(dep)
+            version = versions.get(dep)  # an ignored input (the memo): NOT_VERSIONED (see _versioned), a constant
             if version is None or isinstance(version, dict):
                 version = versions[dep] = self._version_data(dep, run_id, kwargs[dep])
             if version.startswith("<unhashable>"):
@@ -163,11 +159,9 @@ class CacheAdapter(HamiltonCacheAdapter):
         results it computes): tests/test_hamilton_contract.py checks its signature."""
         if node_name is not None and run_id in self.behaviors and node_name not in self._versioned(run_id):
             return NOT_VERSIONED
-        result = materialize(result)
-        quick = fingerprint(result)
-        if quick is not None:
-            return quick
-        return super()._version_data(node_name=node_name, run_id=run_id, result=result, task_id=task_id)  # UNHASHABLE: always a miss
+        result = materialize(result)  # without a fingerprint: Hamilton's UNHASHABLE, always a miss
+        return fingerprint(result) or super()._version_data(node_name=node_name, run_id=run_id, result=result,
+                                                            task_id=task_id)
 
     def _versioned(self, run_id: str) -> frozenset[str]:
         """The nodes whose value enters a cache key or is stored: the cached nodes and their inputs."""

@@ -23,10 +23,8 @@ from ..nodes.types import Round, Section
 
 def fingerprint(value: Any) -> str | None:
     """The hex content digest of ``value`` (see :func:`content_digest`), or None when part of
-    it neither pickles nor is a function. The memo's is always the same: what it holds never
-    changes a node's value."""
-    if type(value) is Memo:
-        return "memo"
+    it neither pickles nor is a function. The memo's is always the same (it pickles as
+    ``NO_MEMO``): what it holds never changes a node's value."""
     try:
         return content_digest(value).hex()
     except Unhashable:

@@ -146,10 +146,9 @@ def prune_root(root: Path, max_total_bytes: int, keep: Path | None = None) -> in
 def root_prune_due(root: Path) -> bool:
     """Whether the cache root was last bounded (:func:`prune_root`) :data:`ROOT_PRUNE_EVERY`
     seconds ago or more, or never."""
-    try:
+    with contextlib.suppress(OSError):
         return time.time() - os.stat(root / ROOT_STAMP).st_mtime >= ROOT_PRUNE_EVERY
-    except OSError:
-        return True
+    return True
 
 
 def total_bytes(root: Path) -> int:
@@ -160,39 +159,32 @@ def total_bytes(root: Path) -> int:
 def stale(folder: Path) -> bool:
     """Whether a project's cache folder belongs to a project that no longer exists (the path in
     its project.txt is gone; a folder without one has not finished a build: not stale)."""
-    return _gone(recorded_project(folder))
-
-
-def _gone(project: str) -> bool:
-    """Whether a recorded project path ("" when none) names a folder that no longer exists."""
+    project = recorded_project(folder)
     return bool(project) and not os.path.isdir(project)
 
 
 def recorded_project(folder: Path) -> str:
     """The project path a project's cache folder records in its project.txt ("" when it has none
     or it cannot be read)."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         return (folder / PROJECT_FILE).read_text(encoding="utf-8").strip()
-    except (OSError, ValueError):
-        return ""
+    return ""
 
 
 def stats(cache_dir: Path) -> dict:
     """Size, entries, the last run's hits and whether the project still exists, of one project's cache folder."""
     entries = 0
-    with contextlib.suppress(sqlite3.Error):
+    with contextlib.suppress(sqlite3.Error):  # read-only: a missing database is not made (an error, 0 entries)
         path = store_dir(cache_dir) / DATABASE
-        if path.is_file():
-            with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=SQLITE_TIMEOUT)) as db:
-                entries = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=SQLITE_TIMEOUT)) as db:
+            entries = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     last = {}
     with contextlib.suppress(OSError, ValueError):
         last = json.loads((cache_dir / LAST_RUN_FILE).read_text(encoding="utf-8"))
-    project = recorded_project(cache_dir)
     return {
         "folder": str(cache_dir),
-        "project": project,
-        "stale": _gone(project),
+        "project": recorded_project(cache_dir),
+        "stale": stale(cache_dir),
         "bytes": _tree_size(cache_dir),
         "entries": entries,
         "last_run": {k: last.get(k) for k in ("hits", "misses", "recomputed")} if isinstance(last, dict) and last else None,
@@ -218,11 +210,9 @@ def clear(cache_dir: Path, name: re.Pattern[str] = PROJECT_NAME) -> int:
 
 def _children(folder: Path) -> list[Path]:
     """The entries of ``folder`` (none when it cannot be read)."""
-    try:
-        with os.scandir(folder) as entries:
-            return [Path(e.path) for e in entries]
-    except OSError:
-        return []
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        return [Path(e.path) for e in entries]
+    return []
 
 
 def _file_stats(folder: Path) -> list[os.stat_result]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import io
-import json
 import logging
 import os
 import pickle
@@ -29,7 +28,7 @@ from hamilton.caching.stores.base import ResultRetrievalError, ResultStore
 from hamilton.caching.stores.sqlite import SQLiteMetadataStore
 
 from ..nodes.lib import usercache
-from ..nodes.lib.memo import MemoTable
+from ..nodes.lib.memo import MISSING, MemoTable, SizedLRU
 from ..nodes.types import Section
 from ..nodes.lib.digest import CHUNK_ITEMS, LONG_TEXT, DigestedText, Unhashable, chunks_of, content_digest
 from .folders import (DATABASE, DEFAULT_MAX_BYTES, SQLITE_TIMEOUT, VERSION_NAME, _children, _tree_size,
@@ -43,7 +42,6 @@ PRUNE_EVERY = 50
 
 #: Pickled bytes of results the memory layer of one process keeps (least recently used out).
 MEMORY_MAX_BYTES = 64 << 20
-_UNSET = object()
 
 
 class StaleResult(Exception):
@@ -59,13 +57,13 @@ class Lazy:
     __slots__ = ("data_version", "_payload", "_value", "_store")
 
     def __init__(self, data_version: str, payload: bytes, store: "SQLiteResultStore") -> None:
-        self.data_version, self._payload, self._value, self._store = data_version, payload, _UNSET, store
+        self.data_version, self._payload, self._value, self._store = data_version, payload, MISSING, store
 
     def load(self) -> Any:
         # The payload read first: kept in MEMORY, a Lazy is shared by a server's threads, and one
         # that loads it sets the value before it drops the payload.
         payload = self._payload
-        if self._value is _UNSET:
+        if self._value is MISSING:
             try:
                 self._value = self._store.loads(payload)
             except Exception as exc:  # noqa: BLE001 - a shared part pruned, a class changed outside the nodes
@@ -74,9 +72,6 @@ class Lazy:
             MEMORY.put(self.data_version, self._value, len(payload))
             self._payload = b""
         return self._value
-
-
-_SHARED = "shared-"
 
 
 def _large(section: Section) -> bool:
@@ -99,39 +94,12 @@ def materialize(value: Any) -> Any:
     return value.load() if type(value) is Lazy else value
 
 
-class MemoryLayer(LRUCache):
-    """Results by data version in this process, in front of the folders (a data version is a
-    fingerprint of the value, so it names the same value in any folder): a warm process (the
-    API, a Session, a server) serves a hit without reading or unpickling a file. An LRU cache of
-    ``(value, pickled size)`` bounded by the pickled sizes (``currsize`` of ``maxsize`` bytes);
-    reads and writes take its lock (a server's threads share it). Nodes never mutate their
-    inputs, so values are shared."""
-
-    def __init__(self, max_bytes: int = MEMORY_MAX_BYTES) -> None:
-        super().__init__(maxsize=max_bytes, getsizeof=lambda item: item[1])
-        self.lock = threading.Lock()
-
-    def value(self, data_version: str) -> Any:
-        """The value, or :data:`_UNSET`."""
-        with self.lock:
-            return self.get(data_version, (_UNSET,))[0]
-
-    def put(self, data_version: str, value: Any, size: int) -> None:
-        if size <= self.maxsize // 4:  # one value never pushes out everything else
-            with self.lock:
-                self[data_version] = (value, size)
-
-    def discard(self, data_version: str) -> None:
-        with self.lock:
-            self.pop(data_version, None)
-
-    def clear(self) -> None:
-        with self.lock:
-            super().clear()
-
-
-#: The memory layer of this process (``MEMORY.clear()`` empties it).
-MEMORY = MemoryLayer()
+#: The memory layer of this process: results by data version, in front of the folders (a data
+#: version is a fingerprint of the value, so it names the same value in any folder), sized by
+#: their pickles; a warm process (the API, a Session, a server) serves a hit without reading or
+#: unpickling a file. Nodes never mutate their inputs, so values are shared. ``MEMORY.clear()``
+#: empties it.
+MEMORY = SizedLRU(MEMORY_MAX_BYTES)
 
 
 class SQLiteResultStore(ResultStore):
@@ -156,33 +124,21 @@ class SQLiteResultStore(ResultStore):
         self._shared_here: set[str] = set()  # chunk keys known to be in this folder (this build)
         #: the memo's table (nodes/lib/memo.py), written with the results
         self.memo_table = MemoTable(lambda: metadata.connection, key, str(metadata.folder / DATABASE))
-        with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error):  # DDL: no transaction to commit
             metadata.connection.execute(
                 "CREATE TABLE IF NOT EXISTS results (data_version TEXT PRIMARY KEY, digest BLOB NOT NULL, "
                 "payload BLOB NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL)")
-            metadata.connection.commit()
 
     def sign(self, data_version: str, payload: bytes) -> bytes:
         """The MAC of a row: its data version and pickle, under the user's key."""
         return usercache.mac(self.key, data_version.encode("utf-8", "surrogatepass"), payload)
 
-    def _authentic(self, data_version: str, tag: bytes, payload: bytes) -> bool:
-        """Whether a row's MAC checks; a row that fails is reported (once a build), then
-        discarded by the caller and rebuilt: it was not written by this user's ctxengine."""
-        if usercache.mac_ok(self.key, tag, data_version.encode("utf-8", "surrogatepass"), payload):
-            return True
-        if not self.warned:
-            self.warned = True
-            _WARN.warning("warning: cache: a stored result in %s does not carry this user's MAC (written by "
-                          "someone else, or torn); it is discarded and rebuilt", self.metadata.folder)
-        return False
-
     def _row(self, data_version: str, columns: str):
-        try:
+        """The row of ``data_version`` (``columns`` of it), None when there is none or it cannot be read."""
+        with contextlib.suppress(sqlite3.Error):
             return self.metadata.connection.execute(
                 f"SELECT {columns} FROM results WHERE data_version = ?", (data_version,)).fetchone()
-        except sqlite3.Error:
-            return None
+        return None
 
     def exists(self, data_version: str) -> bool:
         """Whether a hit can be served (from memory, which holds values by content, or this folder)."""
@@ -224,7 +180,7 @@ class SQLiteResultStore(ResultStore):
         recent as the value now stored that refers to it (pruning never takes it first). A
         section's own long tuples and text are shared in turn (it is pickled again when stored
         already: they stay as recent as it)."""
-        key = _SHARED + content_digest(part).hex()
+        key = "shared-" + content_digest(part).hex()
         if key in self._pending or key in self._shared_here:
             return key
         row = self._row(key, "used")
@@ -245,13 +201,8 @@ class SQLiteResultStore(ResultStore):
         return tuple(item for key in keys for item in self.shared(key))
 
     def shared(self, key: str) -> Any:
-        """A shared part: from memory, else unpickled from its row (checked) once."""
-        value = MEMORY.value(key)
-        if value is _UNSET:
-            payload = self._payload(key)[0]
-            value = self.loads(payload)
-            MEMORY.put(key, value, len(payload))
-        return value
+        """A shared part: from memory, else unpickled from its row (checked) once, as a result is."""
+        return materialize(self.get(key))
 
     def loads(self, payload: bytes) -> Any:
         """A stored value unpickled, its shared parts (:meth:`shared_key`) read back."""
@@ -260,20 +211,25 @@ class SQLiteResultStore(ResultStore):
         return unpickler.load()
 
     def _payload(self, data_version: str) -> tuple[bytes, float]:
-        """The pickle of a result or shared part, to be flushed or from its row (checked), and
-        the time of its last use (now for one to be flushed); a retrieval error when it is gone,
-        torn or not ours."""
+        """The pickle of a result or shared part, to be flushed or from its row (its MAC checked),
+        and the time of its last use (now for one to be flushed); a retrieval error when it is
+        gone, torn or not ours (a row whose MAC fails is reported, once a build: the caller
+        discards it and rebuilds it, it was not written by this user's ctxengine)."""
         payload = self._pending.get(data_version)
         if payload is not None:
             return payload, time.time()
         row = self._row(data_version, "digest, payload, used")
-        if row is None or not self._authentic(data_version, row[0], row[1]):
-            raise ResultRetrievalError(f"result {data_version} is gone, torn or not ours")
-        return row[1], row[2]
+        if row is not None and usercache.mac_ok(self.key, row[0], data_version.encode("utf-8", "surrogatepass"), row[1]):
+            return row[1], row[2]
+        if row is not None and not self.warned:
+            self.warned = True
+            _WARN.warning("warning: cache: a stored result in %s does not carry this user's MAC (written by "
+                          "someone else, or torn); it is discarded and rebuilt", self.metadata.folder)
+        raise ResultRetrievalError(f"result {data_version} is gone, torn or not ours")
 
     def get(self, data_version: str, **kwargs) -> Any:
         value = MEMORY.value(data_version)
-        if value is not _UNSET:
+        if value is not MISSING:
             return value
         payload, used = self._payload(data_version)
         if used < time.time() - self.TOUCH_AFTER:
@@ -285,13 +241,14 @@ class SQLiteResultStore(ResultStore):
     def delete(self, data_version: str) -> None:
         MEMORY.discard(data_version)
         self._pending.pop(data_version, None)
-        with contextlib.suppress(sqlite3.Error):
-            self.metadata.connection.execute("DELETE FROM results WHERE data_version = ?", (data_version,))
-            self.metadata.connection.commit()
+        with contextlib.suppress(sqlite3.Error), self.metadata.connection as db:
+            db.execute("DELETE FROM results WHERE data_version = ?", (data_version,))
 
     def delete_all(self) -> None:
-        """Delete every result, and the metadata pointing at them."""
+        """Delete every result, and the metadata pointing at them (a shared part this build
+        stored already is stored again)."""
         self._pending.clear()
+        self._shared_here.clear()
         with contextlib.suppress(sqlite3.Error):
             self.metadata.connection.executescript("DELETE FROM results; DELETE FROM cache_metadata;")
 
@@ -311,22 +268,18 @@ class SQLiteResultStore(ResultStore):
             return
         now = time.time()
         try:
-            cur = self.metadata.connection.cursor()
-            cur.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
-                            [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
-            cur.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
-            cur.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
-            cur.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
-                            "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
-            if memo_entries:
-                self.memo_table.write(cur, memo_entries, memo_max_bytes)
-            self.metadata.connection.commit()
+            with self.metadata.connection as db:  # one transaction: committed, or rolled back on an error
+                db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)",
+                               [(dv, self.sign(dv, data), data, len(data), now) for dv, data in pending.items()])
+                db.executemany("UPDATE results SET used = ? WHERE data_version = ?", [(now, dv) for dv in touched])
+                db.executemany("INSERT INTO history (cache_key, run_id) VALUES (?, ?)", [row[:2] for row in rows])
+                db.executemany("INSERT OR IGNORE INTO cache_metadata (cache_key, node_name, code_version, data_version) "
+                               "VALUES (?, ?, ?, ?)", [(k, n, c, d) for k, _, n, c, d in rows])
+                self.memo_table.write(db.cursor(), memo_entries or {}, memo_max_bytes)
             self.written += sum(map(len, pending.values()))
         except sqlite3.Error as exc:  # a full disk, a file size limit: the next build tries again
             log = _WARN.warning if "locked" in str(exc) else _LOGGER.debug
             log("warning: cache: this build's results were not stored in %s: %s", self.metadata.folder, exc)
-            with contextlib.suppress(sqlite3.Error):
-                self.metadata.connection.rollback()
 
 
 class _TunedConnection(sqlite3.Connection):
@@ -504,14 +457,14 @@ def _give_space_back(connection: sqlite3.Connection) -> None:
 
 
 def _trim_metadata(connection: sqlite3.Connection, dropped: list[str]) -> None:
-    """History of the last KEEP_RUNS runs only; no metadata pointing at a removed result."""
+    """History of the last KEEP_RUNS runs only; the ``dropped`` results deleted, and every
+    metadata row pointing at a result this folder does not hold (a miss anyway)."""
     if dropped or connection.execute("SELECT COUNT(*) FROM run_ids").fetchone()[0] > 2 * KEEP_RUNS:
         connection.execute("DELETE FROM run_ids WHERE id NOT IN (SELECT id FROM run_ids ORDER BY id DESC LIMIT ?)",
                            (KEEP_RUNS,))
         connection.execute("DELETE FROM history WHERE run_id NOT IN (SELECT run_id FROM run_ids)")
-        gone = json.dumps(dropped)  # one parameter however many (SQLite's JSON1, built in)
-        connection.execute("DELETE FROM results WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
-        connection.execute("DELETE FROM cache_metadata WHERE data_version IN (SELECT value FROM json_each(?))", (gone,))
+        connection.executemany("DELETE FROM results WHERE data_version = ?", [(version,) for version in dropped])
+        connection.execute("DELETE FROM cache_metadata WHERE data_version NOT IN (SELECT data_version FROM results)")
         connection.commit()
 
 
