@@ -17,7 +17,7 @@ from ..memo import NO_MEMO, Memo
 from .history import AIDER, LAST_PARSE, MAX_ROUNDS, ROUNDS, STRETCH, SessionHistory, rounds_cap_warning
 
 
-def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
+def parse_aider(text: str, path: str, memo: Memo = NO_MEMO, digest: bytes | None = None) -> SessionHistory:
     """Rounds of an aider ``.aider.chat.history.md``.
 
     ``# aider chat started at`` opens a session (kept as a system message at the head of the
@@ -42,6 +42,9 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     Only the newest :data:`MAX_ROUNDS` requests are parsed (with one warning): the stretches
     before them are not cut or hashed, their lines and session headers only counted, and the
     rounds kept are numbered as if each request left out made a round.
+
+    ``digest``: the text's :func:`..digest.text_digest` when the caller knows it (else it is
+    computed: the last parse keeps it).
     """
     source = digest16(path.encode("utf-8", "surrogatepass"))
     resumed = _resume_point(memo.peek(LAST_PARSE, source), text, memo)
@@ -52,9 +55,9 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     newlines = walked.line - 1 + text.count("\n", walked.position)  # line: the number of the line at position
     rounds = tuple(walked.rounds)
     changed = resumed is None or resumed[0].length != len(text)  # else: the parse read or written before
-    parsed = _AiderParse(text, len(text), text_digest(text), text.endswith("\n"), start.starts, tuple(walked.cursors),
-                         _round_chunks(rounds, start.kept, memo) if changed else resumed[0].chunks, start.skipped,
-                         walked.tail, rounds)
+    parsed = _AiderParse(text, len(text), digest or text_digest(text), text.endswith("\n"), start.starts,
+                         tuple(walked.cursors), _round_chunks(rounds, start.kept, memo) if changed else resumed[0].chunks,
+                         start.skipped, walked.tail, rounds)
     memo.put(LAST_PARSE, source, parsed, 4 * len(text), persist=changed)
     total = newlines + (0 if text.endswith("\n") or not text else 1)
     return SessionHistory(rounds, start.warnings, path, AIDER, walked.sessions, total)
