@@ -137,7 +137,7 @@ def _grown(text: str, n: int) -> str:
     return text + "".join(f"\n#### Step {i} added later\n\nDone: step {i}.\n" for i in range(n))
 
 
-def test_a_new_process_parses_only_the_tail_of_a_grown_transcript(table):
+def test_a_new_process_parses_only_the_tail_of_a_grown_transcript_and_its_last_partial_run(table):
     text, path = _aider_transcript("tail", 300), "/p/.aider.chat.history.md"
     first = _process(table)
     S.parse_aider(text, path, first)
@@ -146,16 +146,34 @@ def test_a_new_process_parses_only_the_tail_of_a_grown_transcript(table):
     grown = _grown(text, 2)
     second = _process(table)
     parsed = S.parse_aider(grown, path, second)
-    assert second.made[S.STRETCH] == 2  # the two new rounds; the last parse's last stretch was kept with it
-    assert second.asked[S.STRETCH] == 2  # the 300 before were not even cut and looked up
+    # the two new rounds and the 44 after the last complete run of 64 (never written)
+    assert S.ROUNDS_CHUNK == 64 and second.made[S.STRETCH] == second.asked[S.STRETCH] == 2 + 300 - 256
     assert parsed == S.parse_aider(grown, path)  # what a parse from nothing gives
     _written(second, table)
-    # the runs of rounds 1-256 were written once; the run after them and the last parse are replaced
+    # the runs of rounds 1-256 were written once (one row); only the last parse is replaced
     kinds = _kinds(table)
-    assert S.ROUNDS_CHUNK == 64 and kinds.count(S.LAST_PARSE) == 1 and kinds.count(S.ROUNDS) == 2
+    assert kinds.count(S.LAST_PARSE) == 1 and kinds.count(S.ROUNDS) == 1
     third = _process(table)
     assert S.parse_aider(_grown(text, 3), path, third) == S.parse_aider(_grown(text, 3), path)
-    assert third.made[S.STRETCH] == third.asked[S.STRETCH] == 1
+    assert third.made[S.STRETCH] == third.asked[S.STRETCH] == 3 + 300 - 256
+
+
+def test_a_transcript_that_grows_writes_each_complete_run_of_rounds_once_and_no_partial_one(table):
+    text, path = _aider_transcript("runs", 62), "/p/.aider.chat.history.md"
+    memo = _process(table)  # one process: each build's new memo entries written, as a warm API's
+    sizes = []
+    for n in range(5):  # rounds 62 to 66: the first run of 64 completes on the third build
+        S.parse_aider(_grown(text, n), path, memo)
+        entries = memo.close()
+        sizes.append(sum(1 for kind, _ in entries if kind == S.ROUNDS))
+        cursor = table.connection().cursor()
+        table.write(cursor, entries, 32 << 20)
+        table.connection().commit()
+        memo.open(table)
+    assert sizes == [0, 0, 1, 0, 0]
+    fresh = _process(table)
+    assert S.parse_aider(_grown(text, 5), path, fresh) == S.parse_aider(_grown(text, 5), path)
+    assert fresh.made[S.STRETCH] == 67 - 64  # the stretches of rounds 65-67 only
 
 
 def test_an_edited_transcript_is_parsed_again_whole(table):
