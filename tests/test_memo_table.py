@@ -125,6 +125,20 @@ def test_a_row_written_again_replaces_the_row_that_held_it(table):
     assert _process(table).peek("last-parse", b"p" * 16) == "second parse"
 
 
+def test_the_table_over_its_bound_drops_its_oldest_rows_down_to_half_of_it(table):
+    kept = []
+    for n in range(5):  # one row of ~1,270 bytes a build (a 1,000-character value, its row and key)
+        memo = _process(table)
+        memo.get(f"kind{n}", bytes([n]) * 16, lambda: "x" * 1000)
+        cursor = table.connection().cursor()
+        table.write(cursor, memo.close(), 5_000)
+        table.connection().commit()
+        kept.append(_kinds(table))
+    # under the bound nothing goes; the 4th row takes it over: the oldest go until half is left
+    assert kept == [["kind0"], ["kind0", "kind1"], ["kind0", "kind1", "kind2"], ["kind3"], ["kind3", "kind4"]]
+    assert [kind for (kind,) in table.connection().execute("SELECT kind FROM memo_keys ORDER BY row")] == ["kind3", "kind4"]
+
+
 class _Touch:
     def __init__(self, marker: Path) -> None:
         self.marker = str(marker)
