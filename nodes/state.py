@@ -425,11 +425,13 @@ def round_summaries(session_history: _session.SessionHistory, memo: Memo = NO_ME
 
 @tag(stage=STAGE)
 def history_section(session_history: _session.SessionHistory, round_summaries: tuple,
-                    state_settings: StateSettings) -> Section | None:
+                    state_settings: StateSettings, project_dir: str) -> Section | None:
     """The "Session History" section: the last ``state.maxHistoryRounds`` rounds verbatim, older
     rounds as their summary lines, ``state.summaryBlock`` at a time; the counts in a trailer, so
     a new round leaves the text before it unchanged. ``data`` keeps the rounds so truncation can
-    re-compact: {"rounds", "verbatim_from" (index into rounds), "format"}."""
+    re-compact: {"rounds", "verbatim_from" (index into rounds), "format"}. Its sources are named
+    as state_sections names them (relative to the project), so that node keeps this section
+    object (its digest, over the transcript's rounds, computed once)."""
     if not _on(state_settings, "history") or not session_history.rounds:
         return None
     rounds = session_history.rounds
@@ -446,7 +448,7 @@ def history_section(session_history: _session.SessionHistory, round_summaries: t
     for group in (older, recent):
         spans = [r.lines for r in group if r.lines]
         if spans:
-            sources.append(Source("file", path, (spans[0][0], spans[-1][1])))
+            sources.append(_project_relative(Source("file", path, (spans[0][0], spans[-1][1])), project_dir))
     return Section(
         key="history",
         title="Session History",
@@ -659,11 +661,13 @@ def state_sections(
     project_dir: str,
 ) -> list[Section]:
     """The state sections in order plan, roadmap, history, git, tree, environment, skipping None
-    and those switched off; their file sources named relative to the project, like references."""
+    and those switched off; their file sources named relative to the project, like references
+    (a section whose sources are named so already is kept as it is)."""
     out = []
     for section in (plan_section, roadmap_section, history_section, git_section, file_tree_section, environment_section):
         if section is not None and _on(state_settings, section.kind):
-            out.append(replace(section, sources=tuple(_project_relative(s, project_dir) for s in section.sources)))
+            sources = tuple(_project_relative(s, project_dir) for s in section.sources)
+            out.append(section if sources == section.sources else replace(section, sources=sources))
     return out
 
 
