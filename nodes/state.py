@@ -69,14 +69,15 @@ class _Reader:
         loaded = _loaded(path, self.trust, self.warnings, False, self._shown(path))
         return None if loaded is None else loaded.text
 
-    def transcript(self, path: str, trust: Trust | None = None, shown: str | None = None) -> _session.SessionText | None:
+    def transcript(self, path: str, trust: Trust | None = None,
+                   shown: str | None = None) -> _session.SessionText | None:
         """A session file's text and digest (only the newest part of one over the cap; read as a
         file that grows, so a transcript that only grew reads its new bytes only), or None (a
         warning kept). ``trust``: other trust rules than the project's (a Claude Code folder)."""
         loaded = _loaded(path, trust or self.trust, self.warnings, True, shown or self._shown(path))
         if loaded is None:
             return None
-        return _session.SessionText(loaded.text, loaded.digest or text_digest(loaded.text))
+        return _session.SessionText(loaded.text, loaded.digest or text_digest(loaded.text), loaded.grew_from)
 
     def _shown(self, path: str) -> str:
         shown = os.path.relpath(path, self.project_dir)
@@ -411,7 +412,7 @@ def session_history(session_files: dict[str, _session.SessionText], state_settin
                 sidechains=state_settings.claude_sidechains, compacted=state_settings.claude_compacted,
                 result_max_lines=state_settings.claude_result_max_lines,
                 result_max_chars=state_settings.claude_result_max_chars, cwds=tuple(session_cwds)), memo)
-        return _session.parse_session(text, path, memo=memo, digest=read.digest)
+        return _session.parse_session(text, path, memo=memo, digest=read.digest, grew_from=read.grew_from)
     return _session.SessionHistory()
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from ctxengine.nodes.lib.sessions import aider as S
 from ctxengine.nodes.lib import usercache
+from ctxengine.nodes.lib.digest import digest16, text_digest
+from ctxengine.nodes.lib.grown import GrownTexts
 from ctxengine.nodes.lib.memo import Memo, MemoTable
 
 from test_state_session import _aider_transcript
@@ -188,6 +190,34 @@ def test_a_transcript_that_grows_writes_each_complete_run_of_rounds_once_and_no_
     fresh = _process(table)
     assert S.parse_aider(_grown(text, 5), path, fresh) == S.parse_aider(_grown(text, 5), path)
     assert fresh.made[S.STRETCH] == 67 - 64  # the stretches of rounds 65-67 only
+
+
+def _plain(data: bytes) -> tuple[str, int, bytes]:
+    return data.decode("utf-8"), 0, data
+
+
+def test_a_grown_file_is_read_with_the_length_and_digest_of_the_text_it_begins_with():
+    grown, first = GrownTexts(min_bytes=0), "#### one\n\nok é\n"
+    text, _, digest, before = grown.text("/p/h.md", first.encode(), _plain, lambda data: True)
+    assert (text, digest, before) == (first, text_digest(first), None)  # read whole: nothing before
+    more = first + "#### two\n"
+    text, _, digest, before = grown.text("/p/h.md", more.encode(), _plain, lambda data: True)
+    assert (text, digest, before) == (more, text_digest(more), (len(first), text_digest(first)))
+    assert grown.text("/p/h.md", more.encode(), _plain, lambda data: True)[3] == (len(more), text_digest(more))
+    assert grown.text("/p/h.md", b"#### rewritten\n", _plain, lambda data: True)[3] is None
+
+
+def test_a_text_known_to_begin_with_the_last_parse_is_resumed_without_comparing_them():
+    text, path = _aider_transcript("known", 20), "/p/.aider.chat.history.md"
+    memo = Memo()
+    S.parse_aider(text, path, memo)
+    last = memo.peek(S.LAST_PARSE, digest16(path.encode()))
+    grown = _grown(text, 1)
+    known = (len(text), text_digest(text))
+    assert last.begins(grown) and last.begins(grown, known) and not last.begins("x" + grown)
+    assert last.begins("x" + grown, known)  # taken from the digests: the texts are not compared
+    assert not last.begins("x" + grown, (len(text), text_digest("x")))  # another text's digest: compared
+    assert S.parse_aider(grown, path, memo, text_digest(grown), known) == S.parse_aider(grown, path)
 
 
 def test_an_edited_transcript_is_parsed_again_whole(table):

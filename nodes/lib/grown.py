@@ -47,30 +47,31 @@ class GrownTexts:
         self._kept: LRUCache = LRUCache(maxsize=max_files)
 
     def text(self, key: str, data: bytes, make: Callable[[bytes], tuple[str, int, bytes | None]],
-             safe: Callable[[bytes], bool]) -> tuple[str, int, bytes]:
-        """(text, removed, the text's :func:`~.digest.text_digest`) of ``data``: ``make(data)``,
-        or, when ``data`` grew from the bytes kept under ``key``, the kept text plus ``make`` of
-        the new bytes only. ``make`` gives (text, removed, the text's UTF-8 bytes when it has
-        them at hand, else None)."""
+             safe: Callable[[bytes], bool]) -> tuple[str, int, bytes, tuple[int, bytes] | None]:
+        """(text, removed, the text's :func:`~.digest.text_digest`, the length and digest of the
+        text read before that it begins with, or None) of ``data``: ``make(data)``, or, when
+        ``data`` grew from the bytes kept under ``key``, the kept text plus ``make`` of the new
+        bytes only. ``make`` gives (text, removed, the text's UTF-8 bytes when it has them at
+        hand, else None)."""
         if len(data) < self.min_bytes:
             text, removed, utf8 = make(data)
-            return text, removed, bytes_digest(_utf8(text, utf8))
+            return text, removed, bytes_digest(_utf8(text, utf8)), None
         with self._lock:
             kept = self._kept.get(key)
-            if kept is not None and len(data) == len(kept.raw) and data == kept.raw:
-                return kept.text, kept.removed, kept.digest  # unchanged: the same text, its digest known
+            if kept is not None and len(data) == len(kept.raw) and data == kept.raw:  # unchanged: its digest known
+                return kept.text, kept.removed, kept.digest, (len(kept.text), kept.digest)
         if kept is not None and kept.safe and len(data) > len(kept.raw) and data.startswith(kept.raw):
             tail, removed, utf8 = make(data[len(kept.raw):])
             state = kept.state.copy()
             state.update(_utf8(tail, utf8))
-            text, removed = kept.text + tail, kept.removed + removed
+            text, removed, grew_from = kept.text + tail, kept.removed + removed, (len(kept.text), kept.digest)
         else:
             text, removed, utf8 = make(data)
-            state = hashlib.sha256(_utf8(text, utf8))
+            state, grew_from = hashlib.sha256(_utf8(text, utf8)), None
         digest = state.digest()[:16]
         with self._lock:
             self._kept[key] = _Kept(data, text, digest, removed, state, safe(data))
-        return text, removed, digest
+        return text, removed, digest, grew_from
 
 
 def _utf8(text: str, known: bytes | None) -> bytes:

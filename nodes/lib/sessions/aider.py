@@ -17,7 +17,8 @@ from ..memo import NO_MEMO, Memo
 from .history import AIDER, LAST_PARSE, MAX_ROUNDS, ROUNDS, STRETCH, SessionHistory, rounds_cap_warning
 
 
-def parse_aider(text: str, path: str, memo: Memo = NO_MEMO, digest: bytes | None = None) -> SessionHistory:
+def parse_aider(text: str, path: str, memo: Memo = NO_MEMO, digest: bytes | None = None,
+                grew_from: tuple[int, bytes] | None = None) -> SessionHistory:
     """Rounds of an aider ``.aider.chat.history.md``.
 
     ``# aider chat started at`` opens a session (kept as a system message at the head of the
@@ -36,19 +37,21 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO, digest: bytes | None
     written with a cached build: when this process parsed the text before it grew, the
     stretches before the last one are not even cut and hashed again, and only the new ones are
     parsed; after an earlier process, the stretches of the last run of rounds not yet complete
-    (:data:`ROUNDS_CHUNK`) are parsed again too. Line-oriented without a Python loop per line: compiled regexes with a
-    literal newline prefix find the runs of ``#### `` and ``> `` lines and the session headers;
-    the text between two runs is the assistant's.
+    (:data:`ROUNDS_CHUNK`) are parsed again too. Line-oriented without a Python loop per line:
+    compiled regexes with a literal newline prefix find the runs of ``#### `` and ``> `` lines
+    and the session headers; the text between two runs is the assistant's.
 
     Only the newest :data:`MAX_ROUNDS` requests are parsed (with one warning): the stretches
     before them are not cut or hashed, their lines and session headers only counted, and the
     rounds kept are numbered as if each request left out made a round.
 
     ``digest``: the text's :func:`..digest.text_digest` when the caller knows it (else it is
-    computed: the last parse keeps it).
+    computed: the last parse keeps it); ``grew_from``: the length and digest of a text this one
+    begins with, when the caller knows it (a transcript read again after it grew,
+    nodes/lib/grown.py): the last parse of that text is resumed without comparing the texts.
     """
     source = digest16(path.encode("utf-8", "surrogatepass"))
-    resumed = _resume_point(memo.peek(LAST_PARSE, source), text, memo)
+    resumed = _resume_point(memo.peek(LAST_PARSE, source), text, memo, grew_from)
     start = _resumed_start(text, resumed)
     if start is None or len(start.starts) > MAX_ROUNDS:
         start = _fresh_start(text, path)
@@ -56,9 +59,9 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO, digest: bytes | None
     newlines = walked.line - 1 + text.count("\n", walked.position)  # line: the number of the line at position
     rounds = tuple(walked.rounds)
     changed = resumed is None or resumed[0].length != len(text)  # else: the parse read or written before
+    chunks = _round_chunks(rounds, start.kept, memo) if changed else resumed[0].chunks
     parsed = _AiderParse(text, len(text), digest or text_digest(text), text.endswith("\n"), start.starts,
-                         tuple(walked.cursors), _round_chunks(rounds, start.kept, memo) if changed else resumed[0].chunks,
-                         start.skipped, rounds)
+                         tuple(walked.cursors), chunks, start.skipped, rounds)
     memo.put(LAST_PARSE, source, parsed, 4 * len(text), persist=changed)
     total = newlines + (0 if text.endswith("\n") or not text else 1)
     return SessionHistory(rounds, start.warnings, path, AIDER, walked.sessions, total)
@@ -169,9 +172,13 @@ class _AiderParse:
         return (_AiderParse, (None, self.length, self.digest, self.finished, self.starts, self.cursors, self.chunks,
                               self.skipped))
 
-    def begins(self, text: str) -> bool:
-        """Whether ``text`` starts with this parse's text (compared, or, read from the database,
-        hashed: the digest of ``text``'s first :attr:`length` characters)."""
+    def begins(self, text: str, grew_from: tuple[int, bytes] | None = None) -> bool:
+        """Whether ``text`` starts with this parse's text: known from the caller (``grew_from``,
+        the length and digest of a text ``text`` begins with, is this parse's), else compared,
+        or, read from the database, hashed (the digest of ``text``'s first :attr:`length`
+        characters)."""
+        if grew_from == (self.length, self.digest):
+            return True
         if self.text is not None:
             return text.startswith(self.text)
         return len(text) >= self.length and text_digest(text[:self.length]) == self.digest
@@ -219,13 +226,17 @@ def _state_at_cut(text: str, starts: list[int], skipped: int) -> tuple:
     return text.count("\n", 0, cut) + 1, cut, header, sessions, 0
 
 
-def _resume_point(prev: _AiderParse | None, text: str, memo: Memo) -> tuple[_AiderParse, int, tuple] | None:
+def _resume_point(prev: _AiderParse | None, text: str, memo: Memo,
+                  grew_from: tuple[int, bytes] | None = None) -> tuple[_AiderParse, int, tuple] | None:
     """(the last parse, the index of the stretch to go on from, its rounds) when ``text`` is
     that parse's text with lines appended: every stretch before its last one is unchanged, and
     parsing goes on from the last one, or, when only the complete runs of its rounds are known
-    (read by a new process), from the first stretch after them. None otherwise (another text, an
-    edit, a last line that was not finished, or rounds the memo no longer holds)."""
-    if not isinstance(prev, _AiderParse) or len(prev.starts) < 2 or not prev.finished or not prev.begins(text):
+    (read by a new process), from the first stretch after them (``grew_from``: see
+    :meth:`_AiderParse.begins`). None otherwise (another text, an edit, a last line that was not
+    finished, or rounds the memo no longer holds)."""
+    if not isinstance(prev, _AiderParse) or len(prev.starts) < 2 or not prev.finished:
+        return None
+    if not prev.begins(text, grew_from):
         return None
     rounds = _rounds_of(prev, memo)
     if rounds is None:

@@ -38,6 +38,9 @@ class SessionText:
 
     text: str = field(repr=False)
     digest: bytes
+    #: (length, digest) of the text read before from the same file that this one begins with (it
+    #: only grew), or None: a parser resumes its last parse of that text without comparing them.
+    grew_from: tuple[int, bytes] | None = None
 
     DIGEST_TAG = b"T"  # carries a content digest (nodes/lib/digest.py)
 

@@ -79,6 +79,7 @@ class LoadedText:
     kept_tail: int | None = None  # bytes kept from the end when the file was over its cap
     size: int = 0  # bytes of the file or body
     digest: bytes | None = None  # the text's text_digest (nodes/lib/digest.py), when read as a file that grows
+    grew_from: tuple[int, bytes] | None = None  # (length, text_digest) of the text read before that it begins with
 
     def notes(self, where: str, cap_key: str = "the size cap") -> tuple[str, ...]:
         """The warnings this read owes: control characters removed, only the newest part kept."""
@@ -124,8 +125,8 @@ def loaded_text(data: bytes | bytearray, where: str, charset: str = "utf-8", crl
 
     if grown is None:
         return LoadedText(*make(data)[:2], **extra)
-    text, removed, digest = GROWN.text(grown, bytes(data), make, _prefix_safe)
-    return LoadedText(text, removed, digest=digest, **extra)
+    text, removed, digest, grew_from = GROWN.text(grown, bytes(data), make, _prefix_safe)
+    return LoadedText(text, removed, digest=digest, grew_from=grew_from, **extra)
 
 
 def _prefix_safe(data: bytes) -> bool:
