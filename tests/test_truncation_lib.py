@@ -425,6 +425,13 @@ def test_a_long_paragraph_that_gains_a_line_is_looked_up_by_runs_of_lines():
     assert cached.count(grown) == COUNTER.count(grown)
     # the paragraph, its 32 runs of 64 lines (31 known), the 17 lines of the last run: not 2,001 lines
     assert t.LINES_RUN == 64 and memo.asked == 1 + 32 + 17
+    from ctxengine.nodes.lib.digest import long_text
+
+    carried = long_text("intro\n\n" + grown + "\n" + grown)  # over 64K characters: it carries its digest
+    whole = cached.count(carried)
+    memo.asked = 0
+    # looked up whole by the digest it carries; the same text as a plain str: by its two paragraphs
+    assert cached.count(carried) == whole == cached.count(str(carried)) and memo.asked == 1 + 2
 
 
 def test_cached_counter_other_encodings_count_whole():

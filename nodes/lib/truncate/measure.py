@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..digest import DigestedText
 from ..memo import NO_MEMO, Memo
 from ..tokens import estimate_tokens as _estimate
 
@@ -108,12 +109,18 @@ class CachedCounter:
         return self.base.encoding_name in SPLITS
 
     def count(self, text: str) -> int:
-        """Exact token count of ``text``."""
+        """Exact token count of ``text``; a long text carrying its digest (a section's content,
+        the rendered context: :func:`..digest.long_text`) is looked up whole first."""
         if not text:
             return 0
         splits = SPLITS.get(self.base.encoding_name)
         if len(text) <= _SMALL or splits is None:
             return self._whole(text)
+        if type(text) is DigestedText:
+            return self.memo.get(COUNT + self.base.encoding_name, text, lambda: self._paragraphs(text, splits))
+        return self._paragraphs(text, splits)
+
+    def _paragraphs(self, text: str, splits) -> int:
         return sum(self._paragraph(p, splits[1]) for p in pieces(text, splits[0]))
 
     def estimate(self, text: str) -> int:
