@@ -656,6 +656,20 @@ def test_a_tuple_of_values_carrying_digests_of_other_lengths_is_walked():
     assert caching.fingerprint((empty, some)) != caching.fingerprint((some, empty))
 
 
+def test_a_long_tuple_of_rounds_is_fingerprinted_by_one_hash_of_their_digests(monkeypatch):
+    from ctxengine.nodes.lib import digest
+    from ctxengine.nodes.types import Message, Round
+
+    rounds = tuple(Round(i, (Message("user", f"step {i}", i),)) for i in range(1, 301))  # over CHUNK_ITEMS
+    before = caching.fingerprint(rounds)
+    changed = rounds[:-1] + (Round(300, (Message("user", "step 300, edited", 300),)),)
+    assert caching.fingerprint(changed) not in (before, caching.fingerprint(rounds[:-1]))
+    hashed = []
+    monkeypatch.setattr(digest, "digest16", lambda *parts: hashed.append(parts) or b"0" * 16)
+    caching.fingerprint(rounds)
+    assert len(hashed) == 1 and hashed[0][:2] == (b"tuple-of", Round.DIGEST_TAG) and len(hashed[0][2]) == 16 * 300
+
+
 def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
     rows = tuple({"n": i} for i in range(200))
     before = caching.fingerprint(rows)

@@ -18,8 +18,9 @@ import types
 from operator import attrgetter
 from typing import Any
 
-#: A tuple longer than this is digested by its chunks of this many items (how the result store
-#: keeps it: each chunk once, by its digest): a transcript that grew by a round costs one chunk.
+#: The result store keeps a tuple this long by its chunks of this many items (each chunk once,
+#: by its digest): a transcript that grew by a round stores one chunk. A longer tuple of values
+#: that neither carry digests nor are plain is digested by its chunks too.
 CHUNK_ITEMS = 128
 #: Texts longer than this (characters) enter a digest by their :func:`text_digest`.
 LONG_TEXT = 1 << 16
@@ -102,9 +103,10 @@ def content_digest(value: Any) -> bytes:
     is a function.
 
     A value carrying its digest enters by it (with its type's tag); lists, tuples and dicts (up
-    to 64 items), sets, dataclasses and functions (name and closure) are walked; a tuple of more
-    than :data:`CHUNK_ITEMS` items goes by its chunks, a tuple of values of one type carrying
-    digests by one hash of them joined; wider containers and other objects through their pickle.
+    to 64 items), sets, dataclasses and functions (name and closure) are walked; a tuple of values
+    of one type carrying digests goes by one hash of them joined (however long), a tuple of more
+    than 64 plain values through its pickle, another tuple of more than :data:`CHUNK_ITEMS` items
+    by its chunks; wider containers and other objects through their pickle.
     Equal digests mean equal values (types and field names included), so a fingerprint never
     serves a stale result; two equal values may digest apart (shared references inside a pickle,
     a set deep inside one), which only costs a recomputation."""
@@ -140,8 +142,6 @@ def fields_digest(value: Any) -> bytes:
 
 
 def _tuple_digest(items: tuple) -> bytes:
-    if len(items) > CHUNK_ITEMS:
-        return digest16(b"chunks", *map(content_digest, chunks_of(items)))
     kinds = set(map(type, items))
     if len(kinds) == 1 and (tag := getattr(next(iter(kinds)), "DIGEST_TAG", None)) is not None:
         joined = b"".join(map(_DIGEST_OF, items))
@@ -149,6 +149,8 @@ def _tuple_digest(items: tuple) -> bytes:
             return digest16(b"tuple-of", tag, joined)
     if len(items) > _WIDE and kinds.issubset(_SCALARS):
         return value_digest(items)
+    if len(items) > CHUNK_ITEMS:
+        return digest16(b"chunks", *map(content_digest, chunks_of(items)))
     return digest16(b"tuple", *map(_part, items))
 
 
