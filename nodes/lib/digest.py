@@ -3,9 +3,10 @@ on a 4 MB transcript here), cut to 16 bytes, for memo and cache keys.
 
 Values that carry a digest of their content (``DIGEST_TAG`` on their type and a ``digest``
 attribute: a :class:`..types.Round` and a :class:`..monitor.RoundUse`, set when made; a
-:class:`..types.Section`, computed on first use and kept on it; the code stage's files and
-tags) enter :func:`content_digest` by it, and a long text by its :func:`text_digest` (kept on a
-:class:`DigestedText`), so a value shared by many others is hashed once, never by identity.
+:class:`..types.Section`, computed on first use and kept on it; a transcript as read,
+:class:`..sessions.SessionText`; the code stage's files and tags) enter :func:`content_digest` by
+it, and a long text by its :func:`text_digest` (kept on a :class:`DigestedText`), so a value
+shared by many others is hashed once, never by identity.
 ``ctxengine.caching`` fingerprints values with :func:`content_digest`.
 """
 
@@ -59,10 +60,11 @@ def text_digest(text: str) -> bytes:
 
 
 class DigestedText(str):
-    """A text with its :func:`text_digest`, computed when it was made (a transcript read again
-    after it grew: from the digest state of its old part and its new part only, nodes/lib/grown.py),
-    so neither the memo's keys nor the cache's fingerprint hash its megabytes again. It pickles
-    as a plain ``str``, and digests as one (:func:`content_digest`)."""
+    """A text with its :func:`text_digest`, computed when it was made (:func:`long_text`: a
+    section's content, the rendered context), so neither the memo's keys nor the cache's
+    fingerprint hash it again. Made by copying the text (a ``str`` subclass): a text read from a
+    file carries its digest beside it instead (:class:`..sessions.SessionText`). It pickles as a
+    plain ``str``, and digests as one (:func:`content_digest`)."""
 
     digest: bytes
 

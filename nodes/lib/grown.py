@@ -22,8 +22,6 @@ from typing import Any, Callable
 
 from cachetools import LRUCache
 
-from .digest import bytes_digest
-
 MIN_BYTES = 256 << 10  # smaller files are read whole: the re-use would not pay for the bytes kept
 MAX_FILES = 8
 
@@ -52,10 +50,9 @@ class GrownTexts:
         text read before that it begins with, or None) of ``data``: ``make(data)``, or, when
         ``data`` grew from the bytes kept under ``key``, the kept text plus ``make`` of the new
         bytes only. ``make`` gives (text, removed, the text's UTF-8 bytes when it has them at
-        hand, else None)."""
+        hand, else None). A file under :attr:`min_bytes` is read whole, its digest not given (None)."""
         if len(data) < self.min_bytes:
-            text, removed, utf8 = make(data)
-            return text, removed, bytes_digest(_utf8(text, utf8)), None
+            return (*make(data)[:2], None, None)
         with self._lock:
             kept = self._kept.get(key)
             if kept is not None and len(data) == len(kept.raw) and data == kept.raw:  # unchanged: its digest known

@@ -311,18 +311,17 @@ class MemoTable:
             row_id = cursor.lastrowid
             cursor.executemany("INSERT OR REPLACE INTO memo_keys VALUES (?, ?, ?)",
                                [(kind, key, row_id) for key in values])
-        payloads, rows = cursor.execute("SELECT COALESCE(SUM(LENGTH(payload)), 0), COUNT(*) FROM memo").fetchone()
-        (key_count,) = cursor.execute("SELECT COUNT(*) FROM memo_keys").fetchone()
-        if payloads + ROW_BYTES * rows + KEY_BYTES * key_count <= max_bytes:
-            return  # summed by SQLite: the keys of each row are counted (a sort of them all) only to cut
-        keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
-        sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0))
-                 for row_id, size in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
-        cut, held = 0, sum(size for _, size in sizes)
-        for row_id, size in sizes:
-            if held <= max_bytes // 2:
-                break
-            cut, held = row_id, held - size
-        cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
-        cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (cut,))
+        (total,) = cursor.execute("SELECT COALESCE((SELECT SUM(LENGTH(payload)) + ? * COUNT(*) FROM memo), 0) "
+                                  "+ ? * (SELECT COUNT(*) FROM memo_keys)", (ROW_BYTES, KEY_BYTES)).fetchone()
+        if total > max_bytes:  # summed by SQLite: the keys of each row are counted (a sort of them all) only to cut
+            keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
+            sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0)) for row_id, size
+                     in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
+            cut, held = 0, sum(size for _, size in sizes)
+            for row_id, size in sizes:
+                if held <= max_bytes // 2:
+                    break
+                cut, held = row_id, held - size
+            cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
+            cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (cut,))
 

@@ -78,7 +78,7 @@ class LoadedText:
     removed: int = 0  # control characters and escape sequences removed
     kept_tail: int | None = None  # bytes kept from the end when the file was over its cap
     size: int = 0  # bytes of the file or body
-    digest: bytes | None = None  # the text's text_digest (nodes/lib/digest.py), when read as a file that grows
+    digest: bytes | None = None  # the text's text_digest (nodes/lib/digest.py), when read as a large file that grows
     grew_from: tuple[int, bytes] | None = None  # (length, text_digest) of the text read before that it begins with
 
     def notes(self, where: str, cap_key: str = "the size cap") -> tuple[str, ...]:
