@@ -670,6 +670,23 @@ def test_a_long_tuple_of_rounds_is_fingerprinted_by_one_hash_of_their_digests(mo
     assert len(hashed) == 1 and hashed[0][:2] == (b"tuple-of", Round.DIGEST_TAG) and len(hashed[0][2]) == 16 * 300
 
 
+def test_disclosure_rules_are_fingerprinted_by_the_digest_they_keep(monkeypatch):
+    from dataclasses import replace
+
+    from ctxengine.nodes.lib.disclosure import rules as R
+
+    made = R.DisclosureRules(state=("plan",), modes={"write": (R.ModeRule("write", ("PLAN.md",)),)})
+    first = caching.fingerprint(made)
+    walked = []
+    monkeypatch.setattr(R, "fields_digest", lambda value: walked.append(value) or b"0" * 16)
+    assert caching.fingerprint(made) == first and walked == []  # kept on the rules: not walked again
+    loaded = pickle.loads(pickle.dumps(made))  # the digest is not pickled: a loaded value makes its own
+    assert "digest" not in loaded.__dict__ and caching.fingerprint(loaded) != first and walked == [loaded]
+    monkeypatch.undo()
+    assert caching.fingerprint(pickle.loads(pickle.dumps(made))) == first
+    assert caching.fingerprint(replace(made, state=("execute",))) != first
+
+
 def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
     rows = tuple({"n": i} for i in range(200))
     before = caching.fingerprint(rows)
