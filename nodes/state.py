@@ -30,7 +30,9 @@ from .lib.sessions import claude_code as _claude
 from .lib.layout import POOL_OF_KIND
 from .lib.memo import NO_MEMO, Memo
 from .lib.settings import StateSettings, trust_at
+from .lib.digest import text_digest
 from .lib.textio import Refused, TextUnavailable, Trust, read_local_text, trusted_path
+from .lib.textio.clean import LoadedText
 from .lib.programs import executable_path, program_answer, safe_search_path
 from .types import ConfigError, CtxEngineError, Section, Source
 from ..version import __version__
@@ -57,20 +59,37 @@ _MAX_STATE_FILE_BYTES = 64 << 20  # a session transcript can be large; anything 
 class _Reader:
     """Reads plan and session files under the trust rules, keeping the warnings it owes."""
 
-    def __init__(self, project_dir: str, trust_settings: Trust, keep_tail: bool = False):
-        self.project_dir, self.keep_tail, self.warnings = project_dir, keep_tail, []
+    def __init__(self, project_dir: str, trust_settings: Trust):
+        self.project_dir, self.warnings = project_dir, []
         self.trust = trust_at(trust_settings, project_dir)
         self.cwds: tuple[str, ...] = ()  # a transcript found in Claude Code's folder: the project's folders
 
     def __call__(self, path: str) -> str | None:
+        """A plan file's text, or None (a warning kept)."""
+        loaded = _loaded(path, self.trust, self.warnings, False, self._shown(path))
+        return None if loaded is None else loaded.text
+
+    def transcript(self, path: str, trust: Trust | None = None,
+                   shown: str | None = None) -> _session.SessionText | None:
+        """A session file's text and digest (only the newest part of one over the cap; read as a
+        file that grows, so a transcript that only grew reads its new bytes only), or None (a
+        warning kept). ``trust``: other trust rules than the project's (a Claude Code folder)."""
+        loaded = _loaded(path, trust or self.trust, self.warnings, True, shown or self._shown(path))
+        if loaded is None:
+            return None
+        return _session.SessionText(loaded.text, loaded.digest or text_digest(loaded.text), loaded.grew_from)
+
+    def _shown(self, path: str) -> str:
         shown = os.path.relpath(path, self.project_dir)
-        return _read(path, self.trust, self.warnings, self.keep_tail, path if shown.startswith("..") else shown)
+        return path if shown.startswith("..") else shown
 
 
-def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False, shown: str | None = None) -> str | None:
-    """A plan or session file as text (CRLF as LF), or None with a warning when the trust rules
-    refuse it (outside the project, not a regular file); a binary or (without ``keep_tail``:
-    only the newest part of a session log is kept) oversized one is an error naming it."""
+def _loaded(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False,
+            shown: str | None = None) -> LoadedText | None:
+    """A plan or session file read (cleaned, CRLF as LF), or None with a warning when the trust
+    rules refuse it (outside the project, not a regular file); a binary or (without
+    ``keep_tail``: only the newest part of a session log is kept) oversized one is an error
+    naming it."""
     try:
         loaded = read_local_text(path, trust, _MAX_STATE_FILE_BYTES, "the state file cap (64 MiB)", shown, keep_tail,
                                  crlf=True, grows=keep_tail)
@@ -83,7 +102,7 @@ def _read(path: str, trust: Trust, warnings: list[str], keep_tail: bool = False,
             return None
         raise CtxEngineError(f"{exc}; a plan or session file must be text") from None
     warnings.extend(loaded.notes(shown or path, "the state file cap (64 MiB)"))
-    return loaded.text
+    return loaded
 
 
 def _choice(value: str, key: str, allowed: tuple[str, ...]) -> str:
@@ -282,17 +301,19 @@ def _view_section(view: _plan.PlanView, kind: str, title: str, state_settings: S
 @cache(behavior="recompute")
 @extract_fields({"session_files": dict, "session_read_warnings": tuple, "session_cwds": tuple})
 def session_reads(project_dir: str, state_settings: StateSettings, trust_settings: Trust) -> dict:
-    """The session transcript's content (``session_files``), path -> text, the warnings of
-    reading it under the trust rules (``session_read_warnings``: a log over the 64 MiB cap
-    keeps its newest part) and, for a transcript found in Claude Code's own folder, the
-    project's folders its lines must be recorded in (``session_cwds``; () otherwise)."""
-    read = _Reader(project_dir, trust_settings, keep_tail=True)
+    """The session transcript's content (``session_files``), path -> its text and digest
+    (:class:`~.lib.sessions.SessionText`), the warnings of reading it under the trust rules
+    (``session_read_warnings``: a log over the 64 MiB cap keeps its newest part) and, for a
+    transcript found in Claude Code's own folder, the project's folders its lines must be
+    recorded in (``session_cwds``; () otherwise)."""
+    read = _Reader(project_dir, trust_settings)
     files = _session_files(project_dir, state_settings, read)
     return {"session_files": {path: text for path, text in files.items() if text is not None},
             "session_read_warnings": tuple(read.warnings), "session_cwds": read.cwds}
 
 
-def _session_files(project_dir: str, state_settings: StateSettings, _read) -> dict[str, str | None]:
+def _session_files(project_dir: str, state_settings: StateSettings,
+                   read: _Reader) -> dict[str, _session.SessionText | None]:
     """At most one file; {} when switched off or absent. ``state.sessionFormat``: auto prefers
     the Claude Code transcript named by ``state.claudeCode.transcript``, then
     .planning/sessions/current/session.log, then aider's .aider.chat.history.md at the project
@@ -302,9 +323,9 @@ def _session_files(project_dir: str, state_settings: StateSettings, _read) -> di
         return {}
     fmt = _choice(state_settings.session_format, "sessionFormat", ("auto", "jsonl", "aider", "claude"))
     if fmt in ("auto", "claude"):
-        named = _claude_named(project_dir, state_settings, _read)
+        named = _claude_named(project_dir, state_settings, read)
         if named or fmt == "claude":  # a named transcript that cannot be read is not replaced by another
-            return named if named is not None else _claude_found(project_dir, state_settings, _read)
+            return named if named is not None else _claude_found(project_dir, state_settings, read)
     candidates = []
     if fmt in ("auto", "jsonl"):
         candidates.append(os.path.join(project_dir, _JSONL_SESSION))
@@ -312,10 +333,10 @@ def _session_files(project_dir: str, state_settings: StateSettings, _read) -> di
         candidates.extend(os.path.join(project_dir, name) for name in _AIDER_NAMES)
     for path in candidates:
         if os.path.lexists(path):  # a FIFO, device or folder is a warning, and the next candidate is tried
-            text = _read(path)
+            text = read.transcript(path)
             if text is not None:
                 return {path: text}
-    return _claude_found(project_dir, state_settings, _read) if fmt == "auto" else {}
+    return _claude_found(project_dir, state_settings, read) if fmt == "auto" else {}
 
 
 def _claude_named(project_dir: str, state_settings: StateSettings, read: _Reader) -> dict | None:
@@ -372,25 +393,26 @@ def _claude_found(project_dir: str, state_settings: StateSettings, read: _Reader
 
 
 def _claude_read(path: str, trust: Trust, read: _Reader) -> dict:
-    text = _read(path, trust, read.warnings, True, path)
+    text = read.transcript(path, trust, path)
     return {} if text is None else {path: text}
 
 
 @tag(stage=STAGE)
-def session_history(session_files: dict[str, str], state_settings: StateSettings,
+def session_history(session_files: dict[str, _session.SessionText], state_settings: StateSettings,
                     session_cwds: tuple, memo: Memo = NO_MEMO) -> _session.SessionHistory:
     """The session's rounds (a user request and everything up to the next), with a warning
     per malformed line; an empty history when there is no session file. A Claude Code
     transcript is read by its own parser (``state.claudeCode.*``; only the lines recorded in
     ``session_cwds`` when those are given). The ``memo`` keeps each line's reading and each
     round's parse, so a transcript that grew reads only its new part."""
-    for path, text in session_files.items():
+    for path, read in session_files.items():
+        text = read.text
         if _claude.is_claude_code(text):
             return _claude.parse_claude_code(text, path, _claude.Options(
                 sidechains=state_settings.claude_sidechains, compacted=state_settings.claude_compacted,
                 result_max_lines=state_settings.claude_result_max_lines,
                 result_max_chars=state_settings.claude_result_max_chars, cwds=tuple(session_cwds)), memo)
-        return _session.parse_session(text, path, memo=memo)
+        return _session.parse_session(text, path, memo=memo, digest=read.digest, grew_from=read.grew_from)
     return _session.SessionHistory()
 
 
@@ -404,11 +426,13 @@ def round_summaries(session_history: _session.SessionHistory, memo: Memo = NO_ME
 
 @tag(stage=STAGE)
 def history_section(session_history: _session.SessionHistory, round_summaries: tuple,
-                    state_settings: StateSettings) -> Section | None:
+                    state_settings: StateSettings, project_dir: str) -> Section | None:
     """The "Session History" section: the last ``state.maxHistoryRounds`` rounds verbatim, older
     rounds as their summary lines, ``state.summaryBlock`` at a time; the counts in a trailer, so
     a new round leaves the text before it unchanged. ``data`` keeps the rounds so truncation can
-    re-compact: {"rounds", "verbatim_from" (index into rounds), "format"}."""
+    re-compact: {"rounds", "verbatim_from" (index into rounds), "format"}. Its sources are named
+    as state_sections names them (relative to the project), so that node keeps this section
+    object (its digest, over the transcript's rounds, computed once)."""
     if not _on(state_settings, "history") or not session_history.rounds:
         return None
     rounds = session_history.rounds
@@ -425,7 +449,7 @@ def history_section(session_history: _session.SessionHistory, round_summaries: t
     for group in (older, recent):
         spans = [r.lines for r in group if r.lines]
         if spans:
-            sources.append(Source("file", path, (spans[0][0], spans[-1][1])))
+            sources.append(_project_relative(Source("file", path, (spans[0][0], spans[-1][1])), project_dir))
     return Section(
         key="history",
         title="Session History",
@@ -638,11 +662,13 @@ def state_sections(
     project_dir: str,
 ) -> list[Section]:
     """The state sections in order plan, roadmap, history, git, tree, environment, skipping None
-    and those switched off; their file sources named relative to the project, like references."""
+    and those switched off; their file sources named relative to the project, like references
+    (a section whose sources are named so already is kept as it is)."""
     out = []
     for section in (plan_section, roadmap_section, history_section, git_section, file_tree_section, environment_section):
         if section is not None and _on(state_settings, section.kind):
-            out.append(replace(section, sources=tuple(_project_relative(s, project_dir) for s in section.sources)))
+            sources = tuple(_project_relative(s, project_dir) for s in section.sources)
+            out.append(section if sources == section.sources else replace(section, sources=sources))
     return out
 
 

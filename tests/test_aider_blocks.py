@@ -35,7 +35,7 @@ def test_run_body(kind, block, expected):
 ])
 def test_fresh_start(text, starts, skipped, warned):
     start = A._fresh_start(text, "h.md")
-    assert (start.skipped, bool(start.warnings), start.cursors, start.rounds, start.tail) == (skipped, warned, [], [], None)
+    assert (start.skipped, bool(start.warnings), start.cursors, start.rounds, start.kept) == (skipped, warned, [], [], ())
     assert start.starts == (starts if starts is not None else start.starts) and len(start.starts) <= A.MAX_ROUNDS
 
 

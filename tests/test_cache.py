@@ -656,6 +656,37 @@ def test_a_tuple_of_values_carrying_digests_of_other_lengths_is_walked():
     assert caching.fingerprint((empty, some)) != caching.fingerprint((some, empty))
 
 
+def test_a_long_tuple_of_rounds_is_fingerprinted_by_one_hash_of_their_digests(monkeypatch):
+    from ctxengine.nodes.lib import digest
+    from ctxengine.nodes.types import Message, Round
+
+    rounds = tuple(Round(i, (Message("user", f"step {i}", i),)) for i in range(1, 301))  # over CHUNK_ITEMS
+    before = caching.fingerprint(rounds)
+    changed = rounds[:-1] + (Round(300, (Message("user", "step 300, edited", 300),)),)
+    assert caching.fingerprint(changed) not in (before, caching.fingerprint(rounds[:-1]))
+    hashed = []
+    monkeypatch.setattr(digest, "digest16", lambda *parts: hashed.append(parts) or b"0" * 16)
+    caching.fingerprint(rounds)
+    assert len(hashed) == 1 and hashed[0][:2] == (b"tuple-of", Round.DIGEST_TAG) and len(hashed[0][2]) == 16 * 300
+
+
+def test_disclosure_rules_are_fingerprinted_by_the_digest_they_keep(monkeypatch):
+    from dataclasses import replace
+
+    from ctxengine.nodes.lib.disclosure import rules as R
+
+    made = R.DisclosureRules(state=("plan",), modes={"write": (R.ModeRule("write", ("PLAN.md",)),)})
+    first = caching.fingerprint(made)
+    walked = []
+    monkeypatch.setattr(R, "fields_digest", lambda value: walked.append(value) or b"0" * 16)
+    assert caching.fingerprint(made) == first and walked == []  # kept on the rules: not walked again
+    loaded = pickle.loads(pickle.dumps(made))  # the digest is not pickled: a loaded value makes its own
+    assert "digest" not in loaded.__dict__ and caching.fingerprint(loaded) != first and walked == [loaded]
+    monkeypatch.undo()
+    assert caching.fingerprint(pickle.loads(pickle.dumps(made))) == first
+    assert caching.fingerprint(replace(made, state=("execute",))) != first
+
+
 def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
     rows = tuple({"n": i} for i in range(200))
     before = caching.fingerprint(rows)

@@ -14,6 +14,8 @@ import pytest
 
 from ctxengine.nodes.lib.sessions import aider as S
 from ctxengine.nodes.lib import usercache
+from ctxengine.nodes.lib.digest import digest16, text_digest
+from ctxengine.nodes.lib.grown import GrownTexts
 from ctxengine.nodes.lib.memo import Memo, MemoTable
 
 from test_state_session import _aider_transcript
@@ -125,6 +127,20 @@ def test_a_row_written_again_replaces_the_row_that_held_it(table):
     assert _process(table).peek("last-parse", b"p" * 16) == "second parse"
 
 
+def test_the_table_over_its_bound_drops_its_oldest_rows_down_to_half_of_it(table):
+    kept = []
+    for n in range(5):  # one row of ~1,270 bytes a build (a 1,000-character value, its row and key)
+        memo = _process(table)
+        memo.get(f"kind{n}", bytes([n]) * 16, lambda: "x" * 1000)
+        cursor = table.connection().cursor()
+        table.write(cursor, memo.close(), 5_000)
+        table.connection().commit()
+        kept.append(_kinds(table))
+    # under the bound nothing goes; the 4th row takes it over: the oldest go until half is left
+    assert kept == [["kind0"], ["kind0", "kind1"], ["kind0", "kind1", "kind2"], ["kind3"], ["kind3", "kind4"]]
+    assert [kind for (kind,) in table.connection().execute("SELECT kind FROM memo_keys ORDER BY row")] == ["kind3", "kind4"]
+
+
 class _Touch:
     def __init__(self, marker: Path) -> None:
         self.marker = str(marker)
@@ -137,7 +153,7 @@ def _grown(text: str, n: int) -> str:
     return text + "".join(f"\n#### Step {i} added later\n\nDone: step {i}.\n" for i in range(n))
 
 
-def test_a_new_process_parses_only_the_tail_of_a_grown_transcript(table):
+def test_a_new_process_parses_only_the_tail_of_a_grown_transcript_and_its_last_partial_run(table):
     text, path = _aider_transcript("tail", 300), "/p/.aider.chat.history.md"
     first = _process(table)
     S.parse_aider(text, path, first)
@@ -146,16 +162,62 @@ def test_a_new_process_parses_only_the_tail_of_a_grown_transcript(table):
     grown = _grown(text, 2)
     second = _process(table)
     parsed = S.parse_aider(grown, path, second)
-    assert second.made[S.STRETCH] == 2  # the two new rounds; the last parse's last stretch was kept with it
-    assert second.asked[S.STRETCH] == 2  # the 300 before were not even cut and looked up
+    # the two new rounds and the 44 after the last complete run of 64 (never written)
+    assert S.ROUNDS_CHUNK == 64 and second.made[S.STRETCH] == second.asked[S.STRETCH] == 2 + 300 - 256
     assert parsed == S.parse_aider(grown, path)  # what a parse from nothing gives
     _written(second, table)
-    # the runs of rounds 1-256 were written once; the run after them and the last parse are replaced
+    # the runs of rounds 1-256 were written once (one row); only the last parse is replaced
     kinds = _kinds(table)
-    assert S.ROUNDS_CHUNK == 64 and kinds.count(S.LAST_PARSE) == 1 and kinds.count(S.ROUNDS) == 2
+    assert kinds.count(S.LAST_PARSE) == 1 and kinds.count(S.ROUNDS) == 1
     third = _process(table)
     assert S.parse_aider(_grown(text, 3), path, third) == S.parse_aider(_grown(text, 3), path)
-    assert third.made[S.STRETCH] == third.asked[S.STRETCH] == 1
+    assert third.made[S.STRETCH] == third.asked[S.STRETCH] == 3 + 300 - 256
+
+
+def test_a_transcript_that_grows_writes_each_complete_run_of_rounds_once_and_no_partial_one(table):
+    text, path = _aider_transcript("runs", 62), "/p/.aider.chat.history.md"
+    memo = _process(table)  # one process: each build's new memo entries written, as a warm API's
+    sizes = []
+    for n in range(5):  # rounds 62 to 66: the first run of 64 completes on the third build
+        S.parse_aider(_grown(text, n), path, memo)
+        entries = memo.close()
+        sizes.append(sum(1 for kind, _ in entries if kind == S.ROUNDS))
+        cursor = table.connection().cursor()
+        table.write(cursor, entries, 32 << 20)
+        table.connection().commit()
+        memo.open(table)
+    assert sizes == [0, 0, 1, 0, 0]
+    fresh = _process(table)
+    assert S.parse_aider(_grown(text, 5), path, fresh) == S.parse_aider(_grown(text, 5), path)
+    assert fresh.made[S.STRETCH] == 67 - 64  # the stretches of rounds 65-67 only
+
+
+def _plain(data: bytes) -> tuple[str, int, bytes]:
+    return data.decode("utf-8"), 0, data
+
+
+def test_a_grown_file_is_read_with_the_length_and_digest_of_the_text_it_begins_with():
+    grown, first = GrownTexts(min_bytes=0), "#### one\n\nok é\n"
+    text, _, digest, before = grown.text("/p/h.md", first.encode(), _plain, lambda data: True)
+    assert (text, digest, before) == (first, text_digest(first), None)  # read whole: nothing before
+    more = first + "#### two\n"
+    text, _, digest, before = grown.text("/p/h.md", more.encode(), _plain, lambda data: True)
+    assert (text, digest, before) == (more, text_digest(more), (len(first), text_digest(first)))
+    assert grown.text("/p/h.md", more.encode(), _plain, lambda data: True)[3] == (len(more), text_digest(more))
+    assert grown.text("/p/h.md", b"#### rewritten\n", _plain, lambda data: True)[3] is None
+
+
+def test_a_text_known_to_begin_with_the_last_parse_is_resumed_without_comparing_them():
+    text, path = _aider_transcript("known", 20), "/p/.aider.chat.history.md"
+    memo = Memo()
+    S.parse_aider(text, path, memo)
+    last = memo.peek(S.LAST_PARSE, digest16(path.encode()))
+    grown = _grown(text, 1)
+    known = (len(text), text_digest(text))
+    assert last.begins(grown) and last.begins(grown, known) and not last.begins("x" + grown)
+    assert last.begins("x" + grown, known)  # taken from the digests: the texts are not compared
+    assert not last.begins("x" + grown, (len(text), text_digest("x")))  # another text's digest: compared
+    assert S.parse_aider(grown, path, memo, text_digest(grown), known) == S.parse_aider(grown, path)
 
 
 def test_an_edited_transcript_is_parsed_again_whole(table):

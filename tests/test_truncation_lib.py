@@ -407,6 +407,33 @@ def test_a_long_paragraph_that_gains_lines_counts_only_its_new_lines():
     assert asked == ["- Round 299 (lines 897-899): did thing 299\n", "- Round 300 (lines 900-902): one more"]
 
 
+def test_a_long_paragraph_that_gains_a_line_is_looked_up_by_runs_of_lines():
+    from ctxengine.nodes.lib.memo import Memo
+
+    class Asked(Memo):
+        def get(self, kind, digest, make, **options):
+            self.asked += 1
+            return super().get(kind, digest, make, **options)
+
+    memo = Asked()
+    memo.asked = 0
+    cached = t.CachedCounter(_SpyCounter([]), memo)
+    summaries = "\n".join(f"- Round {i} (lines {3 * i}-{3 * i + 2}): did thing {i}" for i in range(2000))
+    assert cached.count(summaries) == COUNTER.count(summaries)
+    memo.asked = 0
+    grown = summaries + "\n- Round 2000 (lines 6000-6002): one more"
+    assert cached.count(grown) == COUNTER.count(grown)
+    # the paragraph, its 32 runs of 64 lines (31 known), the 17 lines of the last run: not 2,001 lines
+    assert t.LINES_RUN == 64 and memo.asked == 1 + 32 + 17
+    from ctxengine.nodes.lib.digest import long_text
+
+    carried = long_text("intro\n\n" + grown + "\n" + grown)  # over 64K characters: it carries its digest
+    whole = cached.count(carried)
+    memo.asked = 0
+    # looked up whole by the digest it carries; the same text as a plain str: by its two paragraphs
+    assert cached.count(carried) == whole == cached.count(str(carried)) and memo.asked == 1 + 2
+
+
 def test_cached_counter_other_encodings_count_whole():
     cached = t.CachedCounter(_LengthCounter())
     assert not cached.splits and cached.count("a\n\nb" * 300) == len("a\n\nb" * 300)

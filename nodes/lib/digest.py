@@ -3,9 +3,10 @@ on a 4 MB transcript here), cut to 16 bytes, for memo and cache keys.
 
 Values that carry a digest of their content (``DIGEST_TAG`` on their type and a ``digest``
 attribute: a :class:`..types.Round` and a :class:`..monitor.RoundUse`, set when made; a
-:class:`..types.Section`, computed on first use and kept on it; the code stage's files and
-tags) enter :func:`content_digest` by it, and a long text by its :func:`text_digest` (kept on a
-:class:`DigestedText`), so a value shared by many others is hashed once, never by identity.
+:class:`..types.Section`, computed on first use and kept on it; a transcript as read,
+:class:`..sessions.SessionText`; the code stage's files and tags) enter :func:`content_digest` by
+it, and a long text by its :func:`text_digest` (kept on a :class:`DigestedText`), so a value
+shared by many others is hashed once, never by identity.
 ``ctxengine.caching`` fingerprints values with :func:`content_digest`.
 """
 
@@ -18,8 +19,9 @@ import types
 from operator import attrgetter
 from typing import Any
 
-#: A tuple longer than this is digested by its chunks of this many items (how the result store
-#: keeps it: each chunk once, by its digest): a transcript that grew by a round costs one chunk.
+#: The result store keeps a tuple this long by its chunks of this many items (each chunk once,
+#: by its digest): a transcript that grew by a round stores one chunk. A longer tuple of values
+#: that neither carry digests nor are plain is digested by its chunks too.
 CHUNK_ITEMS = 128
 #: Texts longer than this (characters) enter a digest by their :func:`text_digest`.
 LONG_TEXT = 1 << 16
@@ -58,10 +60,11 @@ def text_digest(text: str) -> bytes:
 
 
 class DigestedText(str):
-    """A text with its :func:`text_digest`, computed when it was made (a transcript read again
-    after it grew: from the digest state of its old part and its new part only, nodes/lib/grown.py),
-    so neither the memo's keys nor the cache's fingerprint hash its megabytes again. It pickles
-    as a plain ``str``, and digests as one (:func:`content_digest`)."""
+    """A text with its :func:`text_digest`, computed when it was made (:func:`long_text`: a
+    section's content, the rendered context), so neither the memo's keys nor the cache's
+    fingerprint hash it again. Made by copying the text (a ``str`` subclass): a text read from a
+    file carries its digest beside it instead (:class:`..sessions.SessionText`). It pickles as a
+    plain ``str``, and digests as one (:func:`content_digest`)."""
 
     digest: bytes
 
@@ -102,9 +105,10 @@ def content_digest(value: Any) -> bytes:
     is a function.
 
     A value carrying its digest enters by it (with its type's tag); lists, tuples and dicts (up
-    to 64 items), sets, dataclasses and functions (name and closure) are walked; a tuple of more
-    than :data:`CHUNK_ITEMS` items goes by its chunks, a tuple of values of one type carrying
-    digests by one hash of them joined; wider containers and other objects through their pickle.
+    to 64 items), sets, dataclasses and functions (name and closure) are walked; a tuple of values
+    of one type carrying digests goes by one hash of them joined (however long), a tuple of more
+    than 64 plain values through its pickle, another tuple of more than :data:`CHUNK_ITEMS` items
+    by its chunks; wider containers and other objects through their pickle.
     Equal digests mean equal values (types and field names included), so a fingerprint never
     serves a stale result; two equal values may digest apart (shared references inside a pickle,
     a set deep inside one), which only costs a recomputation."""
@@ -140,8 +144,6 @@ def fields_digest(value: Any) -> bytes:
 
 
 def _tuple_digest(items: tuple) -> bytes:
-    if len(items) > CHUNK_ITEMS:
-        return digest16(b"chunks", *map(content_digest, chunks_of(items)))
     kinds = set(map(type, items))
     if len(kinds) == 1 and (tag := getattr(next(iter(kinds)), "DIGEST_TAG", None)) is not None:
         joined = b"".join(map(_DIGEST_OF, items))
@@ -149,6 +151,8 @@ def _tuple_digest(items: tuple) -> bytes:
             return digest16(b"tuple-of", tag, joined)
     if len(items) > _WIDE and kinds.issubset(_SCALARS):
         return value_digest(items)
+    if len(items) > CHUNK_ITEMS:
+        return digest16(b"chunks", *map(content_digest, chunks_of(items)))
     return digest16(b"tuple", *map(_part, items))
 
 

@@ -328,11 +328,13 @@ class MemoTable:
             row_id = cursor.lastrowid
             cursor.executemany("INSERT OR REPLACE INTO memo_keys VALUES (?, ?, ?)",
                                [(kind, key, row_id) for key in values])
-        keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
-        sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0))
-                 for row_id, size in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
-        held = sum(size for _, size in sizes)
-        if held > max_bytes:
+        (total,) = cursor.execute("SELECT COALESCE((SELECT SUM(LENGTH(payload)) + ? * COUNT(*) FROM memo), 0) "
+                                  "+ ? * (SELECT COUNT(*) FROM memo_keys)", (ROW_BYTES, KEY_BYTES)).fetchone()
+        if total > max_bytes:  # summed by SQLite: the keys of each row are counted (a sort of them all) only to cut
+            keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
+            sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0)) for row_id, size
+                     in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
+            held = sum(size for _, size in sizes)
             for row_id, size in sizes:  # the oldest rows go, up to the one that brings it to half
                 held -= size
                 if held <= max_bytes // 2:

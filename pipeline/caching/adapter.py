@@ -55,7 +55,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         super().__init__(*args, **kwargs)
         self.home = home  # the folder of a run outside :func:`.store.using`
         self.hits: dict[str, set[str]] = {}  # run id -> the nodes served from the cache
-        self.versioned: dict[str, frozenset[str]] = {}  # run id -> what :meth:`_versioned` returns
+        self.versioned_of: tuple[Any, frozenset[str]] = (None, frozenset())  # the last graph's :meth:`_versioned`
         #: Hamilton resolves behaviors and code versions anew every run (about 3 ms of a 17 ms
         #: warm build): the last graph's behaviors; code versions by (graph, outputs, inputs, overrides)
         self.behaviors_of: tuple[Any, dict] = (None, {})
@@ -164,15 +164,15 @@ class CacheAdapter(HamiltonCacheAdapter):
                                                             task_id=task_id)
 
     def _versioned(self, run_id: str) -> frozenset[str]:
-        """The nodes whose value enters a cache key or is stored: the cached nodes and their inputs."""
-        known = self.versioned.get(run_id)
-        if known is None:
-            graph, behaviors = self._fn_graphs[run_id], self.behaviors[run_id]
+        """The nodes whose value enters a cache key or is stored: the cached nodes and their
+        inputs (found once per graph, as its behaviors: :meth:`resolve_behaviors`)."""
+        graph, behaviors = self._fn_graphs[run_id], self.behaviors[run_id]
+        if self.versioned_of[0] is not graph:
             cached = [n for n in graph.nodes.values() if behaviors.get(n.name) == CachingBehavior.DEFAULT]
             names = {n.name for n in cached} | {d.name for n in cached for d in n.dependencies
                                                  if behaviors.get(d.name) is not _IGNORE}
-            known = self.versioned[run_id] = frozenset(names)
-        return known
+            self.versioned_of = (graph, frozenset(names))
+        return self.versioned_of[1]
 
     def version_code(self, node_name: str, run_id: str | None = None) -> str:
         """The code version of a node: the folder's :func:`code_version` (every node source and
@@ -187,7 +187,7 @@ class CacheAdapter(HamiltonCacheAdapter):
         """Drop what the adapter keeps in memory of every run but the last ``keep``."""
         old, self.run_ids = self.run_ids[:-keep], self.run_ids[-keep:]
         for run_id in old:
-            for table in (self.hits, self.versioned, self.behaviors, self.data_versions,
+            for table in (self.hits, self.behaviors, self.data_versions,
                           self.code_versions, self.cache_keys, self._fn_graphs, self._data_savers, self._data_loaders,
                           self._logs):
                 table.pop(run_id, None)

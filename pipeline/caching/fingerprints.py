@@ -2,8 +2,9 @@
 
 A value is fingerprinted by its content digest (:func:`..nodes.lib.digest.content_digest`):
 values carrying a digest (a :class:`Round` and a :class:`Section` by the one set when they were
-made or first used, a :class:`DigestedText`, the code stage's files and tags) enter by it,
-here and through Hamilton's public hook (``hamilton.caching.fingerprinting.hash_value``).
+made or first used, a :class:`DigestedText`, a :class:`SessionText`, the code stage's files and
+tags) enter by it, here and through Hamilton's public hook
+(``hamilton.caching.fingerprinting.hash_value``).
 No fingerprint is remembered by identity: a value shared by many others carries its digest.
 """
 
@@ -18,6 +19,7 @@ from ..nodes.lib.code.tags import CodeTags
 from ..nodes.lib.digest import DigestedText, Unhashable, content_digest
 from ..nodes.lib.memo import Memo
 from ..nodes.lib.monitor import RoundUse
+from ..nodes.lib.sessions import SessionText
 from ..nodes.types import Round, Section
 
 
@@ -37,5 +39,5 @@ def _hamilton_fingerprint(value: Any, *args: Any, **kwargs: Any) -> str:
     return fingerprint(value) or _hamilton_fingerprints.UNHASHABLE
 
 
-for _type in (Round, Section, RoundUse, DigestedText, CodeFiles, CodeTags, Memo):
+for _type in (Round, Section, RoundUse, DigestedText, SessionText, CodeFiles, CodeTags, Memo):
     _hamilton_fingerprints.hash_value.register(_type)(_hamilton_fingerprint)

@@ -1,7 +1,7 @@
 """Session transcripts: parse them into rounds, render rounds verbatim, summarise old rounds;
 one module per transcript format and one per concern:
 
-* history: what the formats share (SessionHistory, the caps on what is read, numbering rounds)
+* history: what the formats share (SessionText, SessionHistory, the caps on what is read, numbering rounds)
 * jsonl: the JSON Lines ``session.log``
 * aider: aider's ``.aider.chat.history.md``
 * claude_code: Claude Code's transcripts, a package (finding them, reading their events, the rounds)
@@ -20,14 +20,14 @@ re-exported here (``from ctxengine.nodes.lib import sessions``).
 
 from .aider import is_confirmation_run, parse_aider
 from .compact import compact_history, history_trailer, verbatim_start
-from .history import (AIDER, JSONL, MAX_LOG_LINES, MAX_ROUNDS, SessionHistory, lines_cap_warning, rounds_cap_warning,
-                      rounds_of, tool_units)
+from .history import (AIDER, JSONL, MAX_LOG_LINES, MAX_ROUNDS, SessionHistory, SessionText, lines_cap_warning,
+                      rounds_cap_warning, rounds_of, tool_units)
 from .jsonl import parse_jsonl
 from .parse import parse_session
 from .render import render_round, render_rounds
 from .summary import round_summaries, round_summary, summarize_rounds
 
-__all__ = ["AIDER", "JSONL", "MAX_LOG_LINES", "MAX_ROUNDS", "SessionHistory", "compact_history", "history_trailer",
-           "is_confirmation_run", "lines_cap_warning", "parse_aider", "parse_jsonl", "parse_session", "render_round",
-           "render_rounds", "round_summaries", "round_summary", "rounds_cap_warning", "rounds_of", "summarize_rounds",
-           "tool_units", "verbatim_start"]
+__all__ = ["AIDER", "JSONL", "MAX_LOG_LINES", "MAX_ROUNDS", "SessionHistory", "SessionText", "compact_history",
+           "history_trailer", "is_confirmation_run", "lines_cap_warning", "parse_aider", "parse_jsonl", "parse_session",
+           "render_round", "render_rounds", "round_summaries", "round_summary", "rounds_cap_warning", "rounds_of",
+           "summarize_rounds", "tool_units", "verbatim_start"]

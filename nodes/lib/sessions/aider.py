@@ -17,7 +17,8 @@ from ..memo import NO_MEMO, Memo
 from .history import AIDER, LAST_PARSE, MAX_ROUNDS, ROUNDS, STRETCH, SessionHistory, rounds_cap_warning
 
 
-def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
+def parse_aider(text: str, path: str, memo: Memo = NO_MEMO, digest: bytes | None = None,
+                grew_from: tuple[int, bytes] | None = None) -> SessionHistory:
     """Rounds of an aider ``.aider.chat.history.md``.
 
     ``# aider chat started at`` opens a session (kept as a system message at the head of the
@@ -33,18 +34,24 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     each stretch is parsed on its own through the ``memo``, keyed by the hash of its text,
     its first line and the session header it inherits (kept in the process only). The last
     parse of the transcript (:class:`_AiderParse`, by its path) is kept in the ``memo`` and
-    written with a cached build: when this process or an earlier build parsed the text before
-    it grew, the stretches before the last one are not even cut and hashed again, and only the
-    new ones are parsed. Line-oriented without a Python loop per line: compiled regexes with a
-    literal newline prefix find the runs of ``#### `` and ``> `` lines and the session headers;
-    the text between two runs is the assistant's.
+    written with a cached build: when this process parsed the text before it grew, the
+    stretches before the last one are not even cut and hashed again, and only the new ones are
+    parsed; after an earlier process, the stretches of the last run of rounds not yet complete
+    (:data:`ROUNDS_CHUNK`) are parsed again too. Line-oriented without a Python loop per line:
+    compiled regexes with a literal newline prefix find the runs of ``#### `` and ``> `` lines
+    and the session headers; the text between two runs is the assistant's.
 
     Only the newest :data:`MAX_ROUNDS` requests are parsed (with one warning): the stretches
     before them are not cut or hashed, their lines and session headers only counted, and the
     rounds kept are numbered as if each request left out made a round.
+
+    ``digest``: the text's :func:`..digest.text_digest` when the caller knows it (else it is
+    computed: the last parse keeps it); ``grew_from``: the length and digest of a text this one
+    begins with, when the caller knows it (a transcript read again after it grew,
+    nodes/lib/grown.py): the last parse of that text is resumed without comparing the texts.
     """
     source = digest16(path.encode("utf-8", "surrogatepass"))
-    resumed = _resume_point(memo.peek(LAST_PARSE, source), text, memo)
+    resumed = _resume_point(memo.peek(LAST_PARSE, source), text, memo, grew_from)
     start = _resumed_start(text, resumed)
     if start is None or len(start.starts) > MAX_ROUNDS:
         start = _fresh_start(text, path)
@@ -52,9 +59,9 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
     newlines = walked.line - 1 + text.count("\n", walked.position)  # line: the number of the line at position
     rounds = tuple(walked.rounds)
     changed = resumed is None or resumed[0].length != len(text)  # else: the parse read or written before
-    parsed = _AiderParse(text, len(text), text_digest(text), text.endswith("\n"), start.starts, tuple(walked.cursors),
-                         _round_chunks(rounds, start.kept, memo) if changed else resumed[0].chunks, start.skipped,
-                         walked.tail, rounds)
+    chunks = _round_chunks(rounds, start.kept, memo) if changed else resumed[0].chunks
+    parsed = _AiderParse(text, len(text), digest or text_digest(text), text.endswith("\n"), start.starts,
+                         tuple(walked.cursors), chunks, start.skipped, rounds)
     memo.put(LAST_PARSE, source, parsed, 4 * len(text), persist=changed)
     total = newlines + (0 if text.endswith("\n") or not text else 1)
     return SessionHistory(rounds, start.warnings, path, AIDER, walked.sessions, total)
@@ -63,15 +70,14 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO) -> SessionHistory:
 class _Start(NamedTuple):
     """Where a parse starts: the stretches' starts (the requests kept), the parser's state at the
     first stretch still to parse (line, position, header, sessions, rounds made), the cursors and
-    rounds of the stretches before it, the requests left out, the last stretch parsed before
-    (its key and parse, or None), the runs of round keys already made, and the warnings."""
+    rounds of the stretches before it, the requests left out, the runs of round keys already
+    made, and the warnings."""
 
     starts: list
     state: tuple
     cursors: list
     rounds: list
     skipped: int
-    tail: tuple | None
     kept: tuple
     warnings: tuple[str, ...]
 
@@ -84,7 +90,7 @@ def _resumed_start(text: str, resumed) -> _Start | None:
     prev, k, prev_rounds = resumed
     state = prev.cursors[k]
     return _Start(prev.starts[:k] + _request_starts(text, prev.starts[k] - 1), state, list(prev.cursors[:k]),
-                  list(prev_rounds[:state[-1]]), prev.skipped, prev.tail, prev.chunks[:state[-1] // ROUNDS_CHUNK], ())
+                  list(prev_rounds[:state[-1]]), prev.skipped, prev.chunks[:state[-1] // ROUNDS_CHUNK], ())
 
 
 def _fresh_start(text: str, path: str) -> _Start:
@@ -94,16 +100,15 @@ def _fresh_start(text: str, path: str) -> _Start:
     skipped = max(0, len(starts) - MAX_ROUNDS)
     state = _prelude_state(text, starts) if not skipped else _state_at_cut(text, starts, skipped)
     warnings = (rounds_cap_warning(path, len(starts), state[0]),) if skipped else ()
-    return _Start(starts[skipped:], state, [], [], skipped, None, (), warnings)
+    return _Start(starts[skipped:], state, [], [], skipped, (), warnings)
 
 
 class _Walked(NamedTuple):
-    """What parsing the stretches left: the rounds and cursors, the last stretch (key, parse),
-    and the parser's line, position and session count at the end."""
+    """What parsing the stretches left: the rounds and cursors, and the parser's line, position
+    and session count at the end."""
 
     rounds: list
     cursors: list
-    tail: tuple | None
     line: int
     position: int
     sessions: int
@@ -111,8 +116,8 @@ class _Walked(NamedTuple):
 
 def _walked_stretches(text: str, start: _Start, memo: Memo) -> _Walked:
     """The stretches of ``text`` from ``start`` on parsed, each through the memo by the hash of
-    its text, first line and inherited header (the last parse's last stretch reused unchanged)."""
-    starts, skipped, rounds, cursors, tail = start.starts, start.skipped, start.rounds, start.cursors, start.tail
+    its text, first line and inherited header."""
+    starts, skipped, rounds, cursors = start.starts, start.skipped, start.rounds, start.cursors
     line, position, header, sessions, _ = start.state
     for i in range(len(cursors), len(starts)):
         cursors.append((line, position, header, sessions, len(rounds)))
@@ -122,24 +127,20 @@ def _walked_stretches(text: str, start: _Start, memo: Memo) -> _Walked:
         position = begin
         key = digest16(text_digest(text[begin:end].rstrip()), line.to_bytes(8, "little"),
                        b"" if header is None else pickle.dumps(header))  # most stretches have no header
-        if tail is not None and tail[0] == key:  # the last parse's last stretch, unchanged
-            stretch = tail[1]
-        else:
-            stretch = memo.get(STRETCH, key, lambda: _aider_round(text, begin, end, line, header), persist=False,
-                               size=_STRETCH_BYTES + 2 * (end - begin))
-        tail = (key, stretch)
+        stretch = memo.get(STRETCH, key, lambda: _aider_round(text, begin, end, line, header), persist=False,
+                           size=_STRETCH_BYTES + 2 * (end - begin))
         group, last, header, found = stretch
         sessions += found
         if group:
             rounds.append(_aider_round_of(key, group, last, skipped + len(rounds) + 1))
-    return _Walked(rounds, cursors, tail, line, position, sessions)
+    return _Walked(rounds, cursors, line, position, sessions)
 
 
 #: What a parsed stretch or a round costs in the memo beyond twice its text's length (its
 #: tuples, or its messages).
 _STRETCH_BYTES = 512
-#: Rounds a run of the last parse holds: the runs before the last one never change as the
-#: transcript grows, so a build writes the last run only (at most this many rounds).
+#: Rounds a run of the last parse holds: a complete run never changes as the transcript grows,
+#: so it is written once; the rounds after the last complete one are kept in the process only.
 ROUNDS_CHUNK = 64
 
 
@@ -148,15 +149,13 @@ class _AiderParse:
     """The last parse of a transcript: its text's length and digest (and the text itself in
     this process), whether it ended a line, where each round's stretch starts, the parser's
     state before each start (line, position, header, sessions, rounds made), the memo keys of
-    its rounds in runs of :data:`ROUNDS_CHUNK` (:func:`_round_chunks`), the requests before the
-    first start left out (:data:`MAX_ROUNDS`), its last stretch (its key and what it parsed to:
-    the one stretch a grown text parses again, most often unchanged), and, in this process, its
-    rounds.
+    its complete runs of :data:`ROUNDS_CHUNK` rounds (:func:`_round_chunks`), the requests
+    before the first start left out (:data:`MAX_ROUNDS`), and, in this process, its rounds.
 
     Kept in the memo by the digest of the transcript's path and written with the build that
-    changed it (one row a transcript, replaced by the next build that parsed it; its runs of
-    rounds beside it, each written once): a new process given the transcript with a round
-    appended parses only the new round."""
+    changed it (one row a transcript, replaced by the next build that parsed it; its complete
+    runs of rounds beside it, each written once): a new process given the transcript with a
+    round appended parses only the new round and the rounds after the last complete run."""
 
     text: str | None
     length: int
@@ -166,28 +165,33 @@ class _AiderParse:
     cursors: tuple[tuple, ...]
     chunks: tuple[bytes, ...]
     skipped: int = 0
-    tail: tuple[bytes, tuple] | None = None
     rounds: tuple[Round, ...] | None = None
 
     def __reduce__(self):
         """Pickled without its text and rounds (their digest, and the keys of the runs of rounds)."""
         return (_AiderParse, (None, self.length, self.digest, self.finished, self.starts, self.cursors, self.chunks,
-                              self.skipped, self.tail))
+                              self.skipped))
 
-    def begins(self, text: str) -> bool:
-        """Whether ``text`` starts with this parse's text (compared, or, read from the database,
-        hashed: the digest of ``text``'s first :attr:`length` characters)."""
+    def begins(self, text: str, grew_from: tuple[int, bytes] | None = None) -> bool:
+        """Whether ``text`` starts with this parse's text: known from the caller (``grew_from``,
+        the length and digest of a text ``text`` begins with, is this parse's), else compared,
+        or, read from the database, hashed (the digest of ``text``'s first :attr:`length`
+        characters)."""
+        if grew_from == (self.length, self.digest):
+            return True
         if self.text is not None:
             return text.startswith(self.text)
         return len(text) >= self.length and text_digest(text[:self.length]) == self.digest
 
 
 def _round_chunks(rounds: tuple[Round, ...], kept: tuple[bytes, ...], memo: Memo) -> tuple[bytes, ...]:
-    """The memo keys of ``rounds`` in runs of :data:`ROUNDS_CHUNK`, each run kept in the memo
-    (kind :data:`ROUNDS`, written with the build when new); the first ``len(kept)`` runs are the
-    last parse's, unchanged."""
+    """The memo keys of the complete runs of :data:`ROUNDS_CHUNK` of ``rounds``, each run kept in
+    the memo (kind :data:`ROUNDS`, written with the build when new); the first ``len(kept)``
+    runs are the last parse's, unchanged. The rounds after the last complete run are not kept:
+    they change with every round appended (a row of up to 63 rounds, written again by each
+    build), and a new process parses their stretches again instead."""
     keys = list(kept)
-    for start in range(len(kept) * ROUNDS_CHUNK, len(rounds), ROUNDS_CHUNK):
+    for start in range(len(kept) * ROUNDS_CHUNK, len(rounds) - ROUNDS_CHUNK + 1, ROUNDS_CHUNK):
         run = rounds[start:start + ROUNDS_CHUNK]
         key = digest16(b"rounds", b"".join([r.digest for r in run]))  # 16 bytes each: the join is unambiguous
         memo.get(ROUNDS, key, lambda run=run: run,
@@ -197,8 +201,8 @@ def _round_chunks(rounds: tuple[Round, ...], kept: tuple[bytes, ...], memo: Memo
 
 
 def _rounds_of(parse: _AiderParse, memo: Memo) -> tuple[Round, ...] | None:
-    """The rounds of a last parse: kept with it in this process, else its runs read from the
-    memo; None when a run is no longer there."""
+    """The rounds of a last parse: kept with it in this process (all), else its complete runs
+    read from the memo; None when a run is no longer there."""
     if parse.rounds is not None:
         return parse.rounds
     runs = [memo.peek(ROUNDS, key) for key in parse.chunks]
@@ -222,15 +226,25 @@ def _state_at_cut(text: str, starts: list[int], skipped: int) -> tuple:
     return text.count("\n", 0, cut) + 1, cut, header, sessions, 0
 
 
-def _resume_point(prev: _AiderParse | None, text: str, memo: Memo) -> tuple[_AiderParse, int, tuple] | None:
-    """(the last parse, the index of its last stretch, its rounds) when ``text`` is that
-    parse's text with lines appended: every stretch before its last one is unchanged, and
-    parsing goes on from there. None otherwise (another text, an edit, a last line that was not
+def _resume_point(prev: _AiderParse | None, text: str, memo: Memo,
+                  grew_from: tuple[int, bytes] | None = None) -> tuple[_AiderParse, int, tuple] | None:
+    """(the last parse, the index of the stretch to go on from, its rounds) when ``text`` is
+    that parse's text with lines appended: every stretch before its last one is unchanged, and
+    parsing goes on from the last one, or, when only the complete runs of its rounds are known
+    (read by a new process), from the first stretch after them (``grew_from``: see
+    :meth:`_AiderParse.begins`). None otherwise (another text, an edit, a last line that was not
     finished, or rounds the memo no longer holds)."""
-    if not isinstance(prev, _AiderParse) or len(prev.starts) < 2 or not prev.finished or not prev.begins(text):
+    if not isinstance(prev, _AiderParse) or len(prev.starts) < 2 or not prev.finished:
+        return None
+    if not prev.begins(text, grew_from):
         return None
     rounds = _rounds_of(prev, memo)
-    return None if rounds is None else (prev, len(prev.starts) - 1, rounds)
+    if rounds is None:
+        return None
+    k = len(prev.starts) - 1
+    while prev.cursors[k][-1] > len(rounds):  # the stretch of a round not known: parsed again
+        k -= 1
+    return prev, k, rounds
 
 
 def _prelude_state(text: str, starts: list[int]) -> tuple:

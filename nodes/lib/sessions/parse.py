@@ -24,10 +24,12 @@ def detect_format(path: str, text: str) -> str:
     return JSONL
 
 
-def parse_session(text: str, path: str, fmt: str | None = None, memo: Memo = NO_MEMO) -> SessionHistory:
+def parse_session(text: str, path: str, fmt: str | None = None, memo: Memo = NO_MEMO, digest: bytes | None = None,
+                  grew_from: tuple[int, bytes] | None = None) -> SessionHistory:
     """Parse a session file of either format (``fmt`` None: detect it); what ``memo`` keeps
-    (the reading of a line, the parse of a round's stretch) is not made again."""
+    (the reading of a line, the parse of a round's stretch) is not made again. ``digest`` and
+    ``grew_from``: what the caller knows of the text (a :class:`.history.SessionText`'s)."""
     fmt = fmt or detect_format(path, text)
     if fmt == AIDER:
-        return parse_aider(text, path, memo)
+        return parse_aider(text, path, memo, digest, grew_from)
     return parse_jsonl(text, path, memo)

@@ -78,6 +78,8 @@ class LoadedText:
     removed: int = 0  # control characters and escape sequences removed
     kept_tail: int | None = None  # bytes kept from the end when the file was over its cap
     size: int = 0  # bytes of the file or body
+    digest: bytes | None = None  # the text's text_digest (nodes/lib/digest.py), when read as a large file that grows
+    grew_from: tuple[int, bytes] | None = None  # (length, text_digest) of the text read before that it begins with
 
     def notes(self, where: str, cap_key: str = "the size cap") -> tuple[str, ...]:
         """The warnings this read owes: control characters removed, only the newest part kept."""
@@ -104,7 +106,8 @@ def decode_text(data: bytes | bytearray, where: str, charset: str = "utf-8") -> 
 def loaded_text(data: bytes | bytearray, where: str, charset: str = "utf-8", crlf: bool = False,
             grown: str | None = None, **extra: Any) -> LoadedText:
     """The cleaned text of ``data`` (``crlf``: CRLF as LF; ``grown``: the key of a file that
-    grows, read again through :data:`GROWN`, re-using what it was before)."""
+    grows, read again through :data:`GROWN`, re-using what it was before, its text's digest
+    given with it)."""
     if charset.lower().replace("_", "-") not in ("utf-8", "utf8"):
         text, removed = clean_text(decode_text(data, where, charset))
         return LoadedText(text.replace("\r\n", "\n") if crlf else text, removed, **extra)
@@ -122,7 +125,8 @@ def loaded_text(data: bytes | bytearray, where: str, charset: str = "utf-8", crl
 
     if grown is None:
         return LoadedText(*make(data)[:2], **extra)
-    return LoadedText(*GROWN.text(grown, bytes(data), make, _prefix_safe), **extra)
+    text, removed, digest, grew_from = GROWN.text(grown, bytes(data), make, _prefix_safe)
+    return LoadedText(text, removed, digest=digest, grew_from=grew_from, **extra)
 
 
 def _prefix_safe(data: bytes) -> bool:

