@@ -173,3 +173,19 @@ def test_the_cli_pauses_the_collector_while_it_imports_the_driver_then_freezes_w
     collections_during_import, enabled, frozen, code = done.stdout.split()[-4:]
     assert collections_during_import == "0"  # without the pause: some 190 passes while Hamilton and pandas load
     assert (enabled, frozen, code) == ("True", "True", "0")
+
+
+_DRAWING = """
+import sys
+from ctxengine import cli
+code = cli.main(["build", sys.argv[1], "--request", "Fix the login", "--no-cache"])
+print(code, sorted(m for m in sys.modules if m.split(".")[0] == "graphviz" or m.startswith("ctxengine.viz")))
+"""
+
+
+def test_a_build_to_stdout_loads_no_drawing_code(tmp_path):
+    """graphviz and viz/ (about 9 ms of CPU) load for --lineage, --report, -o and the report
+    command, not for every build: ctxengine.api imported viz.report at its top before."""
+    done = subprocess.run([sys.executable, "-c", _DRAWING, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "0 []", done.stdout[-300:]
