@@ -23,8 +23,6 @@ and carry the file's names as packed keys from which the ranking joins the graph
 ``code_ranking``, ``code_sections`` and ``code_warnings``; ``code_names`` and the pool are served.
 """
 
-from __future__ import annotations
-
 import os
 from dataclasses import replace
 from typing import Any, Optional

@@ -189,3 +189,18 @@ def test_a_build_to_stdout_loads_no_drawing_code(tmp_path):
     done = subprocess.run([sys.executable, "-c", _DRAWING, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[-2] == "0 []", done.stdout[-300:]
+
+
+def test_node_annotations_are_objects_not_strings():
+    """Hamilton reads each node's types with typing.get_type_hints (three times a driver build);
+    a string annotation (``from __future__ import annotations``) is compiled and evaluated each
+    time: some 1,600 evaluations, the driver's build 27-29 -> 9-14 ms CPU without them."""
+    import inspect
+
+    from ctxengine.driver import NODE_MODULES
+
+    strings = [f"{module.__name__}.{name}" for module in NODE_MODULES
+               for name, fn in vars(module).items()
+               if inspect.isfunction(fn) and fn.__module__ == module.__name__ and not name.startswith("_")
+               and any(isinstance(hint, str) for hint in fn.__annotations__.values())]
+    assert not strings, strings
