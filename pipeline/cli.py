@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .nodes.lib.quote import quoted
-from .nodes.types import CtxEngineError
+from .nodes.errors import CtxEngineError
 from .options import MODES, PHASES, internal_error, parse_override
 from .version import __version__
 

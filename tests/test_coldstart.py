@@ -204,3 +204,15 @@ def test_node_annotations_are_objects_not_strings():
                if inspect.isfunction(fn) and fn.__module__ == module.__name__ and not name.startswith("_")
                and any(isinstance(hint, str) for hint in fn.__annotations__.values())]
     assert not strings, strings
+
+
+def test_version_and_help_load_the_errors_not_the_value_types():
+    """The CLI catches CtxEngineError at its top: it comes from the leaf nodes/errors.py, so
+    ``--version`` and ``--help`` load neither nodes/types.py nor what it brings (the digests,
+    hashlib, pickle, dataclasses: about 6 ms of a 55 ms ``ctxengine --version``)."""
+    code = ("import sys\nfrom ctxengine import cli\nassert cli.main(['--version']) == 0\nassert cli.main(['--help']) == 0\n"
+            "loaded = [m for m in ('ctxengine.nodes.types', 'ctxengine.nodes.lib.digest', 'hashlib', 'pickle') "
+            "if m in sys.modules]\nassert not loaded, loaded\n"
+            "import ctxengine.nodes.types as t, ctxengine\nassert t.CtxEngineError is ctxengine.CtxEngineError")
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
