@@ -1,7 +1,5 @@
 """Stage 5, budget validation: the model preset, the token counter and the budget report."""
 
-from __future__ import annotations
-
 from hamilton.function_modifiers import cache, tag
 
 from .lib.memo import NO_MEMO, Memo

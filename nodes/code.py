@@ -23,8 +23,6 @@ and carry the file's names as packed keys from which the ranking joins the graph
 ``code_ranking``, ``code_sections`` and ``code_warnings``; ``code_names`` and the pool are served.
 """
 
-from __future__ import annotations
-
 import os
 from dataclasses import replace
 from typing import Any, Optional
@@ -60,14 +58,16 @@ def code_parts(code_settings: CodeSettings, disclosure_phase: Optional[str], ren
 @tag(stage=STAGE, loader="git")
 @cache(behavior="recompute")
 def code_listing(project_dir: str, code_parts: CodeParts, state_settings: StateSettings,
-                 git_snapshot: GitSnapshot) -> _filetree.FileListing:
+                 git_snapshot: GitSnapshot, file_listing: _filetree.FileListing) -> _filetree.FileListing:
     """The project's files as git lists them (``git ls-files``, .gitignore holds; a walk outside a
     repository) but the planning folder's, which the plan sections show; nothing when the code
-    stage is off. The filter drivers ``git_snapshot`` switched off in the same repository are
-    reused (no second ``git config`` in the build)."""
+    stage is off. The file tree's listing when it is on (one ``git ls-files`` a build), else the
+    same listing made here; the filter drivers ``git_snapshot`` switched off in the same
+    repository are reused (no second ``git config`` in the build)."""
     if not code_parts.any:
         return _filetree.FileListing(project_dir, "off")
-    listing = _filetree.list_files(project_dir, timeout=state_settings.git_timeout, snapshot=git_snapshot)
+    listing = file_listing if file_listing.method != "off" else _filetree.list_files(
+        project_dir, timeout=state_settings.git_timeout, snapshot=git_snapshot)
     return replace(listing, paths=tuple(p for p in listing.paths if not p.startswith(PLANNING_FOLDER)))
 
 

@@ -9,8 +9,6 @@ so they come only from the defaults, the user's file or the overrides: a project
 config.json cannot set them.
 """
 
-from __future__ import annotations
-
 import difflib
 import json
 import math

@@ -13,8 +13,6 @@ listing of .planning/ and the candidate documents) and ``requested_documents`` (
 URLs). Everything after them is pure and lives in nodes/lib/disclosure/.
 """
 
-from __future__ import annotations
-
 import os
 from dataclasses import dataclass, field
 from importlib import resources

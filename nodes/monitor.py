@@ -8,8 +8,6 @@ the truncation stage to compact the history before a hard cut is forced: when th
 number of rounds left is at or below ``monitor.thresholdRounds``.
 """
 
-from __future__ import annotations
-
 from typing import Any, Optional
 
 from hamilton.function_modifiers import tag

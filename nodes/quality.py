@@ -5,8 +5,6 @@ checked here), the required headings are checked, and the final budget is report
 exact count.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import replace
 

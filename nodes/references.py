@@ -5,8 +5,6 @@ in ctxengine.configs/references); the recursion rules live in nodes/lib/referenc
 everything after the loader is pure.
 """
 
-from __future__ import annotations
-
 import os
 import time
 from dataclasses import replace

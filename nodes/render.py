@@ -7,8 +7,6 @@ context in a head and a tail around ``{{{context}}}``. The two are chosen indepe
 The data model the context template sees is documented in nodes/lib/layout.py.
 """
 
-from __future__ import annotations
-
 import os
 from importlib import resources
 

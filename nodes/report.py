@@ -1,7 +1,5 @@
 """Outputs: the warnings of the run, the build result the CLI and API hand out, a flat run row."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 

@@ -6,8 +6,6 @@ in nodes/lib/settings.py; defaults only in configs/defaults.yaml (a missing key 
 every key is indexed directly).
 """
 
-from __future__ import annotations
-
 import os
 from typing import Optional
 from dataclasses import replace

@@ -10,8 +10,6 @@ and ``.planning/sessions/current/session.log``; real GSD ``.planning/`` folders 
 ROADMAP.md, phases/); aider's ``.aider.chat.history.md``.
 """
 
-from __future__ import annotations
-
 import os
 import platform
 import subprocess

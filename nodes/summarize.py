@@ -9,8 +9,6 @@ kind-specific summary (nodes/lib/summarize/). Swap in a summarizer of your own b
 this node (``nodes=`` in the API, ``--module`` on the CLI; see the README).
 """
 
-from __future__ import annotations
-
 from hamilton.function_modifiers import tag
 
 from .lib.settings import TruncationSettings

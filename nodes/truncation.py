@@ -27,8 +27,6 @@ over the process-wide count cache). The algorithms live in nodes/lib/truncate/; 
 of the rendered context and the quality checks are in nodes/quality.py.
 """
 
-from __future__ import annotations
-
 from dataclasses import replace
 
 from typing import Any

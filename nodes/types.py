@@ -11,6 +11,7 @@ from dataclasses import InitVar, dataclass, field, replace
 from functools import cached_property
 from typing import Any, Mapping
 
+from .errors import BudgetExceededError, ConfigError, CtxEngineError, ReferenceLoadError, TemplateError  # noqa: F401
 from .lib.digest import fields_digest, long_text, round_digest_of, value_digest
 
 IMMUTABLE = "immutable"
@@ -19,30 +20,6 @@ DISCARDABLE = "discardable"
 
 #: Ledger actions, in increasing order of loss.
 ACTIONS = ("kept", "summarized", "compacted", "cut", "dropped", "mended")
-
-
-class CtxEngineError(Exception):
-    """Base of every error ctxengine raises on purpose; the CLI prints it without a traceback."""
-
-    exit_code = 2
-
-
-class ConfigError(CtxEngineError):
-    """Bad configuration: names the file and key and says how to fix it (CLI exit 2)."""
-
-
-class ReferenceLoadError(CtxEngineError):
-    """A reference that cannot be loaded: missing file, cycle, bad URL (CLI exit 2)."""
-
-
-class TemplateError(CtxEngineError):
-    """A template that cannot be parsed: names the template and line (CLI exit 2)."""
-
-
-class BudgetExceededError(CtxEngineError):
-    """The immutable sections alone do not fit the available budget (CLI exit 3)."""
-
-    exit_code = 3
 
 
 def tier_for(priority: int) -> str:

@@ -32,11 +32,11 @@ _EXPORTS = {
     "build_report": ".api",
     "BuildResult": ".nodes.report",
     "Session": ".session",
-    "BudgetExceededError": ".nodes.types",
-    "ConfigError": ".nodes.types",
-    "CtxEngineError": ".nodes.types",
-    "ReferenceLoadError": ".nodes.types",
-    "TemplateError": ".nodes.types",
+    "BudgetExceededError": ".nodes.errors",
+    "ConfigError": ".nodes.errors",
+    "CtxEngineError": ".nodes.errors",
+    "ReferenceLoadError": ".nodes.errors",
+    "TemplateError": ".nodes.errors",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .api import build_context, build_report, bundled_example, explain_config, run_nodes
     from .nodes.report import BuildResult
     from .viz.report import report_html
-    from .nodes.types import BudgetExceededError, ConfigError, CtxEngineError, ReferenceLoadError, TemplateError
+    from .nodes.errors import BudgetExceededError, ConfigError, CtxEngineError, ReferenceLoadError, TemplateError
     from .session import Session
 
 

@@ -14,7 +14,6 @@ from .nodes.config import MAX_DEPTH, OVERRIDE_ORIGIN
 from .nodes.lib.yamlio import nesting_depth
 from .nodes.report import BuildResult
 from .nodes.types import ConfigError, CtxEngineError
-from .viz.report import report_html
 
 #: What a request may not hold: NUL, or a surrogate code point on its own (see :func:`request_problem`).
 _BAD_REQUEST_CHARACTER = re.compile("[\0\ud800-\udfff]")
@@ -118,7 +117,10 @@ def run_nodes(
 
 def build_report(project_dir: str | os.PathLike | None = None, request: str = "", **options: Any) -> str:
     """Build ``project_dir`` (the options of :func:`run_nodes`) and return its run report, the
-    self-contained HTML page of :func:`ctxengine.viz.report.report_html`."""
+    self-contained HTML page of :func:`ctxengine.viz.report.report_html`. The drawing code (graphviz,
+    about 9 ms) loads here: every CLI build and API call imports this module, few draw a report."""
+    from .viz.report import report_html
+
     out = run_nodes(["build_result", "context_lineage"], project_dir, request, **options)
     return report_html(out["build_result"], out["context_lineage"], project_dir=project_dir)
 

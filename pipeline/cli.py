@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .nodes.lib.quote import quoted
-from .nodes.types import CtxEngineError
+from .nodes.errors import CtxEngineError
 from .options import MODES, PHASES, internal_error, parse_override
 from .version import __version__
 
@@ -694,11 +694,13 @@ def _check_outputs(*options: tuple[str | None, str]) -> None:
     The writer (viz/output.py) is imported by this and :func:`_write` only, not with the CLI:
     with what it imports (tempfile, fcntl) it is about 8 ms of ``import ctxengine.cli``, which
     ``ctxengine --version`` and every build to stdout would pay for nothing."""
+    given = [(path, option) for path, option in options if path is not None]
+    if not given:  # a build to stdout: nothing to check, the writer stays unloaded
+        return
     from .viz.output import check_output_path
 
-    for path, option in options:
-        if path is not None:
-            check_output_path(path, option)
+    for path, option in given:
+        check_output_path(path, option)
 
 
 def _write(text: str, output: str | None, option: str = "-o") -> Path | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .nodes.lib.quote import QUOTE_LIMIT, quoted
-from .nodes.types import ConfigError
+from .nodes.errors import ConfigError
 
 MODES = ("dev", "research", "review")
 PHASES = ("auto", "execute", "research", "plan", "verify", "repair", "discuss")

@@ -259,9 +259,9 @@ def test_the_filter_drivers_are_listed_once_per_snapshot_and_still_switched_off(
 
 
 def test_a_build_lists_the_filter_drivers_once_for_the_snapshot_and_the_file_listings(tmp_path: Path, monkeypatch):
-    """The ``git ls-files`` of the code stage and of the file tree reuse the filters the snapshot
-    switched off in the same repository: one ``git config --get-regexp`` a build (was one each),
-    no filter ever runs."""
+    """The code stage reuses the file tree's ``git ls-files`` (one a build, was one each), which
+    reuses the filters the snapshot switched off in the same repository: one ``git config
+    --get-regexp`` a build (was one each), no filter ever runs."""
     vector = next(v for v in VECTORS if v.name == "filter clean")
     repo, markers = armed_repo(tmp_path, [vector])
     log = _logging_git(tmp_path, monkeypatch)
@@ -271,7 +271,7 @@ def test_a_build_lists_the_filter_drivers_once_for_the_snapshot_and_the_file_lis
     for listing in (out["code_listing"], out["file_listing"]):
         assert listing.method == "git" and {"f.txt", "new.txt"} <= set(listing.paths)
     assert len([c for c in calls if "--get-regexp" in c]) == 1, calls
-    assert len([c for c in calls if "ls-files" in c]) == 2, calls
+    assert len([c for c in calls if "ls-files" in c]) == 1, calls
 
 
 def test_the_environment_asks_git_its_version_through_the_safe_runner(tmp_path: Path, monkeypatch):

@@ -314,6 +314,17 @@ def test_o200k_counts_without_a_tiktoken_encoding_and_remembers_that_its_table_w
     assert marker.read_text() == tokens.BUNDLED_TABLES["o200k_base"][1]
 
 
+def test_keeping_the_tokenizer_files_after_a_build_served_from_the_cache_loads_no_table(fresh_tokenizers, tmp_path):
+    """A build whose counts all came from the cache counted nothing: the driver's step after it
+    writes the table's mark without loading the counter's table (40-70 ms in every cached CLI
+    build before) and keeps no Encoding pickle (none was built)."""
+    tokens.keep_tokenizer_files("o200k_base")  # the driver, after a run that counted nothing
+    assert tokens._bpe_counter.cache_info().currsize == 0 and tokens.token_counter_for.cache_info().currsize == 0
+    (marker,) = (tmp_path / "cache" / "ctxengine-cache").glob("o200k_base-*.sha256")
+    assert marker.read_text() == tokens.BUNDLED_TABLES["o200k_base"][1]
+    assert not list((tmp_path / "cache").glob("**/*.pickle"))
+
+
 def test_the_table_check_is_remembered_per_file_stamp_and_only_in_a_trusted_file(tmp_path, monkeypatch,
                                                                                  fresh_tokenizers):
     import gzip

@@ -359,19 +359,18 @@ def keep_tokenizer_files(encoding: str) -> None:
     """Keep in the user's cache what later processes reuse for ``encoding`` (a model preset's
     encoding): the mark that its bundled table is the official one, and the pickled arguments
     of its tiktoken Encoding when this process built one. Called by the driver after a run,
-    outside the graph (no node writes files); a cache that cannot be written is left alone."""
-    counter = token_counter_for(encoding)
-    name = counter.encoding_name
-    base = name.removesuffix("_offline")
+    outside the graph (no node writes files); a cache that cannot be written is left alone.
+    Nothing is built for it: after a build whose counts all came from the cache, the counter's
+    table (40-70 ms) is not loaded just to learn its name."""
     try:
-        if base in BUNDLED_TABLES and counter.warning is None:
-            path = bundled_table_path(base)
-            marker = _table_marker(base, path)
-            if not trusted_file(marker):
-                verified_table_path(base)  # checks it again (once per table file), never writes
-                write_private(os.path.join(user_cache_dir(), os.path.basename(marker)),
-                                 BUNDLED_TABLES[base][1].encode("ascii"))
-        pickled = _encoding_file(name) if name.endswith("_offline") and _encoding.cache_info().currsize else None
+        _keep_table_mark(encoding)
+    except (OSError, TableError):  # an unwritable cache or a bad table (warned by the build): next time
+        pass
+    if not _encoding.cache_info().currsize:  # no Encoding built by an encode or decode: no pickle to keep
+        return
+    name = token_counter_for(encoding).encoding_name
+    try:
+        pickled = _encoding_file(name) if name.endswith("_offline") else None
         if pickled is not None and not trusted_file(pickled):
             built = _encoding(name)  # this process's Encoding (made by an encode or decode)
             body = pickle.dumps({"name": built.name, "pat_str": built._pat_str,
@@ -379,8 +378,19 @@ def keep_tokenizer_files(encoding: str) -> None:
                                  "special_tokens": built._special_tokens}, protocol=pickle.HIGHEST_PROTOCOL)
             target = os.path.join(user_cache_dir(), os.path.basename(pickled))
             write_private(target, mac(cache_key(), body) + body)
-    except (OSError, TableError):  # an unwritable cache or a bad table (warned by the build): next time
+    except (OSError, TableError):
         pass
+
+
+def _keep_table_mark(encoding: str) -> None:
+    """Write the mark that the bundled table of ``encoding`` is the official one, once per
+    table file (checked again first; a bad table raises TableError, nothing written)."""
+    if encoding in BUNDLED_TABLES:
+        marker = _table_marker(encoding, bundled_table_path(encoding))
+        if not trusted_file(marker):
+            verified_table_path(encoding)  # checks it again (once per table file), never writes
+            write_private(os.path.join(user_cache_dir(), os.path.basename(marker)),
+                          BUNDLED_TABLES[encoding][1].encode("ascii"))
 
 
 def bundled_table_path(encoding: str) -> str:

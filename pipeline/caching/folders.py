@@ -88,10 +88,14 @@ def code_version() -> str:
     install put them: beside this module in a wheel, in the source tree in an editable install)."""
     digest = hashlib.sha256(__version__.encode())
     for folder in code_folders():
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and path.suffix in (".py", ".yaml", ".yml", ".md", ".json") and "__pycache__" not in path.parts:
-                digest.update(f"{folder.name}/{path.relative_to(folder).as_posix()}".encode())
-                digest.update(path.read_bytes())
+        found = []
+        for root, dirs, files in os.walk(folder):  # not rglob: about half the time (no Path, no stat per file)
+            dirs[:] = [name for name in dirs if name != "__pycache__"]
+            found += [(*Path(root).relative_to(folder).parts, name) for name in files
+                      if name.endswith((".py", ".yaml", ".yml", ".md", ".json"))]
+        for parts in sorted(found):  # Path's order (by parts): the same version as before
+            digest.update(f"{folder.name}/{'/'.join(parts)}".encode())
+            digest.update(folder.joinpath(*parts).read_bytes())
     return f"{__version__}-{digest.hexdigest()[:12]}"
 
 
