@@ -589,10 +589,15 @@ def test_a_file_read_again_after_it_grew_reads_as_a_file_read_whole(head, line_e
         cleaned = cleaned.replace(b"\r\n", b"\n") if crlf else cleaned
         return cleaned.decode("utf-8"), removed, cleaned
 
-    assert grown.text("t.md", first, make, textio_clean._prefix_safe) == make(first)[:2]
-    text, removed = grown.text("t.md", whole, make, textio_clean._prefix_safe)
+    text, removed, first_digest, grew_from = grown.text("t.md", first, make, textio_clean._prefix_safe)
+    assert (text, removed, grew_from) == (*make(first)[:2], None)
+    assert first_digest == digest.text_digest(text)
+    text, removed, whole_digest, grew_from = grown.text("t.md", whole, make, textio_clean._prefix_safe)
     assert (text, removed) == make(whole)[:2]
-    assert digest.text_digest(text) == hashlib.sha256(text.encode("utf-8")).digest()[:16]  # the extended digest
+    assert whole_digest == digest.text_digest(text) == hashlib.sha256(text.encode("utf-8")).digest()[:16]  # extended
+    assert grew_from in (None, (len(make(first)[0]), first_digest))  # None: read whole (its prefix not re-usable)
+    if grew_from is not None:
+        assert text.startswith(make(first)[0])
 
 
 # ----------------------------------------------------------------------------- every special-purpose address
