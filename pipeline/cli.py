@@ -20,7 +20,7 @@ import signal
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from .nodes.lib.quote import quoted
 from .nodes.errors import CtxEngineError
@@ -503,10 +503,28 @@ def _flag_origins(args: argparse.Namespace, sets: dict[str, Any]) -> dict[str, s
 
 
 def _batch(args: argparse.Namespace) -> int:
-    from .api import build_overrides
     from .batch import run_jobs
-    from .batch_io import (jobs_from_paths, kept_rows, open_rows, output_format, read_job_list, resume_plan,
-                           row_columns)
+    from .batch_io import resume_plan, row_columns
+
+    _check_batch_args(args)
+    jobs = _batch_jobs(args)
+    columns = row_columns(jobs, contexts=args.contexts_dir is not None)
+    todo, kept = resume_plan(jobs, args.output) if args.resume else (jobs, set())
+    rows = run_jobs(todo, executor=args.executor, workers=args.workers, scheduler=args.scheduler, progress=True,
+                    contexts_dir=args.contexts_dir)
+    built, failed = _rows_written(args, rows, columns, jobs, kept)
+    skipped = f", {len(jobs) - len(todo)} unchanged (kept)" if args.resume else ""
+    if failed:
+        _say(f"{failed} of {built} projects failed (the error column says why){skipped}")
+        return 1
+    _say(f"{built} projects built{skipped}" + (f"; wrote {args.output}" if args.output else ""))
+    return 0
+
+
+def _check_batch_args(args: argparse.Namespace) -> None:
+    """Raise a CtxEngineError for batch options that do not go together, or an output that
+    cannot be written (a wrong folder or file type fails now, not after the batch)."""
+    from .batch_io import output_format
 
     if bool(args.projects) == (args.from_file is not None):
         raise CtxEngineError("batch: give PROJECT_DIR... or --from-file LIST (exactly one)")
@@ -514,7 +532,7 @@ def _batch(args: argparse.Namespace) -> int:
         raise CtxEngineError("--scheduler joins a dask scheduler: add --executor dask")
     if args.resume and args.output is None:
         raise CtxEngineError("--resume reads the rows of -o FILE: give -o FILE")
-    if args.output is not None:  # a wrong folder or file type fails now, not after the batch
+    if args.output is not None:
         _check_outputs((args.output, "-o"))
         if args.resume and os.path.exists(args.output) and not os.path.isfile(args.output):  # a FIFO: reading blocks
             raise CtxEngineError(f"--resume reads the rows of -o {quoted(args.output)}, which is not a regular file; "
@@ -522,6 +540,14 @@ def _batch(args: argparse.Namespace) -> int:
         output_format(args.output)
     if args.contexts_dir is not None and not os.path.isdir(args.contexts_dir):
         raise CtxEngineError(f"--contexts-dir {quoted(args.contexts_dir)}: the folder does not exist; create it first")
+
+
+def _batch_jobs(args: argparse.Namespace) -> list:
+    """The batch's jobs, from --from-file or the PROJECT_DIR arguments, with the run's overrides
+    (a note when no job has a request)."""
+    from .api import build_overrides
+    from .batch_io import jobs_from_paths, read_job_list
+
     overrides = build_overrides(_overrides(args), **_named(args))
     if args.from_file is not None:
         jobs = read_job_list(args.from_file, args.request, overrides)
@@ -529,10 +555,14 @@ def _batch(args: argparse.Namespace) -> int:
         jobs = jobs_from_paths(_project_folders(args.projects), args.request, overrides)
     if not any(job.request.strip() for job in jobs):
         _warn_if_empty("", "use --request TEXT" + (" or a request column" if args.from_file else ""))
-    columns = row_columns(jobs, contexts=args.contexts_dir is not None)
-    todo, kept = resume_plan(jobs, args.output) if args.resume else (jobs, set())
-    rows = run_jobs(todo, executor=args.executor, workers=args.workers, scheduler=args.scheduler, progress=True,
-                    contexts_dir=args.contexts_dir)
+    return jobs
+
+
+def _rows_written(args: argparse.Namespace, rows: Iterable[dict], columns: list, jobs: list, kept: set) -> tuple[int, int]:
+    """(rows written, rows of failed projects): the batch's rows as CSV on stdout, or into -o
+    FILE after the rows --resume kept."""
+    from .batch_io import kept_rows, open_rows
+
     if args.output is None:
         writer = csv.DictWriter(_StdoutSink(), fieldnames=columns, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
@@ -541,19 +571,13 @@ def _batch(args: argparse.Namespace) -> int:
             writer.writerow(row)
             built += 1
             failed += row["status"] != "ok"
-    else:
-        with open_rows(args.output, columns) as out:
-            for row in kept_rows(args.output, jobs, kept) if args.resume else ():
-                out.write(row, count=False)
-            for row in rows:
-                out.write(row)
-        built, failed = out.rows, out.failed
-    skipped = f", {len(jobs) - len(todo)} unchanged (kept)" if args.resume else ""
-    if failed:
-        _say(f"{failed} of {built} projects failed (the error column says why){skipped}")
-        return 1
-    _say(f"{built} projects built{skipped}" + (f"; wrote {args.output}" if args.output else ""))
-    return 0
+        return built, failed
+    with open_rows(args.output, columns) as out:
+        for row in kept_rows(args.output, jobs, kept) if args.resume else ():
+            out.write(row, count=False)
+        for row in rows:
+            out.write(row)
+    return out.rows, out.failed
 
 
 def _project_folders(paths: Sequence[str]) -> list[str]:
@@ -646,6 +670,18 @@ def _cache_stats(args: argparse.Namespace) -> int:
         _emit(json.dumps({"root": str(root), "total_bytes": total, "max_total_bytes": cap,
                           "folders": rows}, indent=2) + "\n")
         return 0
+    _emit(_cache_table(rows))
+    stale = sum(row["stale"] for row in rows)
+    _say(f"{len(rows)} cache folder{'' if len(rows) == 1 else 's'}, {sum(r['bytes'] for r in rows) / 1e6:.2f} MB"
+         + (f" ({stale} of projects that no longer exist: ctxengine cache clear --stale)" if stale else "")
+         + f"; the cache under {root} holds {total / 1e6:.2f} MB of its {cap / 1e6:.0f} MB cap "
+           "(cache.maxTotalBytes)")
+    return 0
+
+
+def _cache_table(rows: list[dict]) -> str:
+    """The cache folders' rows of ``ctxengine cache stats`` as a text table: project (or folder,
+    "(gone)" when the project no longer exists), size, entries and the last run's hits."""
     table = []
     for row in rows:
         last = row["last_run"]
@@ -654,13 +690,7 @@ def _cache_stats(args: argparse.Namespace) -> int:
         table.append((name, f"{row['bytes'] / 1e6:.2f} MB", str(row["entries"]), shown))
     header = ("PROJECT", "SIZE", "ENTRIES", "LAST RUN")
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(3)]
-    _emit("".join("  ".join([*(c.ljust(w) for c, w in zip(r, widths)), r[3]]).rstrip() + "\n" for r in [header, *table]))
-    stale = sum(row["stale"] for row in rows)
-    _say(f"{len(rows)} cache folder{'' if len(rows) == 1 else 's'}, {sum(r['bytes'] for r in rows) / 1e6:.2f} MB"
-         + (f" ({stale} of projects that no longer exist: ctxengine cache clear --stale)" if stale else "")
-         + f"; the cache under {root} holds {total / 1e6:.2f} MB of its {cap / 1e6:.0f} MB cap "
-           "(cache.maxTotalBytes)")
-    return 0
+    return "".join("  ".join([*(c.ljust(w) for c, w in zip(r, widths)), r[3]]).rstrip() + "\n" for r in [header, *table])
 
 
 def _total_cap() -> int:

@@ -365,45 +365,62 @@ def check_swaps(swaps: Sequence[ModuleType], modules: Iterable[ModuleType] = NOD
     exists (else the closest names), returns what the replaced node returns (what its users
     expect), and takes only parameters the graph has, of matching types. Returns node name ->
     the replacing function's name; raises a CtxEngineError naming the function otherwise."""
-    config: dict = {}
-    base = h_graph.create_function_graph(*modules, config=config)
+    base = h_graph.create_function_graph(*modules, config={})
     known = sorted(name for name, n in base.items() if n.user_defined is False)
     replaced: dict[str, h_node.Node] = {}
     for module in swaps:
-        try:
-            own = h_graph.create_function_graph(module, config=config, allow_module_overrides=True)
-        except Exception as exc:  # noqa: BLE001 - Hamilton's reason, with the module named
-            raise CtxEngineError(f"node swap {_module_label(module)}: {exc}") from None
-        for name, new in own.items():
-            if new.user_defined:
-                continue  # a parameter of the module's functions
-            old = base.get(name)
-            where = _function_label(new)
-            if old is None or old.user_defined or name in DRIVER_INPUTS:
-                close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-                hint = f"; closest: {', '.join(close)}" if close else ""
-                raise CtxEngineError(f"node swap {where}: there is no node {quoted(name)} to replace{hint} "
-                                     "(a helper that is not a node must start with _)")
-            if not _fits(new.type, old.type):
-                raise CtxEngineError(f"node swap {where}: it returns {_type_label(new.type)}, but node {quoted(name)} "
-                                     f"returns {_type_label(old.type)} (what the nodes using it expect); "
-                                     f"return a {_type_label(old.type)} and annotate it so{_missing(new.type, old.type)}")
+        for name, new in _module_nodes(module).items():
+            _check_replacement(name, new, base, known)
             replaced[name] = new
     graph = {**{n: v for n, v in base.items() if not v.user_defined}, **replaced}
-    for name, new in replaced.items():
+    for new in replaced.values():
         for param, (wanted, dependency) in new.input_types.items():
             giver = graph.get(param) or (base[param] if param in DRIVER_INPUTS else None)
-            if giver is None:
-                if dependency == h_node.DependencyType.OPTIONAL:
-                    continue
-                close = difflib.get_close_matches(param, known, n=3, cutoff=0.6)
-                hint = f"; closest: {', '.join(close)}" if close else ""
-                raise CtxEngineError(f"node swap {_function_label(new)}: parameter {quoted(param)} names no node "
-                                     f"of the dataflow{hint}; name a parameter after the node whose value it takes")
-            if not _fits(giver.type, wanted):
-                raise CtxEngineError(f"node swap {_function_label(new)}: parameter {quoted(param)} is annotated "
-                                     f"{_type_label(wanted)}, but node {quoted(param)} returns {_type_label(giver.type)}")
+            _check_parameter(new, param, wanted, dependency, giver, known)
     return {name: new.originating_functions[0].__name__ for name, new in replaced.items()}
+
+
+def _module_nodes(module: ModuleType) -> dict[str, h_node.Node]:
+    """The nodes a swap module defines (its functions' parameters left out), by name; a
+    CtxEngineError naming the module when Hamilton cannot build them."""
+    try:
+        own = h_graph.create_function_graph(module, config={}, allow_module_overrides=True)
+    except Exception as exc:  # noqa: BLE001 - Hamilton's reason, with the module named
+        raise CtxEngineError(f"node swap {_module_label(module)}: {exc}") from None
+    return {name: new for name, new in own.items() if not new.user_defined}
+
+
+def _closest(name: str, known: list[str]) -> str:
+    """'; closest: a, b' for the node names like ``name``, or nothing."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    return f"; closest: {', '.join(close)}" if close else ""
+
+
+def _check_replacement(name: str, new: h_node.Node, base: dict[str, h_node.Node], known: list[str]) -> None:
+    """Raise a CtxEngineError unless ``new`` replaces a node of ``base`` of that name and returns
+    what it returns."""
+    old, where = base.get(name), _function_label(new)
+    if old is None or old.user_defined or name in DRIVER_INPUTS:
+        raise CtxEngineError(f"node swap {where}: there is no node {quoted(name)} to replace{_closest(name, known)} "
+                             "(a helper that is not a node must start with _)")
+    if not _fits(new.type, old.type):
+        raise CtxEngineError(f"node swap {where}: it returns {_type_label(new.type)}, but node {quoted(name)} "
+                             f"returns {_type_label(old.type)} (what the nodes using it expect); "
+                             f"return a {_type_label(old.type)} and annotate it so{_missing(new.type, old.type)}")
+
+
+def _check_parameter(new: h_node.Node, param: str, wanted: Any, dependency: h_node.DependencyType,
+                     giver: h_node.Node | None, known: list[str]) -> None:
+    """Raise a CtxEngineError unless parameter ``param`` of swapped-in node ``new`` names a node
+    of the dataflow (``giver``; an optional parameter may name none) of a type it takes."""
+    if giver is None:
+        if dependency == h_node.DependencyType.OPTIONAL:
+            return
+        raise CtxEngineError(f"node swap {_function_label(new)}: parameter {quoted(param)} names no node "
+                             f"of the dataflow{_closest(param, known)}; name a parameter after the node whose value it takes")
+    if not _fits(giver.type, wanted):
+        raise CtxEngineError(f"node swap {_function_label(new)}: parameter {quoted(param)} is annotated "
+                             f"{_type_label(wanted)}, but node {quoted(param)} returns {_type_label(giver.type)}")
 
 
 def _fits(given: Any, expected: Any) -> bool:
