@@ -12,7 +12,7 @@ this node (``nodes=`` in the API, ``--module`` on the CLI; see the README).
 from hamilton.function_modifiers import tag
 
 from .lib.settings import TruncationSettings
-from .lib import summarize as _summarize  # its code loads when a summarizer is made
+from .lib import summarize as _summarize
 from .lib.summarize import Summarizer
 
 

@@ -40,7 +40,7 @@ from .lib.layout import POOLS as _POOLS
 from .lib.layout import render_context
 from .lib.memo import NO_MEMO, Memo
 from .lib.settings import BudgetSettings, TruncationSettings
-from .lib import summarize as _summarize  # loaded when something is summarized
+from .lib import summarize as _summarize
 from .lib.tokens import model_presets
 from .types import BudgetExceededError, BudgetReport, LedgerEntry, Section
 
