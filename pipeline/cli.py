@@ -659,12 +659,15 @@ def _cache_folders(args: argparse.Namespace) -> list[Path]:
 
 
 def _cache_stats(args: argparse.Namespace) -> int:
+    """``ctxengine cache stats``: the cache folders' sizes, entries and last runs (a table, or
+    JSON), then the total under the cache root against its cap."""
     from . import caching
 
     rows = [caching.stats(folder) for folder in _cache_folders(args)]
     root = _cache_root(args)
+    size = sum(row["bytes"] for row in rows)
     every = args.project_dir is None and args.example is None  # the rows are the root's folders: sized once
-    total = sum(row["bytes"] for row in rows) if every else caching.total_bytes(root)
+    total = size if every else caching.total_bytes(root)
     cap = _total_cap()
     if args.format == "json":
         _emit(json.dumps({"root": str(root), "total_bytes": total, "max_total_bytes": cap,
@@ -672,7 +675,7 @@ def _cache_stats(args: argparse.Namespace) -> int:
         return 0
     _emit(_cache_table(rows))
     stale = sum(row["stale"] for row in rows)
-    _say(f"{len(rows)} cache folder{'' if len(rows) == 1 else 's'}, {sum(r['bytes'] for r in rows) / 1e6:.2f} MB"
+    _say(f"{len(rows)} cache folder{'' if len(rows) == 1 else 's'}, {size / 1e6:.2f} MB"
          + (f" ({stale} of projects that no longer exist: ctxengine cache clear --stale)" if stale else "")
          + f"; the cache under {root} holds {total / 1e6:.2f} MB of its {cap / 1e6:.0f} MB cap "
            "(cache.maxTotalBytes)")
