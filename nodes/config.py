@@ -205,7 +205,8 @@ def resolved_config(
     for origin, flat, users in layers:
         for dotted, value, how in flat:
             kept, warning = _layer_entry(defaults, dotted, value, origin, users)
-            warnings.extend([warning] if warning else [])
+            if warning:
+                warnings.append(warning)
             if kept is not _MISSING:
                 _assign(values, dotted, kept)
                 _set_provenance(provenance, dotted, kept, _label(origin, how))
