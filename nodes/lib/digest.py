@@ -3,10 +3,10 @@ on a 4 MB transcript here), cut to 16 bytes, for memo and cache keys.
 
 Values that carry a digest of their content (``DIGEST_TAG`` on their type and a ``digest``
 attribute: a :class:`..types.Round` and a :class:`..monitor.RoundUse`, set when made; a
-:class:`..types.Section`, computed on first use and kept on it; a transcript as read,
-:class:`..sessions.SessionText`; the code stage's files and tags) enter :func:`content_digest` by
-it, and a long text by its :func:`text_digest` (kept on a :class:`DigestedText`), so a value
-shared by many others is hashed once, never by identity.
+:class:`..types.Section` and the :class:`..disclosure.DisclosureRules`, computed on first use and
+kept on them; a transcript as read, :class:`..sessions.SessionText`; the code stage's files and
+tags) enter :func:`content_digest` by it, and a long text by its :func:`text_digest` (kept on a
+:class:`DigestedText`), so a value shared by many others is hashed once, never by identity.
 ``ctxengine.caching`` fingerprints values with :func:`content_digest`.
 """
 

@@ -8,9 +8,9 @@ bytes are cleaned and decoded, the text is the old one plus theirs, and its dige
 the cache's fingerprint of a 4 MB transcript nor its parser hashes it again. The text stays a
 plain ``str`` (a :class:`~.digest.DigestedText` is made by copying its text: a second 16 MB
 allocation for a 4 MB transcript holding one emoji, whose page faults cost a warm build about
-7 ms). A prefix is
-re-used only where splitting cannot change the result: it ends with a newline and no escape
-sequence runs to its end (``safe``, given by the caller who knows its cleaning).
+7 ms). A prefix is re-used only where splitting cannot change the result: it ends with a
+newline and no escape sequence runs to its end (``safe``, given by the caller who knows its
+cleaning).
 """
 
 from __future__ import annotations

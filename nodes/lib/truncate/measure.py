@@ -117,10 +117,16 @@ class CachedCounter:
         if len(text) <= _SMALL or splits is None:
             return self._whole(text)
         if type(text) is DigestedText:
-            return self.memo.get(COUNT + self.base.encoding_name, text, lambda: self._paragraphs(text, splits))
+            return self.memo.get(self._kind, text, lambda: self._paragraphs(text, splits))
         return self._paragraphs(text, splits)
 
-    def _paragraphs(self, text: str, splits) -> int:
+    @property
+    def _kind(self) -> str:
+        """The memo kind of this encoding's counts."""
+        return COUNT + self.base.encoding_name
+
+    def _paragraphs(self, text: str, splits: tuple[re.Pattern, re.Pattern]) -> int:
+        """The count of ``text`` summed over its paragraphs (``splits``: where paragraphs and lines end)."""
         return sum(self._paragraph(p, splits[1]) for p in pieces(text, splits[0]))
 
     def estimate(self, text: str) -> int:
@@ -136,12 +142,12 @@ class CachedCounter:
     def _whole(self, text: str) -> int:
         """The count of a piece: kept (by its digest, in this process and in the table), else
         counted now."""
-        return self.memo.get(COUNT + self.base.encoding_name, text, lambda: self.base.count(text))
+        return self.memo.get(self._kind, text, lambda: self.base.count(text))
 
     def _paragraph(self, paragraph: str, lines) -> int:
         if len(paragraph) <= _SMALL:
             return self._whole(paragraph)
-        return self.memo.get(COUNT + self.base.encoding_name, paragraph, lambda: self._lines(pieces(paragraph, lines)))
+        return self.memo.get(self._kind, paragraph, lambda: self._lines(pieces(paragraph, lines)))
 
     def _lines(self, parts: list[str]) -> int:
         """The count of a paragraph's lines: each run of :data:`LINES_RUN` kept by its text, else
@@ -149,5 +155,4 @@ class CachedCounter:
         if len(parts) <= LINES_RUN:
             return sum(map(self._whole, parts))
         runs = [parts[start:start + LINES_RUN] for start in range(0, len(parts), LINES_RUN)]
-        return sum(self.memo.get(COUNT + self.base.encoding_name, "".join(run), lambda run=run: self._lines(run))
-                   for run in runs)
+        return sum(self.memo.get(self._kind, "".join(run), lambda run=run: sum(map(self._whole, run))) for run in runs)
