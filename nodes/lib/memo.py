@@ -334,11 +334,11 @@ class MemoTable:
             keys = dict(cursor.execute("SELECT row, COUNT(*) FROM memo_keys GROUP BY row").fetchall())
             sizes = [(row_id, size + ROW_BYTES + KEY_BYTES * keys.get(row_id, 0)) for row_id, size
                      in cursor.execute("SELECT id, LENGTH(payload) FROM memo ORDER BY id").fetchall()]
-            held = sum(size for _, size in sizes)
+            cut, held = 0, sum(size for _, size in sizes)
             for row_id, size in sizes:  # the oldest rows go, up to the one that brings it to half
-                held -= size
                 if held <= max_bytes // 2:
                     break
-            cursor.execute("DELETE FROM memo WHERE id <= ?", (row_id,))
-            cursor.execute("DELETE FROM memo_keys WHERE row <= ?", (row_id,))
+                cut, held = row_id, held - size
+            cursor.execute("DELETE FROM memo WHERE id <= ?", (cut,))
+            cursor.execute("DELETE FROM memo_keys WHERE row NOT IN (SELECT id FROM memo)")  # theirs and any left
 
