@@ -28,27 +28,44 @@ FIT = {"budget.maxTokens": 125_600, "budget.reserveTokens": 25_600}
 REQUEST = "Continue with the task in progress and keep the tests green."
 
 
+def warm_project(tmp: str) -> tuple[Path, Path, str]:
+    """(project, its transcript, cache folder) under ``tmp``: the transcript copied in and the
+    project built twice with a fresh cache folder (a warm process)."""
+    project, cache = Path(tmp) / "project", str(Path(tmp) / "cache")
+    project.mkdir()
+    history = project / ".aider.chat.history.md"
+    shutil.copyfile(TRANSCRIPT, history)
+    for _ in range(2):
+        driver.execute(["build_result"], project, FIT, REQUEST, cache_dir=cache)
+    return project, history, cache
+
+
+def append_round(history: Path, n: int) -> None:
+    """Append the ``n``-th round (a request and its answer) to the transcript."""
+    with history.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n#### Rename the helper {n} to load_config and update its callers.\n\nI renamed it.\n")
+
+
+def build_cpu_ms(project: Path, cache: str) -> float:
+    """CPU ms of one API build of ``project`` in this process."""
+    start = time.process_time()
+    driver.execute(["build_result"], project, FIT, REQUEST, cache_dir=cache)
+    return (time.process_time() - start) * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builds", type=int, default=9, help="appended and unchanged builds to time (default 9)")
     builds = parser.parse_args().builds
     with tempfile.TemporaryDirectory() as tmp:
-        project, cache = Path(tmp) / "project", str(Path(tmp) / "cache")
-        project.mkdir()
-        history = project / ".aider.chat.history.md"
-        shutil.copyfile(TRANSCRIPT, history)
-        for _ in range(2):
-            driver.execute(["build_result"], project, FIT, REQUEST, cache_dir=cache)
+        project, history, cache = warm_project(tmp)
         appended, unchanged = [], []
         for n in range(builds):
-            with history.open("a", encoding="utf-8") as fh:
-                fh.write(f"\n#### Rename the helper {n} to load_config and update its callers.\n\nI renamed it.\n")
+            append_round(history, n)
             for times in (appended, unchanged):
-                start = time.process_time()
-                driver.execute(["build_result"], project, FIT, REQUEST, cache_dir=cache)
-                times.append(time.process_time() - start)
-    print(f"warm API build, one round appended: {statistics.median(appended) * 1e3:.1f} ms CPU; "
-          f"unchanged: {statistics.median(unchanged) * 1e3:.1f} ms CPU (medians of {builds})")
+                times.append(build_cpu_ms(project, cache))
+    print(f"warm API build, one round appended: {statistics.median(appended):.1f} ms CPU; "
+          f"unchanged: {statistics.median(unchanged):.1f} ms CPU (medians of {builds})")
 
 
 if __name__ == "__main__":

@@ -16,42 +16,30 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 SHARED = Path(os.environ.get("CTXENGINE_SHARED") or Path(__file__).resolve().parents[2] / "shared")
-TRANSCRIPT = SHARED / "corpus" / "sessions" / "aider-repo__chat-history.md"
-FIT = {"budget.maxTokens": 125_600, "budget.reserveTokens": 25_600}
-REQUEST = "Continue with the task in progress and keep the tests green."
 KINDS = ("appended", "unchanged")
 
 
 def serve_builds() -> None:
     """The worker: answer each line of stdin (a kind of build, or ``quit``) with the CPU ms of that build."""
-    from ctxengine import driver  # the worker's own checkout, through its python
+    # imported here: the worker's own checkout, through its python (the parent process needs none)
+    from warm_api import append_round, build_cpu_ms, warm_project
 
     with tempfile.TemporaryDirectory() as tmp:
-        project, cache = Path(tmp) / "project", str(Path(tmp) / "cache")
-        project.mkdir()
-        history = project / ".aider.chat.history.md"
-        shutil.copyfile(TRANSCRIPT, history)
-        for _ in range(2):
-            driver.execute(["build_result"], project, FIT, REQUEST, cache_dir=cache)
+        project, history, cache = warm_project(tmp)
         print("ready", flush=True)
         for step, line in enumerate(sys.stdin):
             if line.strip() == "appended":
-                with history.open("a", encoding="utf-8") as out:
-                    out.write(f"\n#### Rename the helper {step} to load_config and update its callers.\n\nI renamed it.\n")
+                append_round(history, step)
             elif line.strip() != "unchanged":
                 return
-            start = time.process_time()
-            driver.execute(["build_result"], project, FIT, REQUEST, cache_dir=cache)
-            print(f"{(time.process_time() - start) * 1000:.3f}", flush=True)
+            print(f"{build_cpu_ms(project, cache):.3f}", flush=True)
 
 
 def worker(tree: str) -> subprocess.Popen:
