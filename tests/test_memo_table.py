@@ -191,19 +191,42 @@ def test_a_new_process_parses_only_the_tail_of_a_grown_transcript_and_its_last_p
 def test_a_transcript_that_grows_writes_each_complete_run_of_rounds_once_and_no_partial_one(table):
     text, path = _aider_transcript("runs", 62), "/p/.aider.chat.history.md"
     memo = _process(table)  # one process: each build's new memo entries written, as a warm API's
-    sizes = []
+    sizes, parses = [], []
     for n in range(5):  # rounds 62 to 66: the first run of 64 completes on the third build
         S.parse_aider(_grown(text, n), path, memo)
         entries = memo.close()
         sizes.append(sum(1 for kind, _ in entries if kind == S.ROUNDS))
+        parses.append(sum(1 for kind, _ in entries if kind == S.LAST_PARSE))
         cursor = table.connection().cursor()
         table.write(cursor, entries, 32 << 20)
         table.connection().commit()
         memo.open(table)
     assert sizes == [0, 0, 1, 0, 0]
+    # the last parse is written by the first build and the one that completed the run, not by
+    # the builds that only added a round
+    assert parses == [1, 0, 1, 0, 0]
     fresh = _process(table)
     assert S.parse_aider(_grown(text, 5), path, fresh) == S.parse_aider(_grown(text, 5), path)
-    assert fresh.made[S.STRETCH] == 67 - 64  # the stretches of rounds 65-67 only
+    # the stretches of rounds 64-67: the written parse ended with round 64, whose stretch may have
+    # grown since (its run of rounds is checked by parsing it again)
+    assert fresh.made[S.STRETCH] == 67 - 63
+
+
+def test_the_written_last_parse_ends_where_the_stretch_after_its_last_complete_run_begins(table):
+    text, path = _aider_transcript("cut", 70), "/p/.aider.chat.history.md"
+    memo = _process(table)
+    S.parse_aider(text, path, memo)
+    last = memo.peek(S.LAST_PARSE, digest16(path.encode()))
+    kept = pickle.loads(pickle.dumps(last))
+    assert len(last.starts) == 70 and len(kept.starts) == 65 and kept.chunks == last.chunks
+    assert text[:kept.length].endswith("\n") and text[kept.length:].startswith("#### ")
+    assert kept.digest == text_digest(text[:kept.length]) and kept.text is None and kept.rounds is None
+    assert kept.cursors == last.cursors[:65] and kept.cursors[-1][-1] == S.ROUNDS_CHUNK
+    table.write(table.connection().cursor(), memo.close(), 32 << 20)
+    table.connection().commit()
+    fresh = _process(table)
+    assert S.parse_aider(text, path, fresh) == S.parse_aider(text, path)
+    assert fresh.made[S.STRETCH] == 70 - 64  # the rounds after the complete run only
 
 
 def _plain(data: bytes) -> tuple[str, int, bytes]:

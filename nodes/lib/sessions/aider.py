@@ -62,7 +62,8 @@ def parse_aider(text: str, path: str, memo: Memo = NO_MEMO, digest: bytes | None
     chunks = _round_chunks(rounds, start.kept, memo) if changed else resumed[0].chunks
     parsed = _AiderParse(text, len(text), digest or text_digest(text), text.endswith("\n"), start.starts,
                          tuple(walked.cursors), chunks, start.skipped, rounds)
-    memo.put(LAST_PARSE, source, parsed, 4 * len(text), persist=changed)
+    # written when what it pickles as changed (a run of rounds completed, or another text)
+    memo.put(LAST_PARSE, source, parsed, 4 * len(text), persist=resumed is None or chunks != resumed[0].chunks)
     total = newlines + (0 if text.endswith("\n") or not text else 1)
     return SessionHistory(rounds, start.warnings, path, AIDER, walked.sessions, total)
 
@@ -152,10 +153,11 @@ class _AiderParse:
     its complete runs of :data:`ROUNDS_CHUNK` rounds (:func:`_round_chunks`), the requests
     before the first start left out (:data:`MAX_ROUNDS`), and, in this process, its rounds.
 
-    Kept in the memo by the digest of the transcript's path and written with the build that
-    changed it (one row a transcript, replaced by the next build that parsed it; its complete
-    runs of rounds beside it, each written once): a new process given the transcript with a
-    round appended parses only the new round and the rounds after the last complete run."""
+    Kept in the memo by the digest of the transcript's path and written, as it was at the end of
+    its last complete run (:meth:`through_last_run`), with the build that completed a run or
+    parsed another text (one row a transcript, replaced; its complete runs of rounds beside it,
+    each written once): a new process given the transcript with a round appended parses only
+    the new round and the rounds after the last complete run."""
 
     text: str | None
     length: int
@@ -168,9 +170,25 @@ class _AiderParse:
     rounds: tuple[Round, ...] | None = None
 
     def __reduce__(self):
-        """Pickled without its text and rounds (their digest, and the keys of the runs of rounds)."""
-        return (_AiderParse, (None, self.length, self.digest, self.finished, self.starts, self.cursors, self.chunks,
-                              self.skipped))
+        """Pickled as the parse of the text up to the end of its last complete run of rounds
+        (:meth:`through_last_run`), without its text and rounds: what it holds changes only when
+        a run completes, so a transcript that grows by a round leaves the written row as it is."""
+        kept = self.through_last_run()
+        return (_AiderParse, (None, kept.length, kept.digest, kept.finished, kept.starts, kept.cursors, kept.chunks,
+                              kept.skipped))
+
+    def through_last_run(self) -> "_AiderParse":
+        """This parse cut where the stretch after its last complete run of :data:`ROUNDS_CHUNK`
+        rounds begins (itself when that is its end, or its text is not held): the text before
+        that stretch, its length and digest, its starts up to that stretch (a new process goes
+        on from there) and its cursors."""
+        made = len(self.chunks) * ROUNDS_CHUNK
+        k = next((i for i, cursor in enumerate(self.cursors) if cursor[-1] == made), None)
+        if self.text is None or k is None:
+            return self
+        head = self.text[:self.starts[k]]
+        return _AiderParse(None, len(head), text_digest(head), True, self.starts[:k + 1], self.cursors[:k + 1],
+                           self.chunks, self.skipped)
 
     def begins(self, text: str, grew_from: tuple[int, bytes] | None = None) -> bool:
         """Whether ``text`` starts with this parse's text: known from the caller (``grew_from``,
