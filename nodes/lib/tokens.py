@@ -394,8 +394,12 @@ def _keep_table_mark(encoding: str) -> None:
 
 
 def bundled_table_path(encoding: str) -> str:
-    """Where bpe-openai keeps the gzipped table of ``encoding`` (found without importing it)."""
+    """Where bpe-openai keeps the gzipped table of ``encoding`` (found without importing it;
+    beside its extension when this process loaded it: :func:`_bpe_bindings`)."""
     filename = BUNDLED_TABLES[encoding][0]
+    loaded = sys.modules.get("bpe_openai._bindings")
+    if loaded is not None and getattr(loaded, "__file__", None):
+        return os.path.join(os.path.dirname(loaded.__file__), "data", filename)
     try:
         spec = importlib.util.find_spec("bpe_openai")
     except (ImportError, ValueError):
