@@ -687,6 +687,43 @@ def test_disclosure_rules_are_fingerprinted_by_the_digest_they_keep(monkeypatch)
     assert caching.fingerprint(replace(made, state=("execute",))) != first
 
 
+def test_small_containers_of_plain_values_digest_by_their_pickle_and_keep_every_distinction(monkeypatch):
+    from dataclasses import make_dataclass
+
+    from ctxengine.nodes.lib import digest
+
+    pickled = []
+    real = digest.pickle.dumps
+    monkeypatch.setattr(digest.pickle, "dumps", lambda value, **kw: pickled.append(value) or real(value, **kw))
+    plain = {"tail": 3, "head": None, "ratio": 0.5, "on": True, "name": "x"}
+    first = caching.fingerprint(plain)
+    assert pickled == [plain]  # one pickle, no walk of its items
+    assert caching.fingerprint(dict(plain)) == first  # another dict, the same content
+    for changed in ({**plain, "tail": 4}, {**plain, "tail": 3.0}, {**plain, "tail": "3"}, {**plain, "on": 1},
+                    {**plain, "extra": None}, dict(reversed(plain.items()))):
+        assert caching.fingerprint(changed) != first
+    assert len({caching.fingerprint(v) for v in ([1, "a"], (1, "a"), {1: "a"}, [1, "a", None])}) == 4
+    Pair, Other = make_dataclass("Pair", ["a", "b"]), make_dataclass("Other", ["a", "b"])
+    assert caching.fingerprint(Pair(1, "b")) != caching.fingerprint(Other(1, "b"))
+    assert caching.fingerprint(Pair(1, "b")) != caching.fingerprint(make_dataclass("Pair", ["a", "c"])(1, "b"))
+    assert caching.fingerprint(Pair(1, "b")) == caching.fingerprint(Pair(1, "b"))
+
+
+def test_a_long_text_in_a_small_container_digests_alike_carried_or_loaded_and_by_its_digest(monkeypatch):
+    from ctxengine.nodes.lib import digest
+
+    text = "a fitted context line, é\n" * 4000
+    carried = digest.long_text(text)
+    for wrap in (lambda t: {"context": t, "n": 1}, lambda t: [t, 1], lambda t: (t, "x")):
+        assert caching.fingerprint(wrap(carried)) == caching.fingerprint(wrap(text))
+    many = {f"file{i}.md": f"line {i}\n" * 900 for i in range(12)}  # short texts, a long pickle
+    assert caching.fingerprint(many) != caching.fingerprint({**many, "file0.md": "edited"})
+    hashed = []
+    monkeypatch.setattr(digest, "bytes_digest", lambda data: hashed.append(len(data)) or b"0" * 16)
+    caching.fingerprint({"context": carried, "n": 1})
+    assert hashed == []  # the carried digest, not the text hashed again
+
+
 def test_a_chunk_of_values_that_can_change_is_never_known_by_identity():
     rows = tuple({"n": i} for i in range(200))
     before = caching.fingerprint(rows)

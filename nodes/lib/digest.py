@@ -29,6 +29,7 @@ LONG_TEXT = 1 << 16
 #: their pickle (C speed). The choice never depends on where a value sits.
 _WIDE = 64
 _SCALARS = (str, bytes, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset(_SCALARS)
 _DIGEST_OF = attrgetter("digest")
 
 
@@ -104,11 +105,13 @@ def content_digest(value: Any) -> bytes:
     """A digest of ``value``'s content; :class:`Unhashable` when part of it neither pickles nor
     is a function.
 
-    A value carrying its digest enters by it (with its type's tag); lists, tuples and dicts (up
-    to 64 items), sets, dataclasses and functions (name and closure) are walked; a tuple of values
-    of one type carrying digests goes by one hash of them joined (however long), a tuple of more
-    than 64 plain values through its pickle, another tuple of more than :data:`CHUNK_ITEMS` items
-    by its chunks; wider containers and other objects through their pickle.
+    A value carrying its digest enters by it (with its type's tag); a small list, tuple, dict or
+    dataclass of plain values only (:func:`_plain_digest`) goes by its pickle; other lists, tuples
+    and dicts (up to 64 items), sets, dataclasses and functions (name, closure, defaults) are
+    walked; a tuple of values of one type carrying digests goes by one hash of them joined
+    (however long), a tuple of more than 64 plain values by its pickle, another tuple of more
+    than :data:`CHUNK_ITEMS` items by its chunks; wider containers and other objects through
+    their pickle.
     Equal digests mean equal values (types and field names included), so a fingerprint never
     serves a stale result; two equal values may digest apart (shared references inside a pickle,
     a set deep inside one), which only costs a recomputation."""
@@ -121,26 +124,53 @@ def content_digest(value: Any) -> bytes:
     if kind is tuple:
         return _tuple_digest(value)
     if kind is list and len(value) <= _WIDE:
-        return digest16(b"list", *map(_part, value))
+        return _plain_digest(value, value) or digest16(b"list", *map(_part, value))
     if kind is set or kind is frozenset:  # the pickle of a set follows the per-process string hash order
         return digest16(kind.__name__.encode(), *sorted(map(_part, value)))
     if kind is dict and len(value) <= _WIDE:
-        return digest16(b"dict", *[b"%d:%s=%s" % (len(key), key, _part(item))
-                                   for key, item in ((_part(k), v) for k, v in value.items())])
+        return _plain_digest(value, value.values(), value) or digest16(
+            b"dict", *[b"%d:%s=%s" % (len(key), key, _part(item)) for key, item in ((_part(k), v) for k, v in value.items())])
     if kind is types.FunctionType:
-        cells = tuple(cell.cell_contents for cell in (value.__closure__ or ()))
-        return digest16(b"fn", value.__module__.encode(), value.__qualname__.encode(),
-                        content_digest(cells), content_digest(value.__defaults__))
+        return _function_digest(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return fields_digest(value)
     return value_digest(value)
 
 
 def fields_digest(value: Any) -> bytes:
-    """The digest of a dataclass instance: its type's name and each field's name and content."""
+    """The digest of a dataclass instance: its type's name and each field's name and content
+    (fields of plain values only: by the pickle of them all, :func:`_plain_digest`)."""
     kind = type(value)
-    return digest16(f"{kind.__module__}.{kind.__qualname__}".encode(),
-                    *[b"%s=%s" % (f.name.encode(), _part(getattr(value, f.name))) for f in dataclasses.fields(value)])
+    name = f"{kind.__module__}.{kind.__qualname__}".encode()
+    names = [f.name for f in dataclasses.fields(value)]
+    items = [getattr(value, field) for field in names]
+    plain = _plain_digest((name, names, items), items)
+    return plain or digest16(name, *[b"%s=%s" % (field.encode(), _part(item)) for field, item in zip(names, items)])
+
+
+def _function_digest(function: types.FunctionType) -> bytes:
+    """A function by its module, name, and the contents of its closure and defaults (when it has them)."""
+    parts = [b"fn", function.__module__.encode(), function.__qualname__.encode()]
+    if function.__closure__:
+        parts.append(b"c" + content_digest(tuple(cell.cell_contents for cell in function.__closure__)))
+    if function.__defaults__:
+        parts.append(b"d" + content_digest(function.__defaults__))
+    return digest16(*parts)
+
+
+def _plain_digest(value: Any, *parts: Any) -> bytes | None:
+    """The digest of ``value``'s pickle when each of ``parts`` holds only values of
+    :data:`_SCALARS` (no :class:`DigestedText`), none a text longer than :data:`LONG_TEXT` (a
+    long text enters by its :func:`text_digest`, as the same text carrying its digest does);
+    else None, and the caller walks it. One pickle and one hash at C speed instead of a hash per
+    item; the texts' lengths are looked at only when the pickle is longer than a long text."""
+    for part in parts:
+        if not _SCALAR_TYPES.issuperset(map(type, part)):
+            return None
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(data) > LONG_TEXT and any(type(item) is str and len(item) > LONG_TEXT for part in parts for item in part):
+        return None
+    return digest16(b"plain", data)
 
 
 def _tuple_digest(items: tuple) -> bytes:
@@ -151,6 +181,8 @@ def _tuple_digest(items: tuple) -> bytes:
             return digest16(b"tuple-of", tag, joined)
     if len(items) > _WIDE and kinds.issubset(_SCALARS):
         return value_digest(items)
+    if len(items) <= _WIDE and (plain := _plain_digest(items, items)) is not None:
+        return plain
     if len(items) > CHUNK_ITEMS:
         return digest16(b"chunks", *map(content_digest, chunks_of(items)))
     return digest16(b"tuple", *map(_part, items))
