@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -707,6 +708,24 @@ def test_small_containers_of_plain_values_digest_by_their_pickle_and_keep_every_
     assert caching.fingerprint(Pair(1, "b")) != caching.fingerprint(Other(1, "b"))
     assert caching.fingerprint(Pair(1, "b")) != caching.fingerprint(make_dataclass("Pair", ["a", "c"])(1, "b"))
     assert caching.fingerprint(Pair(1, "b")) == caching.fingerprint(Pair(1, "b"))
+
+
+@dataclass(frozen=True)
+class _Option:
+    mode: str
+    n: int
+
+
+def test_a_plain_dataclass_digests_alike_made_or_loaded_and_keyword_defaults_count():
+    made = _Option("mode", 1)  # a value that is the same str object as a field's name
+    assert caching.fingerprint(pickle.loads(pickle.dumps(made))) == caching.fingerprint(made)
+
+    def limited(*, limit=1):
+        return limit
+
+    first = caching.fingerprint(limited)
+    limited.__kwdefaults__ = {"limit": 2}  # the same function with another keyword-only default
+    assert caching.fingerprint(limited) != first
 
 
 def test_a_long_text_in_a_small_container_digests_alike_carried_or_loaded_and_by_its_digest(monkeypatch):

@@ -229,6 +229,24 @@ def test_the_written_last_parse_ends_where_the_stretch_after_its_last_complete_r
     assert fresh.made[S.STRETCH] == 70 - 64  # the rounds after the complete run only
 
 
+@pytest.mark.parametrize("after", ["I kept going.\n> tool out\n",
+                                   "# aider chat started at 2027-01-01 10:00:00\n\n#### next\n\nok\n",
+                                   "#### (Y)es/(N)o [Yes]: y\n\nmore of the answer\n"])
+def test_a_text_edited_where_the_written_parse_ends_is_not_resumed_there(table, after):
+    # the written parse ends where a request began; a new process given a text whose request
+    # there is gone (the answer before it runs on, a new session, a confirmation answer) must
+    # not take the round before it from the written parse
+    text, path = _aider_transcript("cut", 70), "/p/.aider.chat.history.md"
+    memo = _process(table)
+    S.parse_aider(text, path, memo)
+    table.write(table.connection().cursor(), memo.close(), 32 << 20)
+    table.connection().commit()
+    edited = text[:S._user_run_starts(text)[64]] + after
+    assert S.parse_aider(edited, path, _process(table)) == S.parse_aider(edited, path)
+    crlf = edited.replace("\n", "\r\n")
+    assert S.parse_aider(crlf, path, _process(table)) == S.parse_aider(crlf, path)
+
+
 def _plain(data: bytes) -> tuple[str, int, bytes]:
     return data.decode("utf-8"), 0, data
 

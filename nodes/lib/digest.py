@@ -144,17 +144,20 @@ def fields_digest(value: Any) -> bytes:
     name = f"{kind.__module__}.{kind.__qualname__}".encode()
     names = [f.name for f in dataclasses.fields(value)]
     items = [getattr(value, field) for field in names]
-    plain = _plain_digest((name, names, items), items)
-    return plain or digest16(name, *[b"%s=%s" % (field.encode(), _part(item)) for field, item in zip(names, items)])
+    if (plain := _plain_digest(items, items)) is not None:  # the names apart: a pickle shares a value that is one
+        return digest16(b"fields", name, ",".join(names).encode(), plain)
+    return digest16(name, *[b"%s=%s" % (field.encode(), _part(item)) for field, item in zip(names, items)])
 
 
 def _function_digest(function: types.FunctionType) -> bytes:
-    """A function by its module, name, and the contents of its closure and defaults (when it has them)."""
+    """A function by its module, name, and the contents of its closure, defaults and keyword-only
+    defaults (those it has)."""
     parts = [b"fn", function.__module__.encode(), function.__qualname__.encode()]
     if function.__closure__:
         parts.append(b"c" + content_digest(tuple(cell.cell_contents for cell in function.__closure__)))
-    if function.__defaults__:
-        parts.append(b"d" + content_digest(function.__defaults__))
+    for tag, defaults in ((b"d", function.__defaults__), (b"k", function.__kwdefaults__)):
+        if defaults:
+            parts.append(tag + content_digest(defaults))
     return digest16(*parts)
 
 

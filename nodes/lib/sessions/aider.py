@@ -85,12 +85,16 @@ class _Start(NamedTuple):
 
 def _resumed_start(text: str, resumed) -> _Start | None:
     """The :class:`_Start` of a text that grew from the last parse (:func:`_resume_point`): its
-    stretches up to the resume point kept, the requests after it found again; None without one."""
+    stretches up to the resume point kept, the requests after it found again; None without one,
+    or when a request no longer begins at the resume point (the text after it was edited: the
+    stretch before it may now run on)."""
     if resumed is None:
         return None
     prev, k, prev_rounds = resumed
-    state = prev.cursors[k]
-    return _Start(prev.starts[:k] + _request_starts(text, prev.starts[k] - 1), state, list(prev.cursors[:k]),
+    state, found = prev.cursors[k], _request_starts(text, prev.starts[k] - 1)
+    if not found or found[0] != prev.starts[k]:
+        return None
+    return _Start(prev.starts[:k] + found, state, list(prev.cursors[:k]),
                   list(prev_rounds[:state[-1]]), prev.skipped, prev.chunks[:state[-1] // ROUNDS_CHUNK], ())
 
 
