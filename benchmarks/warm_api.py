@@ -46,10 +46,11 @@ def append_round(history: Path, n: int) -> None:
         fh.write(f"\n#### Rename the helper {n} to load_config and update its callers.\n\nI renamed it.\n")
 
 
-def build_cpu_ms(project: Path, cache: str) -> float:
-    """CPU ms of one API build of ``project`` in this process."""
+def build_cpu_ms(project: Path, cache: str, fixed: dict | None = None) -> float:
+    """CPU ms of one API build of ``project`` in this process (``fixed``: node values given as
+    Hamilton overrides, so those nodes do not run)."""
     start = time.process_time()
-    driver.execute(["build_result"], project, FIT, REQUEST, cache_dir=cache)
+    driver.execute(["build_result"], project, FIT, REQUEST, fixed, cache_dir=cache)
     return (time.process_time() - start) * 1000
 
 
