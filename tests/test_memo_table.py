@@ -92,13 +92,14 @@ def test_a_row_without_the_users_mac_is_refused_unread(table, tmp_path):
 
 def test_values_read_from_the_table_are_held_within_the_memos_one_bound(table):
     first = _process(table)
-    for i in range(2000):
+    for i in range(500):
         first.get("count:x", i.to_bytes(16, "little"), lambda i=i: i)
     _written(first, table)
-    small = Memo(max_bytes=40_000)
+    assert first.bytes > 3 * 10_000  # more than three times the small memo's bound
+    small = Memo(max_bytes=10_000)
     small.open(table)
-    assert all(small.get("count:x", i.to_bytes(16, "little"), lambda: -1) == i for i in range(2000))
-    assert not small.made and 0 < small.bytes <= 40_000  # read values are entries: counted, bounded, evicted
+    assert all(small.get("count:x", i.to_bytes(16, "little"), lambda: -1) == i for i in range(500))
+    assert not small.made and 0 < small.bytes <= 10_000  # read values are entries: counted, bounded, evicted
 
 
 def test_a_kind_with_a_value_that_does_not_pickle_is_left_out_of_the_table(table):
