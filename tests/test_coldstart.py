@@ -191,6 +191,36 @@ def test_a_build_to_stdout_loads_no_drawing_code(tmp_path):
     assert done.stdout.split("\n")[-2] == "0 []", done.stdout[-300:]
 
 
+_DEFERRED = """
+import sys
+from ctxengine import cli
+code = cli.main(["build", sys.argv[1], "--request", "Fix the login", "--no-cache", *sys.argv[2:]])
+kinds = ("plan", "diff", "headtail", "markdown", "document", "code", "fit", "frontmatter", "aider", "jsonl")
+print(code, sorted(m.rsplit(".", 1)[1] for m in sys.modules
+                   if m.startswith(("ctxengine.nodes.lib.summarize.", "ctxengine.nodes.lib.sessions."))
+                   and m.rsplit(".", 1)[1] in kinds))
+"""
+
+
+def _deferred_loaded(project, *argv: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", _DEFERRED, str(project), *argv], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    code, loaded = done.stdout.split("\n")[-2].split(" ", 1)
+    assert code == "0", done.stdout[-300:]
+    return eval(loaded)  # noqa: S307 (a list of module names printed by the child)
+
+
+def test_summaries_and_transcript_parsers_load_only_when_a_build_needs_them(tmp_path):
+    """A build that fits summarizes nothing and a project without a transcript parses none: the
+    summaries and the aider / JSON Lines parsers (about 30 ms of imports) are not loaded. The
+    demo at a budget it does not fit summarizes its documents and parses its session.log."""
+    assert _deferred_loaded(tmp_path) == []
+    assert _deferred_loaded(DEMO) == ["jsonl"]
+    tight = _deferred_loaded(DEMO, "--max-tokens", "1400", "--reserve-tokens", "0")
+    assert {"markdown", "document", "fit", "jsonl"} <= set(tight) and "aider" not in tight
+
+
 def test_node_annotations_are_objects_not_strings():
     """Hamilton reads each node's types with typing.get_type_hints (three times a driver build);
     a string annotation (``from __future__ import annotations``) is compiled and evaluated each

@@ -7,6 +7,7 @@ references) and built with the real driver and real tiktoken counts."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import pytest
 
 import ctxengine
 from ctxengine.nodes.lib import plan as P
-from ctxengine.nodes.lib import summarize as S
+from ctxengine.nodes.lib.summarize.fit import fit_tokens
+from ctxengine.nodes.lib.summarize.plan import plan_summary
 from ctxengine.nodes.lib import truncate as T
 from ctxengine.nodes.lib.tokens import token_counter_for
 
@@ -203,7 +205,7 @@ def test_a_real_gsd_plan_summary_keeps_every_task_skeleton_and_drops_context_and
         budget = max(COUNTER.count("\n".join(skeleton)) * 2, full // 3)
         if budget >= full:
             continue
-        out = S.plan_summary(text, budget, COUNTER)
+        out = plan_summary(text, budget, COUNTER)
         assert COUNTER.count(out) <= budget
         for line in skeleton:
             assert line in out, (path.name, line)
@@ -235,7 +237,7 @@ ARTICLE = """# Plan: Auth rewrite
 
 
 def test_article_plan_summary_keeps_files_verify_done_of_the_tasks_in_progress():
-    out = S.plan_summary(ARTICLE, 140, COUNTER)
+    out = plan_summary(ARTICLE, 140, COUNTER)
     assert COUNTER.count(out) <= 140 < COUNTER.count(ARTICLE)
     for line in ("- [~] T2 Implement the login endpoint", "  Files: src/auth/login.py",
                  "  Verify: pytest tests/test_login.py -q", "  Done: a bad password gets 401",
@@ -247,7 +249,7 @@ def test_article_plan_summary_keeps_files_verify_done_of_the_tasks_in_progress()
 
 
 def test_one_task_box_parser_for_the_plan_stage_and_the_summary():
-    assert not hasattr(S, "plan_tasks")  # the duplicate parser is gone
+    assert not hasattr(importlib.import_module("ctxengine.nodes.lib.summarize.plan"), "plan_tasks")  # the duplicate parser is gone
     statuses = {box.mark: box.status for box in P.task_boxes(ARTICLE.split("\n"))}
     assert statuses == {"x": "done", "~": "in_progress", "/": "in_progress", " ": "pending", "-": "cancelled"}
     parsed = P.parse_plan(ARTICLE, "plan.md")
@@ -255,7 +257,7 @@ def test_one_task_box_parser_for_the_plan_stage_and_the_summary():
     assert [t.status for t in parsed.tasks] == ["done", "in_progress", "in_progress", "pending", "cancelled"]
     assert parsed.counts == {"done": 1, "in_progress": 2, "pending": 1, "cancelled": 1}
     # the summary reads the same boxes the same way: its count line is the plan stage's
-    assert P.count_line(parsed.counts) in S.plan_summary(ARTICLE, 60, COUNTER)
+    assert P.count_line(parsed.counts) in plan_summary(ARTICLE, 60, COUNTER)
     odd = P.parse_plan("- [?] T9 odd box\n", "plan.md")
     assert odd.tasks[0].status == "pending" and "plan.md:1: unknown task box [?]" in odd.warnings[0]
 
@@ -319,7 +321,7 @@ def test_a_first_line_too_long_for_the_budget_is_cut_at_a_sentence_or_not_at_all
     cut = T.cut_text("```python\n" + code + "\n```\nnext", 30, COUNTER, "head")
     assert "AbletonMCP" not in cut.text and MARKER.match(cut.text.split("\n")[0])
     for text in ("@.planning/" + "x" * 400, "| " + " | ".join(f"cell {i}" for i in range(80)) + " |"):
-        assert S.fit_tokens(text, 20, COUNTER) == ""  # a line kept whole or not at all
+        assert fit_tokens(text, 20, COUNTER) == ""  # a line kept whole or not at all
     fenced = "```python\n" + "\n".join(f"value_{i} = compute({i})" for i in range(80)) + "\n```"
-    head = S.fit_tokens(fenced, 40, COUNTER)
+    head = fit_tokens(fenced, 40, COUNTER)
     assert head.startswith("```python\nvalue_0") and head.endswith("\n```") and COUNTER.count(head) <= 40

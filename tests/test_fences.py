@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from ctxengine.nodes.lib.fences import code_spans, fenced, fences, without_code
 from ctxengine.nodes.lib.markdown import headings
-from ctxengine.nodes.lib.summarize import extractive_summary, open_fence, plan_summary, safe_prefix
+from ctxengine.nodes.lib.summarize.lines import open_fence, safe_prefix
+from ctxengine.nodes.lib.summarize.markdown import extractive_summary
+from ctxengine.nodes.lib.summarize.plan import plan_summary
 from ctxengine.nodes.lib.tokens import token_counter_for
 
 COUNTER = token_counter_for("cl100k_base")

@@ -47,34 +47,34 @@ def _fresh_memo():
 
 def test_an_aider_transcript_over_the_cap_keeps_its_newest_rounds_as_a_full_parse_has_them(monkeypatch):
     text = _aider(9, header_before=6)
-    full = S.parse_aider(text, "h.md", memo=MEMO)
+    full = aider.parse_aider(text, "h.md", memo=MEMO)
     assert full.warnings == () and len(full.rounds) == 9 and full.sessions == 2
     cap(monkeypatch, "MAX_ROUNDS", 4)
-    capped = S.parse_aider(text, "h.md", memo=MEMO)  # the last parse is resumed from, then left for a fresh, capped one
+    capped = aider.parse_aider(text, "h.md", memo=MEMO)  # the last parse is resumed from, then left for a fresh, capped one
     assert capped.rounds == full.rounds[-4:]  # numbers, lines and the second session's header as before
     assert capped.rounds[0].index == 6 and capped.rounds[0].messages[0].role == "system"
     assert (capped.sessions, capped.total_lines) == (full.sessions, full.total_lines)
     assert len(capped.warnings) == 1
     assert "9 rounds; only the newest 4 are read" in capped.warnings[0] and "h.md" in capped.warnings[0]
     MEMO.clear()
-    assert S.parse_aider(text, "h.md", memo=MEMO).rounds == capped.rounds  # the same without a last parse to resume from
+    assert aider.parse_aider(text, "h.md", memo=MEMO).rounds == capped.rounds  # the same without a last parse to resume from
 
 
 def test_a_capped_transcript_that_grows_keeps_the_newest_rounds_and_one_warning(monkeypatch):
     cap(monkeypatch, "MAX_ROUNDS", 3)
     text = _aider(5)
-    S.parse_aider(text, "g.md", memo=MEMO)
+    aider.parse_aider(text, "g.md", memo=MEMO)
     grown = text + "#### request 6\n\nanswer 6\n"
-    again = S.parse_aider(grown, "g.md", memo=MEMO)
+    again = aider.parse_aider(grown, "g.md", memo=MEMO)
     assert [r.index for r in again.rounds] == [4, 5, 6] and len(again.warnings) == 1
     cap(monkeypatch, "MAX_ROUNDS", 100)
     MEMO.clear()
-    assert again.rounds == S.parse_aider(grown, "g.md", memo=MEMO).rounds[-3:]
+    assert again.rounds == aider.parse_aider(grown, "g.md", memo=MEMO).rounds[-3:]
 
 
 def test_an_aider_transcript_at_the_cap_has_no_warning(monkeypatch):
     cap(monkeypatch, "MAX_ROUNDS", 5)
-    history = S.parse_aider(_aider(5), "h.md", memo=MEMO)
+    history = aider.parse_aider(_aider(5), "h.md", memo=MEMO)
     assert history.warnings == () and [r.index for r in history.rounds] == [1, 2, 3, 4, 5]
 
 
@@ -87,16 +87,16 @@ def _log(rounds: int) -> str:
 
 def test_a_log_over_the_line_cap_reads_its_newest_lines_with_their_line_numbers(monkeypatch):
     cap(monkeypatch, "MAX_LOG_LINES", 6)
-    history = S.parse_jsonl(_log(5), "s.log")  # 10 lines: lines 5-10 are read
+    history = jsonl.parse_jsonl(_log(5), "s.log")  # 10 lines: lines 5-10 are read
     assert [m.line for r in history.rounds for m in r.messages] == [5, 6, 7, 8, 9, 10]
     assert [r.messages[0].content for r in history.rounds] == ["ask 3", "ask 4", "ask 5"]
     assert len(history.warnings) == 1 and "s.log: 10 lines; only the newest 6 are read (from line 5)" in history.warnings[0]
-    assert S.parse_jsonl(_log(3), "s.log").warnings == ()  # exactly 6 lines: no cap
+    assert jsonl.parse_jsonl(_log(3), "s.log").warnings == ()  # exactly 6 lines: no cap
 
 
 def test_a_log_over_the_round_cap_keeps_the_newest_rounds_numbered_as_in_the_log(monkeypatch):
     cap(monkeypatch, "MAX_ROUNDS", 2)
-    history = S.parse_jsonl(_log(5), "s.log")
+    history = jsonl.parse_jsonl(_log(5), "s.log")
     assert [r.index for r in history.rounds] == [4, 5] and history.rounds[0].lines == (7, 8)
     assert len(history.warnings) == 1 and "5 rounds; only the newest 2 are read (from line 7)" in history.warnings[0]
 
@@ -104,7 +104,7 @@ def test_a_log_over_the_round_cap_keeps_the_newest_rounds_numbered_as_in_the_log
 def test_line_warnings_past_the_first_few_of_a_kind_are_counted_in_one():
     from ctxengine.nodes.lib.quote import WARNINGS_PER_KIND
 
-    history = S.parse_jsonl("1\n" * 30 + json.dumps({"role": "user", "content": "hi"}) + "\n", "s.log")
+    history = jsonl.parse_jsonl("1\n" * 30 + json.dumps({"role": "user", "content": "hi"}) + "\n", "s.log")
     assert len(history.warnings) == WARNINGS_PER_KIND + 1
     assert history.warnings[0] == "s.log:1: not a JSON object; line skipped"
     assert history.warnings[-1] == f"s.log: ... and {30 - WARNINGS_PER_KIND} more like this"

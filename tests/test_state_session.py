@@ -16,6 +16,7 @@ from conftest import CORPUS_SESSIONS
 from ctxengine.driver import MEMO
 from ctxengine.nodes.lib import sessions as S
 from ctxengine.nodes.lib.sessions import aider as S_aider
+from ctxengine.nodes.lib.sessions import jsonl as S_jsonl
 from ctxengine.nodes.lib.memo import Memo
 from ctxengine.nodes.types import Message, Round
 
@@ -347,9 +348,9 @@ def test_each_round_is_summarized_once_per_build_and_both_consumers_share_the_li
 def test_a_changed_round_is_parsed_again():
     memo = Memo()
     text = "#### one\n\nreply one\n\n#### two\n\nreply two\n"
-    S.parse_aider(text, "h.md", memo)
+    S_aider.parse_aider(text, "h.md", memo)
     before = memo.made["aider-stretch"]
-    changed = S.parse_aider(text.replace("reply one", "reply ONE"), "h.md", memo)
+    changed = S_aider.parse_aider(text.replace("reply one", "reply ONE"), "h.md", memo)
     assert memo.made["aider-stretch"] - before == 1  # the edited round only
     assert changed.rounds[0].messages[1].content == "reply ONE"
 
@@ -359,11 +360,11 @@ def test_round_stretches_parse_like_the_whole_corpus_transcript():
     if not path.exists():
         pytest.skip("corpus transcript missing")
     text = path.read_text(encoding="utf-8", errors="replace")
-    whole = S.parse_aider(text, str(path))
+    whole = S_aider.parse_aider(text, str(path))
     cut = text.index("\n#### ", len(text) // 2)  # the first half alone, then the whole: re-used
     memo = Memo()
-    half = S.parse_aider(text[:cut + 1], str(path), memo)
-    again = S.parse_aider(text, str(path), memo)
+    half = S_aider.parse_aider(text[:cut + 1], str(path), memo)
+    again = S_aider.parse_aider(text, str(path), memo)
     assert again == whole and again.rounds[:len(half.rounds) - 1] == half.rounds[:-1]
     assert whole.sessions == 9 and len(whole.rounds) == 40  # 49 runs of "#### " lines, 9 of them confirmation answers
 
@@ -372,12 +373,12 @@ def test_a_grown_session_log_reads_only_its_new_lines():
     lines = [json.dumps({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"}) for i in range(40)]
     head, whole = "\n".join(lines[:30]) + "\n", "\n".join(lines) + "\n"
     memo = Memo()
-    S.parse_jsonl(head, "/p/session.log", memo)
+    S_jsonl.parse_jsonl(head, "/p/session.log", memo)
     before = memo.made["line"]
-    grown = S.parse_jsonl(whole, "/p/session.log", memo)
+    grown = S_jsonl.parse_jsonl(whole, "/p/session.log", memo)
     assert memo.made["line"] - before == 10
-    assert grown == S.parse_jsonl(whole, "/p/session.log") and len(grown.rounds) == 20
-    moved = S.parse_jsonl("\n" + whole, "/p/session.log")  # every line one further down: read again, numbered right
+    assert grown == S_jsonl.parse_jsonl(whole, "/p/session.log") and len(grown.rounds) == 20
+    moved = S_jsonl.parse_jsonl("\n" + whole, "/p/session.log")  # every line one further down: read again, numbered right
     assert [m.line for m in moved.rounds[0].messages] == [2, 3]
 
 
@@ -394,7 +395,7 @@ def test_a_real_transcript_parses_summarizes_and_renders_as_before_the_fast_path
     path = CORPUS_SESSIONS / name
     if not path.is_file():
         pytest.skip(f"{path} is not there (../shared/corpus)")
-    history = S.parse_aider(path.read_text(encoding="utf-8"), "/p/.aider.chat.history.md")
+    history = S_aider.parse_aider(path.read_text(encoding="utf-8"), "/p/.aider.chat.history.md")
     parts = [repr((history.sessions, history.total_lines, history.warnings))]
     parts += [repr((r.index, r.lines, [(m.role, m.content, m.round, m.line) for m in r.messages])) for r in history.rounds]
     parts += list(S.round_summaries(history.rounds))
@@ -414,7 +415,7 @@ def test_replayed_confirmation_answers_are_tool_output_not_requests():
     """afi-core (tests/data/aider/SOURCES.md): after "(S)kip all" / "(A)ll", aider writes each later
     answer of the group as a "#### …? (Y)es/(N)o/… [Yes]: skip" line; those were 6 of 10 rounds here."""
     path = AIDER_DATA / "afi-core__confirmations.aider.chat.history.md"
-    history = S.parse_aider(path.read_text(encoding="utf-8"), str(path))
+    history = S_aider.parse_aider(path.read_text(encoding="utf-8"), str(path))
     requests = [next(m.content for m in r.messages if m.role == "user").split("\n")[0].strip() for r in history.rounds]
     assert requests == ["sync-afi", "for dir in ~/AFI_Modular_Repos/afi-*; do", "for dir in ~/AFI_Modular_Repos/afi-*; do",
                         'Scan the repo using the current config and identify all files or patterns related to "modal" or '
@@ -440,8 +441,8 @@ def test_replayed_confirmation_answers_are_tool_output_not_requests():
     ("#### fix the parser", False),
 ])
 def test_a_confirmation_run_is_only_answers(line, confirms):
-    assert S.is_confirmation_run(line) is confirms
-    history = S.parse_aider(f"#### first request\n\nok\n\n{line}\n\n> Added src/a.py\n", "h.md")
+    assert S_aider.is_confirmation_run(line) is confirms
+    history = S_aider.parse_aider(f"#### first request\n\nok\n\n{line}\n\n> Added src/a.py\n", "h.md")
     assert len(history.rounds) == (1 if confirms else 2)
 
 
@@ -450,7 +451,7 @@ def test_reasoning_blocks_are_not_the_assistants_words():
     as <thinking-content-<hash>> … </thinking-content-<hash>> at the head of each reply."""
     path = AIDER_DATA / "agent_aider_worktree__reasoning.aider.chat.history.md"
     text = path.read_text(encoding="utf-8")
-    history = S.parse_aider(text, str(path))
+    history = S_aider.parse_aider(text, str(path))
     (only,) = history.rounds
     said = [m for m in only.messages if m.role == "assistant"]
     assert said[0].content.startswith("I'll help add more comprehensive tests to validate the README.md file.")
@@ -458,7 +459,7 @@ def test_reasoning_blocks_are_not_the_assistants_words():
     assert not any("thinking-content" in m.content or "Okay, let" in m.content for m in only.messages)
     assert only.lines == (12, 72)  # the round still spans the reasoning the reply ended with
     # the file as aider had written it when the first reply was done: the summary tells that reply
-    so_far = S.parse_aider(text[:text.index("> README.md")], str(path))
+    so_far = S_aider.parse_aider(text[:text.index("> README.md")], str(path))
     assert S.round_summary(so_far.rounds[0]).split(" — ")[1].startswith(
         "done: I'll help add more comprehensive tests to validate the README.md file.")
 
@@ -471,5 +472,5 @@ def test_reasoning_blocks_are_not_the_assistants_words():
     ("Plan:\n<think>\nscratch\n</think>\nStep 2.", "Plan:\n\nStep 2."),
 ])
 def test_reasoning_tags_aider_may_write(reply, kept):
-    history = S.parse_aider(f"#### ask\n\n{reply}\n\n> Tokens: 1k sent\n", "h.md")
+    history = S_aider.parse_aider(f"#### ask\n\n{reply}\n\n> Tokens: 1k sent\n", "h.md")
     assert [m.content for m in history.rounds[0].messages if m.role == "assistant"] == ([kept] if kept else [])

@@ -15,7 +15,13 @@ import pytest  # noqa: E402
 from hamilton import driver  # noqa: E402
 
 import ctxengine.nodes.summarize as summarize_nodes  # noqa: E402
-from ctxengine.nodes.lib import summarize as S  # noqa: E402
+from ctxengine.nodes.lib.summarize import BuiltinSummarizer, METHODS, Summarizer  # noqa: E402
+from ctxengine.nodes.lib.summarize.diff import diff_summary  # noqa: E402
+from ctxengine.nodes.lib.summarize.fit import fit_tokens  # noqa: E402
+from ctxengine.nodes.lib.summarize.frontmatter import compact_frontmatter  # noqa: E402
+from ctxengine.nodes.lib.summarize.markdown import extractive_summary, headings_summary, summarize_text  # noqa: E402
+from ctxengine.nodes.lib.summarize.plan import plan_summary  # noqa: E402
+from ctxengine.nodes.lib.summarize.scoring import fact_tokens, sentence_scores  # noqa: E402
 from ctxengine.nodes.lib.markdown import headings  # noqa: E402
 from ctxengine.nodes.lib.tokens import token_counter_for  # noqa: E402
 from ctxengine.nodes.types import ConfigError, Section, Source  # noqa: E402
@@ -95,13 +101,13 @@ def outline(parts_per_heading: list[str]) -> str:
 
 
 def test_text_that_fits_is_returned_unchanged():
-    assert S.extractive_summary(DOC, count(DOC), COUNTER) == DOC
-    assert S.headings_summary(DOC, count(DOC) + 10, COUNTER) == DOC
+    assert extractive_summary(DOC, count(DOC), COUNTER) == DOC
+    assert headings_summary(DOC, count(DOC) + 10, COUNTER) == DOC
 
 
 def test_extractive_keeps_frontmatter_headings_and_first_paragraphs():
     budget = count(outline(OUTLINE_FIRST_PARAGRAPHS)) + 4
-    out = S.extractive_summary(DOC, budget, COUNTER)
+    out = extractive_summary(DOC, budget, COUNTER)
     assert count(out) <= budget
     assert out.startswith(FRONTMATTER)
     for heading in HEADINGS:
@@ -118,7 +124,7 @@ def test_extractive_prefers_sentences_with_paths_and_identifiers_over_filler():
     key1 = "The cache writer lives in nodes/lib/cache.py and calls `CacheStore.flush_all` every 30 seconds."
     key2 = "The retry budget is set by max_retries in config/settings.yaml."
     budget = count(outline(OUTLINE_FIRST_PARAGRAPHS)) + count(key1) + count(key2) + 4
-    out = S.extractive_summary(DOC, budget, COUNTER)
+    out = extractive_summary(DOC, budget, COUNTER)
     assert count(out) <= budget
     assert key1 in out and key2 in out
     for filler in ("It is what it is.", "We think this is quite nice overall.", "People like it a lot.", "More filler"):
@@ -136,13 +142,13 @@ def test_sentence_scores_rank_identifiers_paths_and_numbers_above_filler():
         "The retry budget is set by max_retries in config/settings.yaml.",
         "People like it a lot.",
     ]
-    scores = S.sentence_scores(sentences)
+    scores = sentence_scores(sentences)
     assert min(scores[2], scores[4]) > max(scores[0], scores[1], scores[3], scores[5])
 
 
 def test_extractive_degrades_to_headings_and_first_sentences():
     budget = count(outline(FIRST_SENTENCES)) + 2
-    out = S.extractive_summary(DOC, budget, COUNTER)
+    out = extractive_summary(DOC, budget, COUNTER)
     assert count(out) <= budget
     for heading in HEADINGS:
         assert heading in out
@@ -161,7 +167,7 @@ def _bare_headings(text: str) -> list[str]:
 
 def test_extractive_budget_the_outline_would_fill_keeps_sentences_not_bare_headings():
     budget = count(outline(["", "", "", ""])) + 1
-    out = S.extractive_summary(DOC, budget, COUNTER)
+    out = extractive_summary(DOC, budget, COUNTER)
     assert count(out) <= budget
     assert "# Storage design" in out
     body = out.split("# Storage design", 1)[1]
@@ -171,7 +177,7 @@ def test_extractive_budget_the_outline_would_fill_keeps_sentences_not_bare_headi
 
 def test_extractive_tiny_budget_keeps_the_first_part_with_its_text():
     doc = "\n\n".join(f"# Part {i}\n\nBody text of part {i} with several words in it." for i in range(200))
-    out = S.extractive_summary(doc, 30, COUNTER)
+    out = extractive_summary(doc, 30, COUNTER)
     assert count(out) <= 30
     assert out.startswith("# Part 0\n\nBody text of part 0")
     assert _bare_headings(out) == []
@@ -186,7 +192,7 @@ def test_extractive_tiny_budget_keeps_a_sentence_with_an_id_under_nested_heading
             sentences.insert(2, "The schema version of `sessions` is TICKET-4821-a9f3c2; bump it with every migration.")
         parts.append(f"### Topic {i}\n\n" + " ".join(sentences))
     doc = "\n\n".join(parts)
-    out = S.extractive_summary(doc, 48, COUNTER)
+    out = extractive_summary(doc, 48, COUNTER)
     assert count(out) <= 48
     assert "TICKET-4821-a9f3c2" in out
     assert out.startswith("### Topic 3\n\n")
@@ -201,7 +207,7 @@ def test_extractive_sentence_with_an_id_in_a_first_paragraph_beats_the_rest_of_i
     budget = count("# Export\n\nThe export layer owns the batches. The lock that serialises exports is named "
                    "LOCK-77-3fa1b2 and lives in `src/export/lock.py`.\n\n## Later\n\nSomething else happens here "
                    "every day.") + 2
-    out = S.extractive_summary(doc, budget, COUNTER)
+    out = extractive_summary(doc, budget, COUNTER)
     assert count(out) <= budget
     assert "LOCK-77-3fa1b2" in out
     assert "It retries twice." not in out
@@ -213,14 +219,14 @@ def test_sentence_scores_rank_a_fact_like_id_above_the_same_sentence_without_it(
         "Changes to the export queue in `src/ledger/export.py` need a review quoting ticket OPS-1432-7f3a9c.",
         "The filler sentence about nothing in particular stays here.",
     ]
-    scores = S.sentence_scores(sentences)
+    scores = sentence_scores(sentences)
     assert scores[1] > scores[0] + 0.4
-    assert [S.fact_tokens(x) for x in sentences] == [0, 1, 0]
-    assert S.fact_tokens("commit 3f9a2c1d and JIRA-204 and v1.2") == 2  # a hash and a ticket; not a bare version
+    assert [fact_tokens(x) for x in sentences] == [0, 1, 0]
+    assert fact_tokens("commit 3f9a2c1d and JIRA-204 and v1.2") == 2  # a hash and a ticket; not a bare version
 
 
 def test_headings_variant_is_outline_with_first_sentences_only():
-    out = S.headings_summary(DOC, count(DOC) - 1, COUNTER)
+    out = headings_summary(DOC, count(DOC) - 1, COUNTER)
     assert out.startswith(FRONTMATTER)
     for heading in HEADINGS:
         assert heading in out
@@ -233,9 +239,9 @@ def test_headings_variant_is_outline_with_first_sentences_only():
 
 def test_summaries_are_deterministic():
     for budget in (20, 60, 150):
-        for fn in (S.extractive_summary, S.headings_summary):
+        for fn in (extractive_summary, headings_summary):
             assert fn(DOC, budget, COUNTER) == fn(DOC, budget, COUNTER)
-    summarizer = S.BuiltinSummarizer("extractive")
+    summarizer = BuiltinSummarizer("extractive")
     assert summarizer.summarize(section(DOC), 80, COUNTER) == summarizer.summarize(section(DOC), 80, COUNTER)
 
 
@@ -244,8 +250,8 @@ def test_budgets_hold_on_a_real_document_across_a_range():
     text = (CORPUS_PLANNING / "0xLeathery__helix-staking" / ".planning" / "ROADMAP.md").read_text(encoding="utf-8")
     total = count(text)
     for budget in (0, 1, 3, 10, 25, 60, 150, 400, 1000, 2500, total - 1):
-        for method in S.METHODS:
-            out = S.summarize_text(text, budget, COUNTER, method)
+        for method in METHODS:
+            out = summarize_text(text, budget, COUNTER, method)
             assert count(out) <= budget, (method, budget)
             if budget >= 400:
                 assert out.startswith("# Roadmap: HELIX")
@@ -255,7 +261,7 @@ def test_budgets_hold_on_a_real_document_across_a_range():
 def test_big_budget_summary_uses_most_of_the_budget():
     text = (CORPUS_PLANNING / "0xLeathery__helix-staking" / ".planning" / "ROADMAP.md").read_text(encoding="utf-8")
     budget = count(text) // 2
-    out = S.extractive_summary(text, budget, COUNTER)
+    out = extractive_summary(text, budget, COUNTER)
     assert budget * 0.85 <= count(out) <= budget
 
 
@@ -266,7 +272,7 @@ def test_chinese_document_is_summarized_by_sentences():
         "其他内容没有那么重要。这里还有一些填充的文字。更多的填充文字在这里。\n"
     )
     budget = count("# 架构\n\n系统由三个部分组成。\n\n## 缓存\n\n缓存位于磁盘读取器之前。") + 2
-    out = S.extractive_summary(doc, budget, COUNTER)
+    out = extractive_summary(doc, budget, COUNTER)
     assert count(out) <= budget
     assert "# 架构" in out and "## 缓存" in out
     assert "系统由三个部分组成。" in out and "缓存位于磁盘读取器之前。" in out
@@ -279,7 +285,7 @@ def test_tables_keep_their_header_row():
         + "\n".join(f"| run{i} | {i}.5s | ok |" for i in range(40))
         + "\n\n## Notes\n\nNothing else.\n"
     )
-    out = S.extractive_summary(doc, 80, COUNTER)
+    out = extractive_summary(doc, 80, COUNTER)
     assert count(out) <= 80
     assert "| Run | Time | Result |\n|-----|------|--------|" in out
     assert "| run0 | 0.5s | ok |" in out
@@ -296,7 +302,7 @@ def test_real_long_markdown_at_a_quarter_keeps_every_heading():
     for path in paths:
         text = path.read_text(encoding="utf-8")
         budget = count(text) // 4
-        out = S.extractive_summary(text, budget, COUNTER)
+        out = extractive_summary(text, budget, COUNTER)
         assert count(out) <= budget, path
         kept = {(level, title) for level, title, _ in headings(out)}
         for level, title, _ in headings(text):
@@ -316,14 +322,14 @@ def test_500_kb_document_is_summarized_fast():
     assert len(doc.encode("utf-8")) > 500_000
     count("warm up the encoder")
     for budget in (500, 4000, 30000):  # speed is measured by benchmarks, not asserted here
-        out = S.extractive_summary(doc, budget, COUNTER)
+        out = extractive_summary(doc, budget, COUNTER)
         assert count(out) <= budget
 
 
 def test_frontmatter_is_compacted():
     raw = "title: A very long plan\nmust_haves:\n  truths:\n" + "".join(f"    - truth number {i}\n" for i in range(20))
     raw += "description: " + "word " * 100 + "\n"
-    out = S.compact_frontmatter(raw)
+    out = compact_frontmatter(raw)
     import yaml
 
     data = yaml.safe_load(out.strip("-\n"))
@@ -354,12 +360,12 @@ Goal: replace the session-cookie login with JWT tokens across the API.
 
 
 def test_plan_summary_keeps_in_progress_task_and_count_drops_done():
-    skeleton = S.plan_summary(PLAN, 70, COUNTER)  # every open task's line before any detail
+    skeleton = plan_summary(PLAN, 70, COUNTER)  # every open task's line before any detail
     assert count(skeleton) <= 70
     for name in ("T2 Implement the login endpoint", "T3 Write integration tests", "T5 Update the API docs"):
         assert name in skeleton
     assert "argon2id" not in skeleton
-    out = S.plan_summary(PLAN, 95, COUNTER)  # then the in-progress task's detail, before done tasks
+    out = plan_summary(PLAN, 95, COUNTER)  # then the in-progress task's detail, before done tasks
     assert count(out) <= 95
     assert "- [>] T2 Implement the login endpoint" in out
     assert "Use argon2id; return 401 on a bad password, never 404." in out
@@ -369,27 +375,27 @@ def test_plan_summary_keeps_in_progress_task_and_count_drops_done():
 
 
 def test_plan_summary_adds_pending_tasks_when_there_is_room():
-    out = S.plan_summary(PLAN, count(PLAN) - 5, COUNTER)
+    out = plan_summary(PLAN, count(PLAN) - 5, COUNTER)
     assert count(out) <= count(PLAN) - 5
     assert "- [ ] T3 Write integration tests" in out
     assert "- [ ] T5 Update the API docs" in out
     assert "T1 Create the users table" not in out
-    small = S.plan_summary(PLAN, 45, COUNTER)
+    small = plan_summary(PLAN, 45, COUNTER)
     assert "T2 Implement the login endpoint" in small
     assert "T5 Update the API docs" not in small
 
 
 def test_plan_summary_reuses_the_plan_sections_count_line():
     content = PLAN.replace("# Plan: Auth rewrite\n", "# Plan: Auth rewrite\n\nTasks: 2 done / 1 in progress / 2 pending / 1 cancelled\n")
-    out = S.BuiltinSummarizer().summarize(section(content, kind="plan", layout="article"), 80, COUNTER)
+    out = BuiltinSummarizer().summarize(section(content, kind="plan", layout="article"), 80, COUNTER)
     assert count(out) <= 80
     assert out.count("Tasks: 2 done") == 1
     assert "T2 Implement the login endpoint" in out
 
 
 def test_plan_without_tasks_falls_back_to_the_markdown_summary():
-    assert S.plan_summary(DOC, 60, COUNTER) == S.extractive_summary(DOC, 60, COUNTER)
-    assert S.plan_summary(DOC, 60, COUNTER, method="headings") == S.headings_summary(DOC, 60, COUNTER)
+    assert plan_summary(DOC, 60, COUNTER) == extractive_summary(DOC, 60, COUNTER)
+    assert plan_summary(DOC, 60, COUNTER, method="headings") == headings_summary(DOC, 60, COUNTER)
 
 
 # ----------------------------------------------------------------------------- diff and history
@@ -413,7 +419,7 @@ def test_diff_summary_of_a_real_git_diff_lists_files_with_counts(tmp_path):
     (tmp_path / "old.md").unlink()
     _git(tmp_path, "add", "-A")
     diff = _git(tmp_path, "diff", "--cached")
-    out = S.diff_summary(diff, 60, COUNTER)
+    out = diff_summary(diff, 60, COUNTER)
     assert count(out) <= 60
     lines = out.split("\n")
     assert "3 files changed, +5/-2" in lines
@@ -426,7 +432,7 @@ def test_diff_summary_of_a_real_git_diff_lists_files_with_counts(tmp_path):
 def test_diff_summary_uses_section_data_files_and_keeps_the_branch_line():
     content = "Branch: main at abc1234\nRecent commits:\n  abc1234 fix\n" + "diff --git a/x b/x\n+" * 200
     files = (("src/a.py", 10, 2, "modified"), ("docs/b.md", 3, 0, "added"), ("img.png", None, None, "modified"), ("tmp.txt", None, None, "untracked"))
-    out = S.BuiltinSummarizer("headings").summarize(section(content, kind="git", files=files), 60, COUNTER)
+    out = BuiltinSummarizer("headings").summarize(section(content, kind="git", files=files), 60, COUNTER)
     assert count(out) <= 60
     assert out.startswith("Branch: main at abc1234")
     assert "M src/a.py +10/-2" in out
@@ -437,7 +443,7 @@ def test_diff_summary_uses_section_data_files_and_keeps_the_branch_line():
 
 def test_diff_summary_reports_files_it_could_not_list():
     diff = "".join(f"diff --git a/f{i}.py b/f{i}.py\n@@ -1 +1 @@\n-old\n+new\n" for i in range(100))
-    out = S.diff_summary(diff, 40, COUNTER)
+    out = diff_summary(diff, 40, COUNTER)
     assert count(out) <= 40
     assert out.startswith("100 files changed, +100/-100")
     assert "M f0.py +1/-1" in out
@@ -446,7 +452,7 @@ def test_diff_summary_reports_files_it_could_not_list():
 
 def test_history_fallback_keeps_the_last_lines():
     log = "\n".join(f"round {i}: user asked for change {i}" for i in range(300))
-    out = S.BuiltinSummarizer().summarize(section(log, kind="history"), 50, COUNTER)
+    out = BuiltinSummarizer().summarize(section(log, kind="history"), 50, COUNTER)
     assert count(out) <= 50
     assert out.endswith("round 299: user asked for change 299")
     assert "earlier lines not shown" in out.split("\n")[0]
@@ -456,7 +462,7 @@ def test_history_fallback_keeps_the_last_lines():
 def test_fit_tokens_cuts_to_the_exact_budget():
     text = "word " * 5000
     for budget in (1, 7, 100, 999):
-        out = S.fit_tokens(text, budget, COUNTER)
+        out = fit_tokens(text, budget, COUNTER)
         assert 0 < count(out) <= budget
         assert text.startswith(out)
 
@@ -477,8 +483,8 @@ def _summarizer(method: str):
 @pytest.mark.parametrize("method", ["extractive", "headings"])
 def test_the_configuration_selects_the_summarizer(method):
     summarizer = _summarizer(method)
-    assert summarizer.method == method and isinstance(summarizer, S.Summarizer)
-    expected = S.summarize_text(DOC, 60, COUNTER, method)
+    assert summarizer.method == method and isinstance(summarizer, Summarizer)
+    expected = summarize_text(DOC, 60, COUNTER, method)
     assert summarizer.summarize(section(DOC), 60, COUNTER) == expected
 
 
@@ -501,4 +507,4 @@ def test_project_driver_gives_a_summarizer_object():
     overrides = {"truncation.summarizer": "headings"}
     value = build_driver().execute(["summarizer"], inputs={"project_dir": "/", "overrides": overrides,
                                                            "user_request": ""})["summarizer"]
-    assert isinstance(value, S.BuiltinSummarizer) and value.method == "headings"
+    assert isinstance(value, BuiltinSummarizer) and value.method == "headings"

@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from ctxengine.nodes.lib import summarize as S
+from ctxengine.nodes.lib.summarize.markdown import extractive_summary
+from ctxengine.nodes.lib.summarize.plan import plan_summary
 from ctxengine.nodes.lib.fences import open_block
 from ctxengine.nodes.lib.tokens import token_counter_for
 
@@ -119,7 +120,7 @@ def test_a_plan_summary_keeps_code_in_part_first_and_definition_lines_fences_clo
     full = COUNTER.count(HELIX_CODE_PLAN)
     for share in (0.6, 0.75, 0.9):
         budget = int(full * share)
-        out = S.plan_summary(HELIX_CODE_PLAN, budget, COUNTER)
+        out = plan_summary(HELIX_CODE_PLAN, budget, COUNTER)
         assert 0.85 * budget <= COUNTER.count(out) <= budget, share
         assert "Task 1: Add solana-nostd-keccak dependency" in out and "Task 2: Implement free_claim" in out
         assert "```rust\nuse anchor_lang::prelude::*;" in out  # the block's first line under its fence
@@ -178,7 +179,7 @@ Add KDoc explaining the single-lock design decision, performance implications, a
 def test_a_plan_context_block_is_cut_line_by_line_and_the_summary_uses_its_budget():
     full = COUNTER.count(PHOENIX_CONTEXT_PLAN)
     for budget in (int(full * 0.95), int(full * 0.8)):
-        out = S.plan_summary(PHOENIX_CONTEXT_PLAN, budget, COUNTER)
+        out = plan_summary(PHOENIX_CONTEXT_PLAN, budget, COUNTER)
         assert 0.85 * budget <= COUNTER.count(out) <= budget, budget
         assert "<context>" in out and "</context>" in out  # a <context> kept in part keeps its tags
         assert "## Task 2: Document withPlatformLock limitation (H13)" in out
@@ -247,7 +248,7 @@ No gaps found. Both CRITICAL findings are closed and the existing Phase 3 tests 
 def test_a_summary_whose_units_all_fit_spends_the_rest_on_the_frontmatter_as_written():
     full = COUNTER.count(VERIFICATION)
     budget = int(full * 0.95)
-    out = S.extractive_summary(VERIFICATION, budget, COUNTER)
+    out = extractive_summary(VERIFICATION, budget, COUNTER)
     assert 0.85 * budget <= COUNTER.count(out) <= budget
     assert "must_haves:\n  truths:\n    - truth:" in out  # the frontmatter as written, as far as it fits
     assert re.search(r"^# … \d+ more lines?$", out, re.M)  # and what of it is left out
@@ -257,7 +258,7 @@ def test_a_summary_whose_units_all_fit_spends_the_rest_on_the_frontmatter_as_wri
 @pytest.mark.parametrize("text", [HELIX_CODE_PLAN, PHOENIX_CONTEXT_PLAN, VERIFICATION])
 def test_property_a_summary_of_a_larger_source_uses_at_least_85_percent(text):
     full = COUNTER.count(text)
-    summarize = S.extractive_summary if text is VERIFICATION else S.plan_summary
+    summarize = extractive_summary if text is VERIFICATION else plan_summary
     for share in (0.3, 0.45, 0.6, 0.75, 0.9, 0.97):
         budget = int(full * share)
         tokens = COUNTER.count(summarize(text, budget, COUNTER))
@@ -318,8 +319,8 @@ def test_the_next_plans_task_name_headings_survive_before_its_details():
     names = re.findall(r"^  ###### (Task \d+: .*)$", HELIX_PLAN_SECTION, re.M)
     assert len(names) == 3
     for budget in (220, 260, 320):
-        out = S.plan_summary(HELIX_PLAN_SECTION, budget, COUNTER)
+        out = plan_summary(HELIX_PLAN_SECTION, budget, COUNTER)
         assert COUNTER.count(out) <= budget
         assert all(name in out for name in names), budget  # every task name of the next plan
-    out = S.plan_summary(HELIX_PLAN_SECTION, 220, COUNTER)
+    out = plan_summary(HELIX_PLAN_SECTION, 220, COUNTER)
     assert "**File:** `app/web/middleware.ts`" not in out  # details only after every name

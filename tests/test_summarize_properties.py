@@ -8,7 +8,9 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxengine.nodes.lib import summarize as S
+from ctxengine.nodes.lib.summarize import BuiltinSummarizer, METHODS
+from ctxengine.nodes.lib.summarize.diff import diff_file_stats, diff_summary
+from ctxengine.nodes.lib.summarize.markdown import summarize_text
 from ctxengine.nodes.lib.sentences import split_sentences
 from ctxengine.nodes.lib.tokens import token_counter_for
 from ctxengine.nodes.types import Section
@@ -67,11 +69,11 @@ BUDGET = st.integers(min_value=0, max_value=400)
 
 
 @SETTINGS
-@given(MARKDOWN, BUDGET, st.sampled_from(S.METHODS))
+@given(MARKDOWN, BUDGET, st.sampled_from(METHODS))
 def test_markdown_summaries_fit_and_are_deterministic(text, budget, method):
-    out = S.summarize_text(text, budget, COUNTER, method)
+    out = summarize_text(text, budget, COUNTER, method)
     assert COUNTER.count(out) <= budget
-    assert S.summarize_text(text, budget, COUNTER, method) == out
+    assert summarize_text(text, budget, COUNTER, method) == out
 
 
 TASK = st.builds(
@@ -93,9 +95,9 @@ PLAN = st.builds(
 @given(PLAN, BUDGET)
 def test_plan_summaries_fit_and_are_deterministic(text, budget):
     section = Section("plan", "Current Plan", "plan", text, 80, "state")
-    out = S.BuiltinSummarizer().summarize(section, budget, COUNTER)
+    out = BuiltinSummarizer().summarize(section, budget, COUNTER)
     assert COUNTER.count(out) <= budget
-    assert S.BuiltinSummarizer().summarize(section, budget, COUNTER) == out
+    assert BuiltinSummarizer().summarize(section, budget, COUNTER) == out
     in_progress = [line for line in text.split("\n") if line.startswith("- [>] ")]
     if in_progress and budget >= COUNTER.count(text):
         assert in_progress[0] in out
@@ -114,10 +116,10 @@ FILE_DIFF = st.builds(
 @SETTINGS
 @given(st.lists(FILE_DIFF, min_size=1, max_size=15).map("".join), BUDGET)
 def test_diff_summaries_fit_and_count_lines(diff, budget):
-    out = S.diff_summary(diff, budget, COUNTER)
+    out = diff_summary(diff, budget, COUNTER)
     assert COUNTER.count(out) <= budget
-    assert S.diff_summary(diff, budget, COUNTER) == out
-    _, stats = S.diff_file_stats(diff)
+    assert diff_summary(diff, budget, COUNTER) == out
+    _, stats = diff_file_stats(diff)
     assert sum(s[1] for s in stats) == sum(1 for line in diff.split("\n") if line.startswith("+new "))
     assert sum(s[2] for s in stats) == sum(1 for line in diff.split("\n") if line.startswith("-old "))
 
@@ -126,9 +128,9 @@ def test_diff_summaries_fit_and_count_lines(diff, budget):
 @given(st.lists(st.one_of(SENTENCE, st.just("")), max_size=80).map("\n".join), BUDGET, st.sampled_from(["history", "tree", "environment"]))
 def test_line_summaries_fit(text, budget, kind):
     section = Section(kind, kind, kind, text, 60, "state")
-    out = S.BuiltinSummarizer("headings").summarize(section, budget, COUNTER)
+    out = BuiltinSummarizer("headings").summarize(section, budget, COUNTER)
     assert COUNTER.count(out) <= budget
-    assert S.BuiltinSummarizer("headings").summarize(section, budget, COUNTER) == out
+    assert BuiltinSummarizer("headings").summarize(section, budget, COUNTER) == out
 
 
 @SETTINGS

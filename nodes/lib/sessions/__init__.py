@@ -15,19 +15,20 @@ one unit: rendering shows each result right under its call, and the one-line sum
 names a call only together with its result. Everything here is pure, deterministic and
 line-oriented (no model call, no token counting), so the 4 MB aider transcript of the corpus
 parses and compacts in a fraction of one tiktoken pass over it. The names other modules use are
-re-exported here (``from ctxengine.nodes.lib import sessions``).
+re-exported here (``from ctxengine.nodes.lib import sessions``), but not the format parsers:
+:func:`parse_session` imports the parser of the format it reads (aider's or the JSON Lines
+one), so a project without such a transcript loads neither (docs/CONTRIBUTING-NODES.md,
+"Imports deferred on purpose").
 """
 
-from .aider import is_confirmation_run, parse_aider
 from .compact import compact_history, history_trailer, verbatim_start
 from .history import (AIDER, JSONL, MAX_LOG_LINES, MAX_ROUNDS, SessionHistory, SessionText, lines_cap_warning,
                       rounds_cap_warning, rounds_of, tool_units)
-from .jsonl import parse_jsonl
 from .parse import parse_session
 from .render import render_round, render_rounds
 from .summary import round_summaries, round_summary, summarize_rounds
 
 __all__ = ["AIDER", "JSONL", "MAX_LOG_LINES", "MAX_ROUNDS", "SessionHistory", "SessionText", "compact_history",
-           "history_trailer", "is_confirmation_run", "lines_cap_warning", "parse_aider", "parse_jsonl", "parse_session",
+           "history_trailer", "lines_cap_warning", "parse_session",
            "render_round", "render_rounds", "round_summaries", "round_summary", "rounds_cap_warning", "rounds_of",
            "summarize_rounds", "tool_units", "verbatim_start"]

@@ -6,9 +6,7 @@ from __future__ import annotations
 import os
 
 from ..memo import NO_MEMO, Memo
-from .aider import parse_aider
 from .history import AIDER, JSONL, SessionHistory
-from .jsonl import parse_jsonl
 
 
 def detect_format(path: str, text: str) -> str:
@@ -30,6 +28,9 @@ def parse_session(text: str, path: str, fmt: str | None = None, memo: Memo = NO_
     (the reading of a line, the parse of a round's stretch) is not made again. ``digest`` and
     ``grew_from``: what the caller knows of the text (a :class:`.history.SessionText`'s)."""
     fmt = fmt or detect_format(path, text)
+    # The parser of the format read is imported here: a project without a transcript loads none.
     if fmt == AIDER:
+        from .aider import parse_aider
         return parse_aider(text, path, memo, digest, grew_from)
+    from .jsonl import parse_jsonl
     return parse_jsonl(text, path, memo)

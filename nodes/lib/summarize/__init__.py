@@ -44,44 +44,16 @@ Priority orders:
   nodes/lib/fences.py: one left open ends at its element's closing tag (</action>). Task boxes are read
   by nodes/lib/plan.py (one parser for the plan stage and this summary).
 * diff: a total line and one ``<status> <path> +n/-m`` line per file.
+
+The package gives the interface and the dispatch; each summary is imported from its module
+(``from ctxengine.nodes.lib.summarize.markdown import extractive_summary``). The dispatch
+imports a kind's summary when it first summarizes a section of that kind, so a build that fits
+its budget loads none of them (docs/CONTRIBUTING-NODES.md, "Imports deferred on purpose").
 """
 
 from __future__ import annotations
 
 from .protocol import METHODS, Summarizer
-from .lines import closing_fence, open_fence, prose_cut, safe_prefix, safe_suffix, whole_line_only
-from .scoring import fact_ids, fact_tokens, sentence_scores
-from .frontmatter import compact_frontmatter
-from .fit import fit_tokens
-from .headtail import head_summary, tail_summary
-from .markdown import extractive_summary, headings_summary, summarize_text
-from .diff import diff_file_stats, diff_summary
-from .plan import plan_summary
 from .dispatch import BuiltinSummarizer, as_summarizer, summarize_section
 
-__all__ = [
-    "METHODS",
-    "Summarizer",
-    "BuiltinSummarizer",
-    "as_summarizer",
-    "summarize_section",
-    "summarize_text",
-    "extractive_summary",
-    "headings_summary",
-    "plan_summary",
-    "diff_summary",
-    "diff_file_stats",
-    "head_summary",
-    "tail_summary",
-    "fit_tokens",
-    "compact_frontmatter",
-    "sentence_scores",
-    "fact_tokens",
-    "fact_ids",
-    "open_fence",
-    "closing_fence",
-    "whole_line_only",
-    "prose_cut",
-    "safe_prefix",
-    "safe_suffix",
-]
+__all__ = ["METHODS", "Summarizer", "BuiltinSummarizer", "as_summarizer", "summarize_section"]

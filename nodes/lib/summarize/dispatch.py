@@ -7,10 +7,6 @@ from dataclasses import dataclass
 from ...types import ConfigError, Section
 from ..quote import quoted
 from ..tokens import TokenCounter
-from .diff import diff_summary
-from .headtail import head_summary, tail_summary
-from .markdown import summarize_text
-from .plan import plan_summary
 from .protocol import METHODS, Summarizer
 
 
@@ -51,12 +47,19 @@ def summarize_section(section: Section, max_tokens: int, counter: TokenCounter, 
     text = section.content
     kind = section.kind
     data = section.data or {}
+    # Each summary is imported here, on the first section of its kind: a build that fits loads none
+    # (14-16 ms; docs/CONTRIBUTING-NODES.md, "Imports deferred on purpose").
     if kind == "plan":  # either layout: the task boxes and <task> blocks come first
+        from .plan import plan_summary
         return plan_summary(text, max_tokens, counter, method=method)
     if kind == "git":
+        from .diff import diff_summary
         return diff_summary(text, max_tokens, counter, files=data.get("files"), renames=data.get("renames"))
     if kind == "history":
+        from .headtail import tail_summary
         return tail_summary(text, max_tokens, counter)
     if kind in ("tree", "environment"):
+        from .headtail import head_summary
         return head_summary(text, max_tokens, counter)
+    from .markdown import summarize_text
     return summarize_text(text, max_tokens, counter, method)

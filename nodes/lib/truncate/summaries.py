@@ -8,7 +8,7 @@ from typing import Callable
 
 from ...types import Round
 from ..memo import NO_MEMO, Memo
-from ..summarize import fact_ids
+from ..summarize.scoring import fact_ids
 
 
 SUMMARY_FILES = 2  # files a truncation summary line names (the rest counted)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..summarize import closing_fence, open_fence, prose_cut, whole_line_only
+from ..summarize.lines import closing_fence, open_fence, prose_cut, whole_line_only
 from .measure import DEFAULT_CHARS_PER_TOKEN
 
 
