@@ -99,23 +99,69 @@ def test_ctrl_c_at_any_moment_of_a_build_is_one_line_and_exit_130(tmp_path):
     assert landed >= 3, "the builds ended before the signals: the test checked nothing"
 
 
-def _lib_modules():
-    import ctxengine.nodes.lib as lib
+def _node_modules():
+    import ctxengine.nodes as nodes
 
-    for info in pkgutil.walk_packages(lib.__path__, "ctxengine.nodes.lib."):
+    for info in pkgutil.walk_packages(nodes.__path__, "ctxengine.nodes."):
         yield importlib.import_module(info.name)
 
 
-def test_every_lib_module_imports_and_compiles_its_patterns_at_import():
-    """Each module of nodes/lib (the packages split by concern too) imports on its own, so a bad
-    import or a regex typo in one that a test does not run fails here."""
-    names, patterns = [], 0
-    for module in _lib_modules():
+def test_every_module_of_nodes_imports_and_its_patterns_compile_on_first_use():
+    """Each module of nodes/ imports on its own (a bad import in one that a test does not run fails
+    here); its module-level patterns are lazy (nodes/lib/regex.py), and each compiles to what
+    ``re.compile`` gives, so a typo in a pattern no test uses fails here too."""
+    from ctxengine.nodes.lib.regex import LazyRegex
+
+    names, lazy = [], 0
+    for module in _node_modules():
         names.append(module.__name__)
-        patterns += sum(isinstance(value, re.Pattern) for value in vars(module).values())
+        for name, value in vars(module).items():
+            assert not isinstance(value, re.Pattern), f"{module.__name__}.{name}: use lazy_regex (nodes/lib/regex.py)"
+            if isinstance(value, LazyRegex):
+                assert value.compiled() == re.compile(*value._source), f"{module.__name__}.{name}"
+                lazy += 1
     assert {"ctxengine.nodes.lib.git.run", "ctxengine.nodes.lib.textio.urls", "ctxengine.nodes.lib.sessions.aider",
-            "ctxengine.nodes.lib.sessions.claude_code.rounds"} <= set(names)
-    assert patterns >= 80
+            "ctxengine.nodes.lib.sessions.claude_code.rounds", "ctxengine.nodes.quality"} <= set(names)
+    assert lazy >= 120
+
+
+def test_a_lazy_regex_compiles_on_first_use_and_behaves_as_the_compiled_pattern():
+    from ctxengine.nodes.lib.regex import lazy_regex
+
+    lazy = lazy_regex(r"(?P<word>[a-z]+)(\d*)", re.I)
+    assert lazy._compiled is None
+    compiled = re.compile(r"(?P<word>[a-z]+)(\d*)", re.I)
+    text = "Alpha1 beta22 GAMMA"
+    assert lazy.findall(text) == compiled.findall(text)
+    assert lazy.sub(r"\2", text) == compiled.sub(r"\2", text)
+    assert lazy.match(text).group("word") == "Alpha"
+    assert (lazy.pattern, lazy.flags, lazy.groups, lazy.groupindex) == (
+        compiled.pattern, compiled.flags, compiled.groups, compiled.groupindex)
+    assert lazy.compiled() is lazy._compiled and re.sub(lazy.compiled(), "-", text) == compiled.sub("-", text)
+    with pytest.raises(re.error):
+        lazy_regex("(unclosed").search("x")
+
+
+_PATTERNS_USED = """
+import gc, sys
+from ctxengine import cli
+from ctxengine.nodes.lib.regex import LazyRegex
+import ctxengine.driver
+patterns = [o for o in gc.get_objects() if isinstance(o, LazyRegex)]
+assert patterns and not any(p._compiled for p in patterns)
+code = cli.main(["build", sys.argv[1], "--request", "Fix the login", "--no-cache"])
+print(code, sum(p._compiled is not None for p in patterns), len(patterns))
+"""
+
+
+def test_a_demo_build_compiles_only_the_patterns_it_uses():
+    """Importing the driver compiles none of the module-level patterns; the demo build compiles
+    the ones it runs, a fraction of them (what the lazy patterns save: nodes/lib/regex.py)."""
+    done = subprocess.run([sys.executable, "-c", _PATTERNS_USED, str(DEMO)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    code, used, total = map(int, done.stdout.split("\n")[-2].split())
+    assert code == 0 and 0 < used < total / 2, (used, total)
 
 
 def _bench():

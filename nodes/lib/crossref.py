@@ -36,6 +36,7 @@ from ..types import IMMUTABLE, Section
 from .fences import code_spans
 from .markdown import headings as md_headings
 from .markdown import slugify
+from .regex import lazy_regex
 
 __all__ = ["mend_cross_references", "mends_by_section", "ACTIONS", "MEND_STEP"]
 
@@ -54,13 +55,13 @@ _OPEN = "\"'\u201c\u2018`*_"
 _CLOSE = "\"'\u201d\u2019`*_"
 _NOUN_EN = r"\s+(?:section|document|doc|file|page|chapter|guide|notes?)\b"
 _NOUN_ZH = r"一节|一章|章节|部分|文档|文件|小节"
-_ABOVE_EN = re.compile(
+_ABOVE_EN = lazy_regex(
     r"\bas\s+(?:mentioned|described|noted|discussed|shown|explained|outlined)\s+above\b", re.I
 )
-_ABOVE_ZH = re.compile(r"如上所述|如前所述")
-_ANCHOR = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\(#(?P<anchor>[^)\s]+)\)")
+_ABOVE_ZH = lazy_regex(r"如上所述|如前所述")
+_ANCHOR = lazy_regex(r"(?<!!)\[(?P<text>[^\]\n]+)\]\(#(?P<anchor>[^)\s]+)\)")
 # the note this module appends (so mending twice changes nothing more)
-_ALREADY = re.compile(
+_ALREADY = lazy_regex(
     r"\s*(?:[(\uff08]|\u2014)\s*(?:not included|summarized|preceding section|this section"
     r"|\u672a\u5305\u542b|\u5df2\u6458\u8981|\u524d\u6587|\u672c\u8282)"  # 未包含 已摘要 前文 本节
 )

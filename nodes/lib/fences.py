@@ -22,15 +22,16 @@ reader is linear in the text plus the number of fence lines squared at worst.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from .regex import lazy_regex
+
 
 #: A fence line at any indentation: (indent, run of ``` or ~~~, rest of the line).
-_FENCE_LINE = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
-_OPEN_ELEMENT = re.compile(r"^[ \t]*<([A-Za-z_][\w-]*)(?:[ \t][^<>]*)?>[ \t]*$")
-_CLOSE_ELEMENT = re.compile(r"^[ \t]*</([A-Za-z_][\w-]*)>[ \t]*$")
+_FENCE_LINE = lazy_regex(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
+_OPEN_ELEMENT = lazy_regex(r"^[ \t]*<([A-Za-z_][\w-]*)(?:[ \t][^<>]*)?>[ \t]*$")
+_CLOSE_ELEMENT = lazy_regex(r"^[ \t]*</([A-Za-z_][\w-]*)>[ \t]*$")
 
 
 @dataclass(frozen=True)

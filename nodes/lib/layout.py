@@ -23,11 +23,11 @@ Contents are values, so they are never expanded again.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable, Sequence
 
 from ..types import Section
 from .template import compile_template
+from .regex import lazy_regex
 
 STATE_KINDS = ("plan", "roadmap", "history", "git", "tree", "environment", "code", "codemap")
 
@@ -61,7 +61,7 @@ STABLE_ORDER = ("rules", "instructions", "reference", "plan", "roadmap", "enviro
 VOLATILE_ORDER = ("reference", "code", "git", "history", "request")
 #: Rendered where ``{{{cacheBreak}}}`` stands and cut out of the prompt (a private-use character pair).
 CACHE_BREAK = "\ue000cache-break\ue001"
-_PLAN_TRIGGER = re.compile(r" in the plan\b")
+_PLAN_TRIGGER = lazy_regex(r" in the plan\b")
 
 
 def is_volatile(section: Section) -> bool:

@@ -9,10 +9,11 @@ from typing import Any
 from ..types import CtxEngineError
 from .fences import fenced
 from .yamlio import YAMLError, load_yaml
+from .regex import lazy_regex
 
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
-_HEADING_LINE = re.compile(r"^( {0,3})(#{1,6})([ \t].*|)$")
+_FRONTMATTER = lazy_regex(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+_HEADING_LINE = lazy_regex(r"^( {0,3})(#{1,6})([ \t].*|)$")
 
 
 class FrontmatterError(CtxEngineError, ValueError):

@@ -17,6 +17,7 @@ from typing import Mapping
 from ..types import Source
 from .fences import fenced
 from .markdown import demote_headings, frontmatter_block
+from .regex import lazy_regex
 
 DONE = "done"
 IN_PROGRESS = "in_progress"
@@ -25,9 +26,9 @@ CANCELLED = "cancelled"
 STATUSES = (DONE, IN_PROGRESS, PENDING, CANCELLED)
 
 _MARKS = {"x": DONE, "X": DONE, ">": IN_PROGRESS, "~": IN_PROGRESS, "/": IN_PROGRESS, " ": PENDING, "-": CANCELLED}
-_TASK = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[(.)\][ \t]*(.*)$")
-_TASK_ID = re.compile(r"^([A-Za-z]{1,5}-?\d+(?:\.\d+)*)\b[:.)]?")
-_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
+_TASK = lazy_regex(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+\[(.)\][ \t]*(.*)$")
+_TASK_ID = lazy_regex(r"^([A-Za-z]{1,5}-?\d+(?:\.\d+)*)\b[:.)]?")
+_H1 = lazy_regex(r"^#[ \t]+(.+?)[ \t#]*$")
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@ warnings capped per kind."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable
+
+from .regex import lazy_regex
 
 QUOTE_LIMIT = 300  # characters of a quoted value shown in a message
 
@@ -21,7 +22,7 @@ def quoted(value: Any, limit: int = QUOTE_LIMIT) -> str:
 #: Warnings of one kind shown before the rest are counted (see :func:`capped_warnings`).
 WARNINGS_PER_KIND = 5
 #: What varies between warnings of one kind: numbers (line numbers, sizes) and quoted values.
-_VARIES = re.compile(r"[0-9]+|'[^'\n]*'|\"[^\"\n]*\"")
+_VARIES = lazy_regex(r"[0-9]+|'[^'\n]*'|\"[^\"\n]*\"")
 
 
 def warning_kind(warning: str) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from .regex import lazy_regex
+
 
 __all__ = ["sentence_spans", "split_sentences", "ABBREVIATIONS"]
 
@@ -33,16 +35,16 @@ _CLOSERS = re.escape("\"'\u201d\u2019\u00bb)]}\u300d\u300f\uff09\u3011\u300b")
 # Sentence-final marks of Chinese text: 。．｡！？； and the small forms ﹒﹗﹖﹔.
 _ZH_MARKS = "\u3002\uff0e\uff61\uff01\uff1f\uff1b\ufe52\ufe57\ufe56\ufe54"
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_BOUNDARY = re.compile(
+_BOUNDARY = lazy_regex(
     # English: ., !, ?, ... or an ellipsis, then closers, then whitespace or the end
     r"(?P<en>[.!?]+|\u2026+)[" + _CLOSERS + r"]*(?=\s|\Z)"
     # Chinese: a full-width mark run (wherever it is), an ASCII !/? right after a CJK
     # character, or a CJK ellipsis ……
     r"|(?P<zh>[" + _ZH_MARKS + r"]+|(?<=[" + _CJK + r"])[!?]+|\u2026\u2026)[" + _CLOSERS + r"]*"
 )
-_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)\Z")
-_DOTTED = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")  # e.g, i.e, U.S, Ph.D
-_NEXT_START = re.compile(r"\s*(\S)")
+_WORD_BEFORE = lazy_regex(r"([A-Za-z][A-Za-z.]*)\Z")
+_DOTTED = lazy_regex(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")  # e.g, i.e, U.S, Ph.D
+_NEXT_START = lazy_regex(r"\s*(\S)")
 
 
 def _ends_sentence(text: str, start: int, end: int, match: re.Match) -> bool:

@@ -16,12 +16,12 @@ Partials, delimiter changes and lambdas are not supported.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .quote import quoted
 from ..types import TemplateError
+from .regex import lazy_regex
 
 ESCAPES = ("none", "html")
 
@@ -30,7 +30,7 @@ ESCAPES = ("none", "html")
 _VAR, _RAW, _SECTION, _INVERTED, _IF = "var", "raw", "section", "inverted", "if"
 _OPENERS = {"#": _SECTION, "^": _INVERTED, "?": _IF}
 _STANDALONE_SIGILS = frozenset(("#", "^", "?", "/", "!"))
-_BLANK_RUN = re.compile(r"\n{3,}")
+_BLANK_RUN = lazy_regex(r"\n{3,}")
 MAX_NESTING = 100  # sections inside sections; rendering recurses once per level
 MAX_REPEATS = 1_000_000  # section passes in one rendering (lists nested in lists multiply)
 

@@ -19,17 +19,19 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from ..regex import lazy_regex
+
 
 #: Where a named file comes from, most important first (kept longest when the pool is tight).
 ORIGINS = ("task", "request", "diff", "plan")
 MAX_SUFFIX_MATCHES = 3
 
-_PATH = re.compile(r"(?<![\w@$%&*+=/\\.-])((?:~|\.{1,2})?/?(?:[\w@.+-]+/)*[\w@+-][\w@.+-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/(])")
-_BACKTICK = re.compile(r"`([A-Za-z_][\w.:]*?)(?:\(\))?`")
-_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w{2,})\(\)")
-_SNAKE = re.compile(r"(?<![\w.])([a-z_][a-z0-9]*_[a-z0-9_]*[a-z0-9])(?![\w(])")
-_CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)(?!\w)")
-_TASK = re.compile(r"<task\b.*?</task>", re.S)
+_PATH = lazy_regex(r"(?<![\w@$%&*+=/\\.-])((?:~|\.{1,2})?/?(?:[\w@.+-]+/)*[\w@+-][\w@.+-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/(])")
+_BACKTICK = lazy_regex(r"`([A-Za-z_][\w.:]*?)(?:\(\))?`")
+_CALL = lazy_regex(r"(?<![\w.])([A-Za-z_]\w{2,})\(\)")
+_SNAKE = lazy_regex(r"(?<![\w.])([a-z_][a-z0-9]*_[a-z0-9_]*[a-z0-9])(?![\w(])")
+_CAMEL = lazy_regex(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)(?!\w)")
+_TASK = lazy_regex(r"<task\b.*?</task>", re.S)
 _EXTENSIONS_NOT_FILES = frozenset({"e.g", "i.e", "etc"})
 
 

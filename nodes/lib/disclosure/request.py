@@ -18,8 +18,9 @@ from typing import Iterable, Mapping, Sequence
 from ..fences import without_code
 from ..quote import quoted
 from .globs import natural_key
+from ..regex import lazy_regex
 
-_DOC = re.compile(r"(?<!\S)@doc[ \t]+(\S+)", re.I)
+_DOC = lazy_regex(r"(?<!\S)@doc[ \t]+(\S+)", re.I)
 
 
 def request_urls(request: str) -> list[str]:
@@ -30,8 +31,8 @@ def request_urls(request: str) -> list[str]:
     return list(seen)
 
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|(?<!\S)@doc[ \t]+\S+", re.I)
-_NAME = re.compile(r"(?<![\w./@:\\-])((?:\./)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/\\-])")
+_URL = lazy_regex(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|(?<!\S)@doc[ \t]+\S+", re.I)
+_NAME = lazy_regex(r"(?<![\w./@:\\-])((?:\./)?[\w.-]+(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/\\-])")
 
 
 def request_names(request: str) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from .globs import first_match
+from ..regex import lazy_regex
 
 #: Where a trigger looks by default.
 SIGNALS = ("plan", "diff", "request")
@@ -41,7 +42,7 @@ class Signals:
         return getattr(self, where, "")
 
 
-_LEVEL2 = re.compile(r"^## ", re.M)
+_LEVEL2 = lazy_regex(r"^## ", re.M)
 
 
 def plan_signal_text(plan: str, contexts: Sequence[str] = ()) -> str:

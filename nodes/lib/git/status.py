@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
+from ..regex import lazy_regex
+
 _STATUS_WORDS = {
     "M": "modified",
     "A": "added",
@@ -16,9 +18,9 @@ _STATUS_WORDS = {
     "T": "typechange",
     "U": "unmerged",
 }
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
-_DIFF_FILE = re.compile(r"^diff --git ", re.M)
-_PLUS_FILE = re.compile(r"^\+\+\+ (?:b/)?(.*)$", re.M)
+_HUNK = lazy_regex(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
+_DIFF_FILE = lazy_regex(r"^diff --git ", re.M)
+_PLUS_FILE = lazy_regex(r"^\+\+\+ (?:b/)?(.*)$", re.M)
 
 
 @dataclass(frozen=True)

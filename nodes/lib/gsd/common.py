@@ -7,28 +7,29 @@ from typing import Any, Sequence
 
 from ..fences import fenced
 from ..markdown import frontmatter_block
+from ..regex import lazy_regex
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FIELD = re.compile(r"^[-*]?\s*\*{0,2}([A-Z][A-Za-z /_-]{1,30}?)\*{0,2}\s*:\s*\*{0,2}\s*(.*)$")
-_FOCUS = re.compile(r"^\*\*Current focus:?\*\*:?\s*(.+)$", re.I)
-_VERSION = re.compile(r"(?<![\w.])v\d+(?:\.\d+)*(?:-(?:alpha|beta|rc|pre)\w*)?(?![\w])", re.I)
-_NUMBER = re.compile(r"\d+(?:\.\d+)*")
-_OF = re.compile(r"(\d+(?:\.\d+)*)\s*(?:of|/)\s*(\d+(?:\.\d+)*)")
-_PHASE_DIR = re.compile(r"^(?:phase[-_]?)?(\d+(?:\.\d+)*)([A-Za-z])?(?:-|$)", re.I)  # "2A-backend": part A of phase 2
-_PLAN_FILE = re.compile(r"^(\d+(?:\.\d+)*[A-Za-z]?)-(\d+)-(PLAN|SUMMARY)\.md$")
-_RANGE = re.compile(r"Phases?\s+(\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(\d+(?:\.\d+)?)", re.I)
-_PHASE_HEADING = re.compile(r"^Phase\s+(\d+(?:\.\d+)*)\b", re.I)
-_PHASE_ITEM = re.compile(r"^\s*[-*]\s+\[[ xX]\]\s+\**Phase\s+(\d+(?:\.\d+)*)\b", re.I)
-_DETAILS_OPEN = re.compile(r"^\s*<details\b", re.I)
-_DETAILS_CLOSE = re.compile(r"^\s*</details>", re.I)
-_SUMMARY_TAG = re.compile(r"<summary>(.*?)</summary>", re.I | re.S)
-_TAG = re.compile(r"<[^>]+>")
-_TASK_NAME = re.compile(r"<name>(.*?)</name>", re.S)
-_TASK_FILES = re.compile(r"<files>(.*?)</files>", re.S)
-_TASK_HEADING = re.compile(r"^#{2,4}\s+(Task\s+\d+\b.*)$")
-_OBJECTIVE = re.compile(r"<objective>\s*(.*?)\s*</objective>", re.S)
-_BOLD_LINE = re.compile(r"^\*\*(.+?)\*\*\s*$")
-_SUMMARY_TITLE = re.compile(r"^(?:Phase\s+[\w.]+\s+Plan\s+[\w.]+\s*(?:Summary)?\s*[:\-—]\s*)", re.I)
+_HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FIELD = lazy_regex(r"^[-*]?\s*\*{0,2}([A-Z][A-Za-z /_-]{1,30}?)\*{0,2}\s*:\s*\*{0,2}\s*(.*)$")
+_FOCUS = lazy_regex(r"^\*\*Current focus:?\*\*:?\s*(.+)$", re.I)
+_VERSION = lazy_regex(r"(?<![\w.])v\d+(?:\.\d+)*(?:-(?:alpha|beta|rc|pre)\w*)?(?![\w])", re.I)
+_NUMBER = lazy_regex(r"\d+(?:\.\d+)*")
+_OF = lazy_regex(r"(\d+(?:\.\d+)*)\s*(?:of|/)\s*(\d+(?:\.\d+)*)")
+_PHASE_DIR = lazy_regex(r"^(?:phase[-_]?)?(\d+(?:\.\d+)*)([A-Za-z])?(?:-|$)", re.I)  # "2A-backend": part A of phase 2
+_PLAN_FILE = lazy_regex(r"^(\d+(?:\.\d+)*[A-Za-z]?)-(\d+)-(PLAN|SUMMARY)\.md$")
+_RANGE = lazy_regex(r"Phases?\s+(\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(\d+(?:\.\d+)?)", re.I)
+_PHASE_HEADING = lazy_regex(r"^Phase\s+(\d+(?:\.\d+)*)\b", re.I)
+_PHASE_ITEM = lazy_regex(r"^\s*[-*]\s+\[[ xX]\]\s+\**Phase\s+(\d+(?:\.\d+)*)\b", re.I)
+_DETAILS_OPEN = lazy_regex(r"^\s*<details\b", re.I)
+_DETAILS_CLOSE = lazy_regex(r"^\s*</details>", re.I)
+_SUMMARY_TAG = lazy_regex(r"<summary>(.*?)</summary>", re.I | re.S)
+_TAG = lazy_regex(r"<[^>]+>")
+_TASK_NAME = lazy_regex(r"<name>(.*?)</name>", re.S)
+_TASK_FILES = lazy_regex(r"<files>(.*?)</files>", re.S)
+_TASK_HEADING = lazy_regex(r"^#{2,4}\s+(Task\s+\d+\b.*)$")
+_OBJECTIVE = lazy_regex(r"<objective>\s*(.*?)\s*</objective>", re.S)
+_BOLD_LINE = lazy_regex(r"^\*\*(.+?)\*\*\s*$")
+_SUMMARY_TITLE = lazy_regex(r"^(?:Phase\s+[\w.]+\s+Plan\s+[\w.]+\s*(?:Summary)?\s*[:\-—]\s*)", re.I)
 
 
 def phase_key(text: str | None) -> tuple[int, ...] | None:

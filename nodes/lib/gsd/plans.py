@@ -11,6 +11,7 @@ from ..fences import fenced
 from ..markdown import demote_headings
 from .common import (_BOLD_LINE, _HEADING, _OBJECTIVE, _PLAN_FILE, _SUMMARY_TITLE, _TASK_FILES, _TASK_HEADING,
                      _TASK_NAME, _fm_value, _lines_of, _split_fm)
+from ..regex import lazy_regex
 
 
 DONE = "done"
@@ -43,9 +44,9 @@ class GsdPlan:
         }
 
 
-_ONE_LINER = re.compile(r"^\*\*One[- ]?liner:?\*\*:?\s*(.+)$", re.I)
-_LABEL = re.compile(r"^\*\*[^*]{1,40}:\*\*|^\*\*[^*]{1,40}\*\*:|^[A-Z][\w ]{0,30}:\s")
-_PLAIN = re.compile(r"^[^\s\-*+|>#<\d`!\[]")
+_ONE_LINER = lazy_regex(r"^\*\*One[- ]?liner:?\*\*:?\s*(.+)$", re.I)
+_LABEL = lazy_regex(r"^\*\*[^*]{1,40}:\*\*|^\*\*[^*]{1,40}\*\*:|^[A-Z][\w ]{0,30}:\s")
+_PLAIN = lazy_regex(r"^[^\s\-*+|>#<\d`!\[]")
 
 
 def _first_sentence(line: str, width: int = 200) -> str:

@@ -25,14 +25,15 @@ from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, _TAG, dir_p
 from .common import _lines_of
 from .roadmap import _TICKED, RoadmapPlans, milestone_blocks, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
 from .state import GsdState, parse_state
+from ..regex import lazy_regex
 
 PINNED, FRONTMATTER, BODY, FILES, NONE = "pinned", "frontmatter", "body", "files", "none"
-_PIN = re.compile(r"^\d+(?:\.\d+)*$")
-_ARCHIVED = re.compile(r"(?:^|/)milestones/[^/]+-phases/")
-_BETWEEN = re.compile(r"\bnone\b|between milestones|no active phase", re.I)
-_EXECUTING = re.compile(r"execut|in[ _-]?progress|verif|implement", re.I)
-_NOT_STARTED = re.compile(r"\bnot (?:yet )?started\b", re.I)
-_UNVERIFIED = re.compile(r"(?:ready for|awaiting|needs?|pending)\s+verif|verification pending|\bunverified\b|not (?:yet )?verified",
+_PIN = lazy_regex(r"^\d+(?:\.\d+)*$")
+_ARCHIVED = lazy_regex(r"(?:^|/)milestones/[^/]+-phases/")
+_BETWEEN = lazy_regex(r"\bnone\b|between milestones|no active phase", re.I)
+_EXECUTING = lazy_regex(r"execut|in[ _-]?progress|verif|implement", re.I)
+_NOT_STARTED = lazy_regex(r"\bnot (?:yet )?started\b", re.I)
+_UNVERIFIED = lazy_regex(r"(?:ready for|awaiting|needs?|pending)\s+verif|verification pending|\bunverified\b|not (?:yet )?verified",
                          re.I)
 
 
@@ -894,9 +895,9 @@ def _milestone_inferred(position: GsdPosition, roadmap_text: str) -> GsdPosition
     return replace(position, warnings=(*position.warnings, warning))
 
 
-_MILESTONE_FIELD = re.compile(r"^\s*[-*]?\s*\*{0,2}Milestone\*{0,2}\s*:\s*\*{0,2}\s*(v\d+(?:\.\d+)*)\b(.*)$", re.I)
-_MILESTONE_PROSE = re.compile(r"\bmilestone\s+(v\d+(?:\.\d+)*)\b|\b(v\d+(?:\.\d+)*)\s+milestone\b", re.I)
-_TO_COME = re.compile(r"\b(?:next|plan(?:ning)?|upcoming|future|start(?:ing)?|new)\b[^.;:]{0,20}$", re.I)
+_MILESTONE_FIELD = lazy_regex(r"^\s*[-*]?\s*\*{0,2}Milestone\*{0,2}\s*:\s*\*{0,2}\s*(v\d+(?:\.\d+)*)\b(.*)$", re.I)
+_MILESTONE_PROSE = lazy_regex(r"\bmilestone\s+(v\d+(?:\.\d+)*)\b|\b(v\d+(?:\.\d+)*)\s+milestone\b", re.I)
+_TO_COME = lazy_regex(r"\b(?:next|plan(?:ning)?|upcoming|future|start(?:ing)?|new)\b[^.;:]{0,20}$", re.I)
 
 
 def _milestone_from_prose(position: GsdPosition, state_text: str, roadmap_text: str, state_path: str) -> GsdPosition:
@@ -1074,7 +1075,7 @@ def _ranged_milestone(roadmap_text: str, key: tuple[int, ...]) -> str | None:
     return None
 
 
-_SHIPPED = re.compile(r"✅|\bshipped\b|\bcomplete[d]?\b", re.I)
+_SHIPPED = lazy_regex(r"✅|\bshipped\b|\bcomplete[d]?\b", re.I)
 
 
 def _milestone_disagreement(position: GsdPosition, state: GsdState, roadmap_text: str) -> GsdPosition:

@@ -11,6 +11,7 @@ from typing import Callable
 from ..fences import fenced
 from .common import (_DETAILS_CLOSE, _DETAILS_OPEN, _PHASE_HEADING, _PHASE_ITEM, _RANGE, _SUMMARY_TAG,
                      _TAG, _VERSION, _lines_of, _sections, phase_key)
+from ..regex import lazy_regex
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def _same_version(a: str, b: str) -> bool:
         return a == b
 
 
-_MILESTONE_N = re.compile(r"\bMilestone\s+(\d+)\b", re.I)
+_MILESTONE_N = lazy_regex(r"\bMilestone\s+(\d+)\b", re.I)
 
 
 def milestone_tokens(label: str) -> tuple[str, ...]:
@@ -299,10 +300,10 @@ def milestone_phases(text: str, milestone: str | None, view: RoadmapView | None 
     return tuple(found)
 
 
-_TICKED = re.compile(r"^\s*[-*]\s+\[[xX]\]")
+_TICKED = lazy_regex(r"^\s*[-*]\s+\[[xX]\]")
 
 
-_UNTICKED = re.compile(r"^\s*[-*]\s+\[ \]")
+_UNTICKED = lazy_regex(r"^\s*[-*]\s+\[ \]")
 
 
 def _all_ticked(section: list[str]) -> bool:
@@ -320,11 +321,11 @@ def _unticked_phases(lines: list[str]) -> set[tuple[int, ...]]:
     return out
 
 
-_FOLDED_GAP = re.compile(r"(- \(other milestone, folded[^\n]*)\n\n(?=- \(other milestone, folded)")
+_FOLDED_GAP = lazy_regex(r"(- \(other milestone, folded[^\n]*)\n\n(?=- \(other milestone, folded)")
 
 
-_PLAN_ITEM = re.compile(r"^\s*[-*]\s+\[([ xX])\]\s+\**(\d+(?:\.\d+)*)-(\d+)-PLAN(?:\.md)?\b", re.I)
-_PLANS_COUNT = re.compile(r"\b(\d+)\s*/\s*(\d+)\s+plans?\b", re.I)
+_PLAN_ITEM = lazy_regex(r"^\s*[-*]\s+\[([ xX])\]\s+\**(\d+(?:\.\d+)*)-(\d+)-PLAN(?:\.md)?\b", re.I)
+_PLANS_COUNT = lazy_regex(r"\b(\d+)\s*/\s*(\d+)\s+plans?\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -393,7 +394,7 @@ def _with_checked_phases(plans: dict[tuple[int, ...], RoadmapPlans], lines: list
     return out
 
 
-_TABLE_PHASE = re.compile(r"^\s*\|\s*(?:Phase\s+)?(\d+(?:\.\d+)*)\.?\s*[:.\-—–]?\s*([A-Za-z][^|]*?)\s*\|")
+_TABLE_PHASE = lazy_regex(r"^\s*\|\s*(?:Phase\s+)?(\d+(?:\.\d+)*)\.?\s*[:.\-—–]?\s*([A-Za-z][^|]*?)\s*\|")
 
 
 def phase_names(text: str) -> dict[tuple[int, ...], tuple[tuple[int, str], ...]]:

@@ -10,8 +10,9 @@ from typing import Any, Mapping
 
 from ..markdown import FrontmatterError, split_frontmatter
 from .common import _FIELD, _FOCUS, _NUMBER, _OF, _VERSION, _flat, _lines_of, _sections
+from ..regex import lazy_regex
 
-_NEXT = re.compile(r"\b(?:next|plan(?:ning)?|upcoming)\b", re.I)
+_NEXT = lazy_regex(r"\b(?:next|plan(?:ning)?|upcoming)\b", re.I)
 
 # STATE.md blocks shown besides the current position, by words in their heading.
 _STATE_BLOCKS = (
@@ -326,8 +327,8 @@ def _frontmatter_complete(frontmatter: Mapping[str, Any], progress: tuple[int, i
     return all_done or _says_complete(frontmatter) and not (progress and progress[1] and not all_done)
 
 
-_COMPLETE = re.compile(r"(?<!in)complete|shipped|\bdone\b")
-_FM_KEY = re.compile(r"^([ \t]*)([A-Za-z_][\w-]*)[ \t]*:")
+_COMPLETE = lazy_regex(r"(?<!in)complete|shipped|\bdone\b")
+_FM_KEY = lazy_regex(r"^([ \t]*)([A-Za-z_][\w-]*)[ \t]*:")
 
 
 def _frontmatter_phase(frontmatter: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -345,7 +346,7 @@ def _frontmatter_phase(frontmatter: Mapping[str, Any]) -> tuple[str, str] | None
     return None
 
 
-_STOPPED_PLAN = re.compile(r"(?<![\w.-])(\d{1,3}(?:\.\d+)*)-(\d{1,3})(?:-(?:PLAN|SUMMARY)\b|(?![\w.-]))", re.I)
+_STOPPED_PLAN = lazy_regex(r"(?<![\w.-])(\d{1,3}(?:\.\d+)*)-(\d{1,3})(?:-(?:PLAN|SUMMARY)\b|(?![\w.-]))", re.I)
 
 
 def _stopped_at(value: Any) -> tuple[str, int, str] | None:

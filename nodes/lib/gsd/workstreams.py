@@ -13,12 +13,12 @@ each workstream's STATE.md and its position.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from .position import BODY, FRONTMATTER, GsdFiles, GsdPosition, position_of
+from ..regex import lazy_regex
 
-_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_NAME = lazy_regex(r"^[A-Za-z0-9_-]+$")
 
 
 def _with_archives(ws: GsdFiles, root: GsdFiles) -> GsdFiles:

@@ -14,13 +14,14 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..quote import quoted
 from ..textio import TextUnavailable
+from ..regex import lazy_regex
 
-_URL = re.compile(r"\Ahttps?://", re.I)
-_SCHEME = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]+):")
-_DRIVE = re.compile(r"\A[A-Za-z]:[\\/]")
-_PATH_CHARS = re.compile(r"\A[\w.~/\\:+\-]+\Z")
-_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}\Z")
-_BUILTIN_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
+_URL = lazy_regex(r"\Ahttps?://", re.I)
+_SCHEME = lazy_regex(r"\A([A-Za-z][A-Za-z0-9+.\-]+):")
+_DRIVE = lazy_regex(r"\A[A-Za-z]:[\\/]")
+_PATH_CHARS = lazy_regex(r"\A[\w.~/\\:+\-]+\Z")
+_EXTENSION = lazy_regex(r"\.[A-Za-z][A-Za-z0-9]{0,9}\Z")
+_BUILTIN_NAME = lazy_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
 
 
 class ReferenceProblem(TextUnavailable):

@@ -15,6 +15,7 @@ from ...types import Message, Round
 from ..digest import digest16, round_digest_of, text_digest
 from ..memo import NO_MEMO, Memo
 from .history import AIDER, LAST_PARSE, MAX_ROUNDS, ROUNDS, STRETCH, SessionHistory, rounds_cap_warning
+from ..regex import lazy_regex
 
 
 def parse_aider(text: str, path: str, memo: Memo = NO_MEMO, digest: bytes | None = None,
@@ -386,7 +387,7 @@ def _assistant_event(text: str, start: int, stop: int, non_space: int, line: int
 #: A reasoning block as aider writes it in a reply: ``<thinking-content-<hash>>`` (or a model's own
 #: ``<think>``, ``<thinking>``, ``<reasoning>``) at the start of a line, up to its closing tag
 #: (or the end of the reply, when the model was cut off while reasoning).
-_REASONING = re.compile(r"^<(thinking-content-[0-9a-f]+|think|thinking|reasoning)>.*?(?:</\1>|\Z)",
+_REASONING = lazy_regex(r"^<(thinking-content-[0-9a-f]+|think|thinking|reasoning)>.*?(?:</\1>|\Z)",
                         re.S | re.M)
 
 
@@ -466,9 +467,9 @@ _AIDER_RUN = (
     r"|(?P<tool>" + _TOOL_LINE + r"(?:\n" + _TOOL_LINE + r")*)"
     r"|(?P<header># aider chat started at[^\n]*))"
 )
-_AIDER_RUNS = re.compile(r"\n" + _AIDER_RUN)  # literal prefix: the engine jumps from newline to newline
-_USER_RUNS = re.compile(r"\n" + _USER_LINE + r"(?:\n" + _USER_LINE + r")*")  # each run of "####" lines
-_AIDER_FIRST = re.compile(_AIDER_RUN)  # the same at the very start of the file
-_NON_SPACE = re.compile(r"\S")
-_USER_PREFIX = re.compile(r"\n####[ \t]?")
-_TOOL_PREFIX = re.compile(r"\n> ?")
+_AIDER_RUNS = lazy_regex(r"\n" + _AIDER_RUN)  # literal prefix: the engine jumps from newline to newline
+_USER_RUNS = lazy_regex(r"\n" + _USER_LINE + r"(?:\n" + _USER_LINE + r")*")  # each run of "####" lines
+_AIDER_FIRST = lazy_regex(_AIDER_RUN)  # the same at the very start of the file
+_NON_SPACE = lazy_regex(r"\S")
+_USER_PREFIX = lazy_regex(r"\n####[ \t]?")
+_TOOL_PREFIX = lazy_regex(r"\n> ?")

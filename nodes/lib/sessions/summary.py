@@ -10,8 +10,9 @@ from ...types import Message, Round
 from ..memo import NO_MEMO, Memo
 from .history import SUMMARY, tool_units
 from .render import one_line
+from ..regex import lazy_regex
 
-_NON_SPACE = re.compile(r"\S")
+_NON_SPACE = lazy_regex(r"\S")
 
 
 def _alternation_trie(words: Sequence[str]) -> str:
@@ -38,19 +39,19 @@ _EXT = (
 # a character class would be tried at every position of a 4 MB transcript.
 # The alternation is factored by leading letters (a trie), so a "." that starts no extension
 # costs one character test, not sixty.
-_EXTENSION = re.compile(r"\.(?:" + _alternation_trie(_EXT.split("|")) + r")(?![\w-])")
-_PATH_CHARS_BACK = re.compile(r"[\w./~-]*")
-_APPLIED = re.compile(r"\n(?:Applied edit to|Creating empty file|Wrote) ([^\n]+)")
-_SEARCH_BLOCK = re.compile(r"\n<<<<<<< SEARCH")
-_COMMIT = re.compile(r"\nCommit ([0-9a-f]{7,40}) ([^\n]+)")
+_EXTENSION = lazy_regex(r"\.(?:" + _alternation_trie(_EXT.split("|")) + r")(?![\w-])")
+_PATH_CHARS_BACK = lazy_regex(r"[\w./~-]*")
+_APPLIED = lazy_regex(r"\n(?:Applied edit to|Creating empty file|Wrote) ([^\n]+)")
+_SEARCH_BLOCK = lazy_regex(r"\n<<<<<<< SEARCH")
+_COMMIT = lazy_regex(r"\nCommit ([0-9a-f]{7,40}) ([^\n]+)")
 # Test results: keywords found with a fast alternation, then widened to their line.
-_TEST_KEY = re.compile(
+_TEST_KEY = lazy_regex(
     r"passed|failed|Failed|Passed|FAILED|PASSED|ERROR|Error|Traceback|exit code|Ran \d+ test|\nOK\b"
 )
 _FILLER = frozenset(
     ("certainly", "sure", "okay", "ok", "yes", "alright", "great", "understood", "got it", "absolutely", "of course")
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_SENTENCE_END = lazy_regex(r"(?<=[.!?])\s")
 
 _MAX_FILES = 6
 _MAX_TESTS = 2
@@ -194,8 +195,8 @@ def _test_lines(text: str, limit: int) -> list[str]:
     return sorted(found, key=_test_line_rank)[:limit]
 
 
-_FAILURE = re.compile(r"FAILED|\bfailed\b|Error|ERROR|Traceback|exit code [1-9]")
-_COUNTS = re.compile(r"\d+ (?:passed|failed)|Ran \d+ test")
+_FAILURE = lazy_regex(r"FAILED|\bfailed\b|Error|ERROR|Traceback|exit code [1-9]")
+_COUNTS = lazy_regex(r"\d+ (?:passed|failed)|Ran \d+ test")
 
 
 def _test_line_rank(line: str) -> int:

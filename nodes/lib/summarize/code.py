@@ -7,11 +7,12 @@ import re
 from typing import Sequence
 
 from ..fences import fence_line
+from ..regex import lazy_regex
 
 # a line that defines a name: def / class / function / interface / type / struct / fn / func /
 # impl / trait / enum ... after modifiers (export, pub, async, public, static ...), an export, or
 # SQL's CREATE TABLE / VIEW / FUNCTION
-_DEFINITION = re.compile(
+_DEFINITION = lazy_regex(
     r"^[ \t]*(?:@?(?:export|default|public|private|protected|internal|static|abstract|final|async|"
     r"pub(?:\([\w:]+\))?|unsafe|extern|override|open|data|sealed|declare|inline|virtual)[ \t]+)*"
     r"(?:(?:def|class|function\*?|interface|struct|enum|trait|impl|fn|func|fun|module|mod|namespace|"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -10,13 +9,14 @@ from ..tokens import TokenCounter, estimate_tokens
 from ..fences import fence_line
 from .fit import Problem, fit_tokens, fits_quickly, solve
 from .headtail import head_summary
+from ..regex import lazy_regex
 
-_DIFF_HEADER = re.compile(r"^diff --git (?:\"?a/(.+?)\"? \"?b/(.+?)\"?|(\S+) (\S+))$")
+_DIFF_HEADER = lazy_regex(r"^diff --git (?:\"?a/(.+?)\"? \"?b/(.+?)\"?|(\S+) (\S+))$")
 _STATUS_LETTER = {
     "added": "A", "new": "A", "modified": "M", "deleted": "D", "removed": "D", "renamed": "R",
     "copied": "C", "untracked": "?", "unmerged": "U", "type changed": "T", "typechange": "T",
 }
-_STAT_ROW = re.compile(r"^\s*(?:\+\d+/-\d+|binary)\s+\S")  # a "+n/-m status path" row of the git section
+_STAT_ROW = lazy_regex(r"^\s*(?:\+\d+/-\d+|binary)\s+\S")  # a "+n/-m status path" row of the git section
 
 
 def diff_file_stats(diff: str) -> tuple[list[str], list[tuple[str, int, int, str]]]:

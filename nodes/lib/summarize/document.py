@@ -4,7 +4,6 @@ back from a selection."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,15 +11,16 @@ from ..fences import fences
 from .code import render_code
 from ..sentences import sentence_spans
 from .frontmatter import compact_frontmatter, split_frontmatter
+from ..regex import lazy_regex
 
-HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_RULE = re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_LIST_PREFIX = re.compile(r"^([ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX>~/\-]\][ \t]+)?)")
-_QUOTE_PREFIX = re.compile(r"^([ \t]*>[ \t]?)")
-_INDENT = re.compile(r"^([ \t]*)")
-_TABLE_SEP = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
+HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_RULE = lazy_regex(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_LIST_PREFIX = lazy_regex(r"^([ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX>~/\-]\][ \t]+)?)")
+_QUOTE_PREFIX = lazy_regex(r"^([ \t]*>[ \t]?)")
+_INDENT = lazy_regex(r"^([ \t]*)")
+_TABLE_SEP = lazy_regex(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
 # a line that starts a new logical line: a marker, bold, a list number, or a "Key: " label
-_NEW_LINE_START = re.compile(
+_NEW_LINE_START = lazy_regex(
     r"^[ \t]*(?:[-*+>|<#\[!]|\*\*|__|\d{1,3}[.)][ \t]|[\w\u4e00-\u9fff .-]{1,40}[:：][ \t])"
 )
 _TERMINAL = tuple(".!?:;。！？；：")

@@ -3,12 +3,12 @@ sentence or word ends in prose, fenced blocks closed."""
 
 from __future__ import annotations
 
-import re
 
 from ..fences import fence_line, open_block
 from ..sentences import sentence_spans
+from ..regex import lazy_regex
 
-_WHOLE_LINE = re.compile(r"^[ \t]*(?:@\S|\|)")  # an @ reference line, a markdown table row
+_WHOLE_LINE = lazy_regex(r"^[ \t]*(?:@\S|\|)")  # an @ reference line, a markdown table row
 
 
 def open_fence(text: str) -> str | None:

@@ -15,16 +15,17 @@ from .fit import Problem, fits_quickly, solve
 from .frontmatter import compact_frontmatter, frontmatter_within, split_frontmatter
 from ..fences import Fence, fences
 from .markdown import summarize_text
+from ..regex import lazy_regex
 
-_COUNT_LINE = re.compile(r"^[ \t]*(?:Tasks|Plans):[ \t]*\d+[ \t]+done\b")
-_OPEN_TAG = re.compile(r"^[ \t]*<([A-Za-z_][\w-]*)\b[^>]*>")
+_COUNT_LINE = lazy_regex(r"^[ \t]*(?:Tasks|Plans):[ \t]*\d+[ \t]+done\b")
+_OPEN_TAG = lazy_regex(r"^[ \t]*<([A-Za-z_][\w-]*)\b[^>]*>")
 _KEY_TAGS = frozenset({"name", "files", "verify", "done", "acceptance", "acceptance_criteria"})
 _NOISE_TAGS = frozenset({"context", "execution_context"})
 _WRAPPER_TAGS = frozenset({"task", "tasks"})
 _LEAD_TAGS = frozenset({"objective"})
-_KEY_LABEL = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?\**(?:files?|verify|verification|done|acceptance)\**[ \t]*:", re.I)
-_AT_LINE = re.compile(r"^[ \t]*@\S")
-_POSITION_LINE = re.compile(r"^(?:Position|Decided by):[ \t]")  # the GSD plan section's position
+_KEY_LABEL = lazy_regex(r"^[ \t]*(?:[-*+][ \t]+)?\**(?:files?|verify|verification|done|acceptance)\**[ \t]*:", re.I)
+_AT_LINE = lazy_regex(r"^[ \t]*@\S")
+_POSITION_LINE = lazy_regex(r"^(?:Position|Decided by):[ \t]")  # the GSD plan section's position
 # ranks of plan units, kept first to last (see plan_summary): the skeleton of the work left
 # (names, then the files / verify / done lines), the frontmatter, the current task's details,
 # other prose, the other tasks' details (a code block's first and definition lines among
@@ -278,8 +279,8 @@ def _pair_wrappers(units: list[_PlanUnit]) -> None:
             unit.task = next((w for w in reversed(open_wrappers) if units[w].tag == "task"), None)
 
 
-_TASK_HEADING = re.compile(r"^[ \t]*#{2,6}[ \t]+Task[ \t]+\d+\b")  # a task's name as a heading (GSD)
-_TASK_BOX = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\[.\][ \t]")
+_TASK_HEADING = lazy_regex(r"^[ \t]*#{2,6}[ \t]+Task[ \t]+\d+\b")  # a task's name as a heading (GSD)
+_TASK_BOX = lazy_regex(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\[.\][ \t]")
 
 
 def plan_summary(text: str, max_tokens: int, counter: TokenCounter, method: str = "extractive") -> str:

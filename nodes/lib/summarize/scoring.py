@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from typing import Sequence
+
+from ..regex import lazy_regex
 
 _STOPWORDS = frozenset(
     """
@@ -17,23 +18,23 @@ _STOPWORDS = frozenset(
     of to in an a if so do no use used using get got make made like well still even
     """.split()
 )
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}|[\u3400-\u4dbf\u4e00-\u9fff]{2,}")
+_WORD = lazy_regex(r"[A-Za-z][A-Za-z0-9_]{2,}|[\u3400-\u4dbf\u4e00-\u9fff]{2,}")
 # identifiers: CamelCase / camelCase, snake_case, `code`
-_IDENT = re.compile(
+_IDENT = lazy_regex(
     r"`[^`\n]+`"
     r"|\b(?:[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*)\b"
     r"|\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\b"
 )
 # paths (a/b.py, src/lib/) and file names with a known extension
-_PATH = re.compile(
+_PATH = lazy_regex(
     r"(?:[\w.~-]+/)+[\w.-]+"
     r"|\b[\w-]+\.(?:py|md|ts|tsx|js|jsx|json|ya?ml|toml|ini|cfg|txt|sh|rs|go|java|kt|swift|c|h|cpp|hpp"
     r"|rb|php|sql|html|css|lock|log)\b"
 )
-_NUMBER = re.compile(r"\d")
+_NUMBER = lazy_regex(r"\d")
 # fact-like tokens: ids that name one thing (ticket and incident ids, versions, hashes, uuids):
 # letters and digits joined by hyphens with at least one digit, or a hex run with letters and digits
-_FACTLIKE = re.compile(
+_FACTLIKE = lazy_regex(
     r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b"
     r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b"
 )

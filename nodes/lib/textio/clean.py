@@ -3,12 +3,12 @@ newline, tab and CR) and ANSI escape sequences are removed and counted; binary d
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..grown import GROWN
 from .trust import TextUnavailable
+from ..regex import lazy_regex
 
 BINARY_PROBE = 8192  # bytes looked at for a NUL that marks a binary file
 
@@ -18,12 +18,12 @@ _ANSI_PATTERN = (
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
     r"|\x1b[ -/]*[0-~]?"  # other escapes (and a lone ESC)
 )
-_ANSI = re.compile(_ANSI_PATTERN)
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_ANSI = lazy_regex(_ANSI_PATTERN)
+_CONTROL = lazy_regex(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # The same in UTF-8 bytes: every byte of the patterns is ASCII, so they match where the text's do.
-_ANSI_BYTES = re.compile(_ANSI_PATTERN.encode("ascii"))
+_ANSI_BYTES = lazy_regex(_ANSI_PATTERN.encode("ascii"))
 _C0_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
-_C1_BYTES = re.compile(rb"\xc2[\x80-\x9f]")  # U+0080-U+009F in UTF-8
+_C1_BYTES = lazy_regex(rb"\xc2[\x80-\x9f]")  # U+0080-U+009F in UTF-8
 
 
 def clean_text(text: str) -> tuple[str, int]:

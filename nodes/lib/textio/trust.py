@@ -12,11 +12,12 @@ says what was left out and then, in parentheses, the setting that would allow th
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping
+
+from ..regex import lazy_regex
 
 
 class TextUnavailable(Exception):
@@ -31,7 +32,7 @@ SETTINGS_HINT = "in your user config or --set"
 #: The hints that tell how to widen trust, in every form the refusals (here, in the git package,
 #: state.py and config.py) write them: "... (add X to trust.allowedPaths ... to allow it)", "(raise it ...
 #: --set)", "; set it in ~/.config/ctxengine/config.yaml or with --set".
-_WIDENING_HINTS = re.compile(
+_WIDENING_HINTS = lazy_regex(
     r" \((?:add|list|set|raise) .*?(?:to allow it|to allow private addresses|to follow more|--set"
     r"|to read one elsewhere)\)"
     r"|; set it in \S+ or with --set")

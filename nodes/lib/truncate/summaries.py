@@ -9,14 +9,15 @@ from typing import Callable
 from ...types import Round
 from ..memo import NO_MEMO, Memo
 from ..summarize.scoring import fact_ids
+from ..regex import lazy_regex
 
 
 SUMMARY_FILES = 2  # files a truncation summary line names (the rest counted)
-_FILES_PART = re.compile(r"(?<=files: )([^;]*?)(?: \(\+(\d+) more\))?(?=;|$)")
+_FILES_PART = lazy_regex(r"(?<=files: )([^;]*?)(?: \(\+(\d+) more\))?(?=;|$)")
 _NOTED_CHARS = 160
 _ID_SCAN_CHARS = 4000  # of each message searched for ids
 _ID_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+_SENTENCE_END = lazy_regex(r"[.!?](?=\s)|\n")
 
 
 @dataclass(frozen=True)

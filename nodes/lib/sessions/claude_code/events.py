@@ -13,13 +13,14 @@ from ...digest import digest16, text_digest
 from ...memo import NO_MEMO, Memo
 from ..history import LINE, MAX_LOG_LINES, newest_lines_start
 from .find import in_project, nonblank_lines
+from ...regex import lazy_regex
 
 CLAUDE_CODE = "claude-code"
 #: Tool names whose calls start a subagent (sidechain).
 SUBAGENT_TOOLS = frozenset(("Task", "Agent"))
 _NOTE_TAGS = ("local-command-stdout", "local-command-stderr", "bash-stdout", "bash-stderr", "task-notification")
 _SKIP_TAGS = ("local-command-caveat",)
-_TAG = re.compile(r"<([a-z-]+)>(.*?)</\1>", re.S)
+_TAG = lazy_regex(r"<([a-z-]+)>(.*?)</\1>", re.S)
 
 
 @dataclass(frozen=True)

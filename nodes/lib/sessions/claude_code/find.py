@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from itertools import islice
 from typing import Iterator, Mapping
 
-_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+from ...regex import lazy_regex
+
+_NOT_ALNUM = lazy_regex(r"[^A-Za-z0-9]")
 
 
 def config_dir(environ: Mapping[str, str] | None = None) -> str:
