@@ -106,6 +106,13 @@ def _node_modules():
         yield importlib.import_module(info.name)
 
 
+def _items(value) -> list:
+    """A module variable, or the items of a tuple, list or dict of them (one level: tables of patterns)."""
+    if isinstance(value, dict):
+        return list(value.values())
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
 def test_every_module_of_nodes_imports_and_its_patterns_compile_on_first_use():
     """Each module of nodes/ imports on its own (a bad import in one that a test does not run fails
     here); its module-level patterns are lazy (nodes/lib/regex.py), and each compiles to what
@@ -116,10 +123,11 @@ def test_every_module_of_nodes_imports_and_its_patterns_compile_on_first_use():
     for module in _node_modules():
         names.append(module.__name__)
         for name, value in vars(module).items():
-            assert not isinstance(value, re.Pattern), f"{module.__name__}.{name}: use lazy_regex (nodes/lib/regex.py)"
-            if isinstance(value, LazyRegex):
-                assert value.compiled() == re.compile(*value._source), f"{module.__name__}.{name}"
-                lazy += 1
+            for item in _items(value):
+                assert not isinstance(item, re.Pattern), f"{module.__name__}.{name}: use lazy_regex (nodes/lib/regex.py)"
+                if isinstance(item, LazyRegex):
+                    assert item.compiled() == re.compile(*item._source), f"{module.__name__}.{name}"
+                    lazy += 1
     assert {"ctxengine.nodes.lib.git.run", "ctxengine.nodes.lib.textio.urls", "ctxengine.nodes.lib.sessions.aider",
             "ctxengine.nodes.lib.sessions.claude_code.rounds", "ctxengine.nodes.quality"} <= set(names)
     assert lazy >= 120

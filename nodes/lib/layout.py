@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from ..types import Section
-from .template import compile_template
 from .regex import lazy_regex
+from .template import compile_template
 
 STATE_KINDS = ("plan", "roadmap", "history", "git", "tree", "environment", "code", "codemap")
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..types import CtxEngineError
 from .fences import fenced
-from .yamlio import YAMLError, load_yaml
 from .regex import lazy_regex
+from .yamlio import YAMLError, load_yaml
 
 _FRONTMATTER = lazy_regex(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)

@@ -20,7 +20,7 @@ from typing import Any
 class LazyRegex:
     """A ``re.Pattern`` stand-in compiling ``pattern`` with ``flags`` on first use."""
 
-    def __init__(self, pattern: str, flags: int = 0) -> None:
+    def __init__(self, pattern: str | bytes, flags: int = 0) -> None:
         self._source = (pattern, flags)
         self._compiled: re.Pattern | None = None
 
@@ -31,7 +31,7 @@ class LazyRegex:
         return self._compiled
 
     def __getattr__(self, name: str) -> Any:  # only for names not yet kept on the object
-        if name.startswith("__"):
+        if name.startswith("__") or name in ("_source", "_compiled"):  # (an instance not made by __init__)
             raise AttributeError(name)
         value = getattr(self.compiled(), name)
         setattr(self, name, value)  # the next lookup finds it directly
@@ -41,6 +41,6 @@ class LazyRegex:
         return f"lazy_regex({self._source[0]!r}, {self._source[1]!r})"
 
 
-def lazy_regex(pattern: str, flags: int = 0) -> LazyRegex:
+def lazy_regex(pattern: str | bytes, flags: int = 0) -> LazyRegex:
     """``re.compile(pattern, flags)``, deferred to the first use."""
     return LazyRegex(pattern, flags)

@@ -17,8 +17,8 @@ from typing import Iterable, Mapping, Sequence
 
 from ..fences import without_code
 from ..quote import quoted
-from .globs import natural_key
 from ..regex import lazy_regex
+from .globs import natural_key
 
 _DOC = lazy_regex(r"(?<!\S)@doc[ \t]+(\S+)", re.I)
 

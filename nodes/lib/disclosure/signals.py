@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from .globs import first_match
 from ..regex import lazy_regex
+from .globs import first_match
 
 #: Where a trigger looks by default.
 SIGNALS = ("plan", "diff", "request")

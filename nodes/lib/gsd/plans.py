@@ -9,9 +9,9 @@ from typing import Any, Mapping, Sequence
 
 from ..fences import fenced
 from ..markdown import demote_headings
+from ..regex import lazy_regex
 from .common import (_BOLD_LINE, _HEADING, _OBJECTIVE, _PLAN_FILE, _SUMMARY_TITLE, _TASK_FILES, _TASK_HEADING,
                      _TASK_NAME, _fm_value, _lines_of, _split_fm)
-from ..regex import lazy_regex
 
 
 DONE = "done"

@@ -21,11 +21,11 @@ from typing import Mapping, Sequence
 
 from ..quote import quoted
 from ...types import ConfigError
+from ..regex import lazy_regex
 from .common import _PHASE_HEADING, _PHASE_ITEM, _PLAN_FILE, _RANGE, _TAG, dir_phase_key, dir_phase_part, dir_phase_parts, phase_key
 from .common import _lines_of
 from .roadmap import _TICKED, RoadmapPlans, milestone_blocks, milestone_phases, milestone_tokens, narrow_roadmap, phase_names, roadmap_plans
 from .state import GsdState, parse_state
-from ..regex import lazy_regex
 
 PINNED, FRONTMATTER, BODY, FILES, NONE = "pinned", "frontmatter", "body", "files", "none"
 _PIN = lazy_regex(r"^\d+(?:\.\d+)*$")

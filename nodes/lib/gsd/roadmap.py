@@ -9,9 +9,9 @@ from functools import partial
 from typing import Callable
 
 from ..fences import fenced
+from ..regex import lazy_regex
 from .common import (_DETAILS_CLOSE, _DETAILS_OPEN, _PHASE_HEADING, _PHASE_ITEM, _RANGE, _SUMMARY_TAG,
                      _TAG, _VERSION, _lines_of, _sections, phase_key)
-from ..regex import lazy_regex
 
 
 @dataclass(frozen=True)

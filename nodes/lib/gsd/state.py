@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..markdown import FrontmatterError, split_frontmatter
-from .common import _FIELD, _FOCUS, _NUMBER, _OF, _VERSION, _flat, _lines_of, _sections
 from ..regex import lazy_regex
+from .common import _FIELD, _FOCUS, _NUMBER, _OF, _VERSION, _flat, _lines_of, _sections
 
 _NEXT = lazy_regex(r"\b(?:next|plan(?:ning)?|upcoming)\b", re.I)
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .position import BODY, FRONTMATTER, GsdFiles, GsdPosition, position_of
 from ..regex import lazy_regex
+from .position import BODY, FRONTMATTER, GsdFiles, GsdPosition, position_of
 
 _NAME = lazy_regex(r"^[A-Za-z0-9_-]+$")
 

@@ -13,8 +13,8 @@ from typing import Sequence
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..quote import quoted
-from ..textio import TextUnavailable
 from ..regex import lazy_regex
+from ..textio import TextUnavailable
 
 _URL = lazy_regex(r"\Ahttps?://", re.I)
 _SCHEME = lazy_regex(r"\A([A-Za-z][A-Za-z0-9+.\-]+):")

@@ -14,8 +14,8 @@ from typing import NamedTuple
 from ...types import Message, Round
 from ..digest import digest16, round_digest_of, text_digest
 from ..memo import NO_MEMO, Memo
-from .history import AIDER, LAST_PARSE, MAX_ROUNDS, ROUNDS, STRETCH, SessionHistory, rounds_cap_warning
 from ..regex import lazy_regex
+from .history import AIDER, LAST_PARSE, MAX_ROUNDS, ROUNDS, STRETCH, SessionHistory, rounds_cap_warning
 
 
 def parse_aider(text: str, path: str, memo: Memo = NO_MEMO, digest: bytes | None = None,

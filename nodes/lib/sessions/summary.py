@@ -8,9 +8,9 @@ from typing import Iterable, Sequence
 
 from ...types import Message, Round
 from ..memo import NO_MEMO, Memo
+from ..regex import lazy_regex
 from .history import SUMMARY, tool_units
 from .render import one_line
-from ..regex import lazy_regex
 
 _NON_SPACE = lazy_regex(r"\S")
 

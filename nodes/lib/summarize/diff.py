@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from ..regex import lazy_regex
 from ..tokens import TokenCounter, estimate_tokens
 from ..fences import fence_line
 from .fit import Problem, fit_tokens, fits_quickly, solve
 from .headtail import head_summary
-from ..regex import lazy_regex
 
 _DIFF_HEADER = lazy_regex(r"^diff --git (?:\"?a/(.+?)\"? \"?b/(.+?)\"?|(\S+) (\S+))$")
 _STATUS_LETTER = {

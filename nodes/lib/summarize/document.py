@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..fences import fences
+from ..regex import lazy_regex
 from .code import render_code
 from ..sentences import sentence_spans
 from .frontmatter import compact_frontmatter, split_frontmatter
-from ..regex import lazy_regex
 
 HEADING = lazy_regex(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _RULE = lazy_regex(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 
 from ..fences import fence_line, open_block
-from ..sentences import sentence_spans
 from ..regex import lazy_regex
+from ..sentences import sentence_spans
 
 _WHOLE_LINE = lazy_regex(r"^[ \t]*(?:@\S|\|)")  # an @ reference line, a markdown table row
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .. import plan as _plan
+from ..regex import lazy_regex
 from ..tokens import TokenCounter, estimate_tokens
 from .code import code_line_order, render_code
 from .document import HEADING
@@ -15,7 +16,6 @@ from .fit import Problem, fits_quickly, solve
 from .frontmatter import compact_frontmatter, frontmatter_within, split_frontmatter
 from ..fences import Fence, fences
 from .markdown import summarize_text
-from ..regex import lazy_regex
 
 _COUNT_LINE = lazy_regex(r"^[ \t]*(?:Tasks|Plans):[ \t]*\d+[ \t]+done\b")
 _OPEN_TAG = lazy_regex(r"^[ \t]*<([A-Za-z_][\w-]*)\b[^>]*>")

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..grown import GROWN
-from .trust import TextUnavailable
 from ..regex import lazy_regex
+from .trust import TextUnavailable
 
 BINARY_PROBE = 8192  # bytes looked at for a NUL that marks a binary file
 

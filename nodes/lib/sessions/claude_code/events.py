@@ -11,9 +11,9 @@ from typing import Any
 
 from ...digest import digest16, text_digest
 from ...memo import NO_MEMO, Memo
+from ...regex import lazy_regex
 from ..history import LINE, MAX_LOG_LINES, newest_lines_start
 from .find import in_project, nonblank_lines
-from ...regex import lazy_regex
 
 CLAUDE_CODE = "claude-code"
 #: Tool names whose calls start a subagent (sidechain).
